@@ -1,0 +1,62 @@
+/** The web application: the middleware chain in the order a request meets it. */
+import Koa from 'koa';
+import type { Context, Next } from 'koa';
+import { randomUUID } from 'node:crypto';
+import { createAuthenticator } from './http/auth.ts';
+import { createBodyParser } from './http/body.ts';
+import { errorHandler } from './http/errorHandler.ts';
+import { idempotency } from './http/idempotency.ts';
+import { objectRoutes } from './http/objectRoutes.ts';
+import { createRateLimiter } from './http/rateLimit.ts';
+import type { AppServices, RequestState } from './http/state.ts';
+import { apiVersion } from './http/version.ts';
+import { serviceUnavailable } from './errors.ts';
+
+type Ctx = Context & { state: RequestState };
+
+export interface AppOptions {
+  /** ms an API key lookup is cached; 0 in tests that revoke keys */
+  keyCacheMs?: number;
+  isDraining?: () => boolean;
+}
+
+export function createApp(services: AppServices, options: AppOptions = {}): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  const routes = objectRoutes();
+
+  app.use(async (ctx: Ctx, next: Next) => {
+    const started = performance.now();
+    ctx.state.requestId = (ctx.get('X-Request-Id') || randomUUID()).slice(0, 64);
+    ctx.state.services = services;
+    ctx.state.log = services.log.child({ req: ctx.state.requestId });
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    // Trailing slashes (`/customers/?email=…`) name the same collection.
+    if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '');
+    await next();
+    ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+  });
+  app.use(errorHandler);
+  app.use(async (ctx: Ctx, next: Next) => {
+    if (ctx.path !== '/healthz') {
+      if (options.isDraining?.()) {
+        ctx.set('Connection', 'close');
+        throw serviceUnavailable('Server is shutting down');
+      }
+      return next();
+    }
+    try {
+      await services.db.raw('select 1');
+      ctx.body = { object: 'health', status: 'ok' };
+    } catch {
+      throw serviceUnavailable('Database unavailable');
+    }
+  });
+  app.use(createAuthenticator(options.keyCacheMs ?? 2000));
+  app.use(createRateLimiter(services.config.rateLimit));
+  app.use(apiVersion);
+  app.use(createBodyParser(services.config.bodyLimit));
+  app.use(idempotency);
+  app.use(routes.routes());
+  return app;
+}

@@ -1,0 +1,69 @@
+/**
+ * Configuration, read once from the environment into a typed object. Every option documents its
+ * default; the defaults run everything on one machine.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface RateLimit {
+  /** tokens added per second */
+  perSecond: number;
+  /** bucket size */
+  burst: number;
+}
+
+export interface Config {
+  /** PORT: the web process listens here. Default 8080. */
+  port: number;
+  /** HOST: bind address. Default 127.0.0.1 under `settle up`, 0.0.0.0 otherwise is the operator's call. */
+  host: string;
+  /** DATABASE_URL: Postgres connection string. No default: `settle up` starts an embedded server. */
+  databaseUrl: string | undefined;
+  /** SETTLE_DATA_DIR: where embedded data and generated secrets live. Default `<project>/.data`. */
+  dataDir: string;
+  /** LOG_LEVEL: pino level. Default `info`. */
+  logLevel: string;
+  /** SETTLE_RATE_LIMIT: `<per second>/<burst>` per key, or `off`. Default 1000/2000. */
+  rateLimit: RateLimit | null;
+  /** SETTLE_BODY_LIMIT: request body limit in bytes. Default 1 MiB. */
+  bodyLimit: number;
+  /** SETTLE_DB_POOL: connections per web process. Default 10. */
+  dbPoolSize: number;
+  /** WORKER_CONCURRENCY: graphile-worker jobs run at once per worker process. Default 10. */
+  workerConcurrency: number;
+  /** SETTLE_SHUTDOWN_TIMEOUT: ms a process waits for in-flight work on SIGTERM. Default 10000. */
+  shutdownTimeoutMs: number;
+}
+
+export function parseRateLimit(text: string | undefined): RateLimit | null {
+  if (text === undefined || text === '') return { perSecond: 1000, burst: 2000 };
+  if (text === 'off') return null;
+  const match = /^(\d+(?:\.\d+)?)\/(\d+)$/.exec(text);
+  if (!match) throw new Error(`SETTLE_RATE_LIMIT must be <per second>/<burst> or off, got "${text}"`);
+  return { perSecond: Number(match[1]), burst: Number(match[2]) };
+}
+
+function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: intFromEnv(env, 'PORT', 8080),
+    host: env.HOST ?? '127.0.0.1',
+    databaseUrl: env.DATABASE_URL || undefined,
+    dataDir: path.resolve(env.SETTLE_DATA_DIR ?? path.join(projectRoot, '.data')),
+    logLevel: env.LOG_LEVEL ?? 'info',
+    rateLimit: parseRateLimit(env.SETTLE_RATE_LIMIT),
+    bodyLimit: intFromEnv(env, 'SETTLE_BODY_LIMIT', 1024 * 1024),
+    dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),
+    workerConcurrency: intFromEnv(env, 'WORKER_CONCURRENCY', 10),
+    shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
+  };
+}

@@ -1,0 +1,63 @@
+/** Orgs and API keys. Only SHA-256 hashes of secret keys are stored. */
+import type { Db } from './connection.ts';
+
+export interface KeyRecord {
+  id: string;
+  org_id: string;
+  org_name: string;
+  environment: 'test' | 'live';
+  key_prefix: string;
+  settings: Record<string, unknown>;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export async function findOrCreateOrg(db: Db, id: string, name: string): Promise<string> {
+  const result = await db.raw(
+    `insert into orgs (id, name) values (?, ?)
+     on conflict (name) do update set name = excluded.name
+     returning id`,
+    [id, name],
+  );
+  return result.rows[0].id;
+}
+
+export async function insertKey(db: Db, key: { id: string; orgId: string; environment: string; hash: Buffer; prefix: string; settings: Record<string, unknown> }): Promise<void> {
+  await db.raw(
+    'insert into api_keys (id, org_id, environment, key_hash, key_prefix, settings) values (?, ?, ?, ?, ?, ?)',
+    [key.id, key.orgId, key.environment, key.hash, key.prefix, JSON.stringify(key.settings)],
+  );
+}
+
+export async function findActiveKeyByHash(db: Db, hash: Buffer): Promise<KeyRecord | null> {
+  const result = await db.raw(
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.created_at, k.revoked_at
+       from api_keys k join orgs o on o.id = k.org_id
+      where k.key_hash = ? and k.revoked_at is null`,
+    [hash],
+  );
+  return result.rows[0] ?? null;
+}
+
+export async function listKeys(db: Db): Promise<KeyRecord[]> {
+  const result = await db.raw(
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.created_at, k.revoked_at
+       from api_keys k join orgs o on o.id = k.org_id order by k.created_at`,
+  );
+  return result.rows;
+}
+
+/** Revokes the keys whose id or shown prefix starts with `prefix`; returns how many. */
+export async function revokeKeys(db: Db, prefix: string): Promise<number> {
+  const result = await db.raw(
+    `update api_keys set revoked_at = now()
+      where revoked_at is null and (id = ? or key_prefix like ? || '%')`,
+    [prefix, prefix.replace(/[\\%_]/g, (c) => `\\${c}`)],
+  );
+  return result.rowCount ?? 0;
+}
+
+export async function countKeys(db: Db): Promise<number> {
+  const result = await db.raw('select count(*)::int as n from api_keys where revoked_at is null');
+  return result.rows[0].n;
+}

@@ -1,0 +1,114 @@
+/**
+ * SQL for every object family table (id, org_id, environment, type, data, created_at,
+ * modified_at). The tenant condition is always added here, outside the client's expression.
+ */
+import type { StoredObject, Tenant } from '../engine/family.ts';
+import type { Sql } from '../query/toSql.ts';
+import { rows as query, type Db } from './connection.ts';
+
+export interface SelectSpec {
+  where: Sql | null;
+  /** fixed type of the collection (`/customers`) */
+  type?: string;
+  orderBy: Sql[];
+  limit: number;
+  offset: number;
+  forUpdate?: boolean;
+}
+
+const ROW_COLUMNS = 'id, type, data, created_at, modified_at';
+
+function tenantWhere(tenant: Tenant, type: string | undefined): Sql {
+  return type
+    ? { sql: 'org_id = ? and environment = ? and type = ?', bindings: [tenant.orgId, tenant.environment, type] }
+    : { sql: 'org_id = ? and environment = ?', bindings: [tenant.orgId, tenant.environment] };
+}
+
+function conditions(tenant: Tenant, spec: Pick<SelectSpec, 'where' | 'type'>): Sql {
+  const base = tenantWhere(tenant, spec.type);
+  if (!spec.where) return base;
+  return { sql: `${base.sql} and (${spec.where.sql})`, bindings: [...base.bindings, ...spec.where.bindings] };
+}
+
+export async function selectObjects(db: Db, table: string, tenant: Tenant, spec: SelectSpec): Promise<StoredObject[]> {
+  const where = conditions(tenant, spec);
+  const order = spec.orderBy.length ? spec.orderBy : [{ sql: 'created_at asc', bindings: [] }];
+  const orderSql = [...order.map((o) => o.sql), 'id asc'].join(', ');
+  const found = await query<StoredObject>(db,
+    `select ${ROW_COLUMNS} from ${table} where ${where.sql} order by ${orderSql} limit ? offset ?${spec.forUpdate ? ' for update' : ''}`,
+    [...where.bindings, ...order.flatMap((o) => o.bindings), spec.limit, spec.offset],
+  );
+  return found;
+}
+
+export interface AggregateSpec {
+  select: Sql[];
+  where: Sql | null;
+  type?: string;
+  groupBy: Sql[];
+  orderBy: Sql[];
+  limit: number;
+  offset: number;
+}
+
+/** Rows of computed columns named c0, c1, … in the order of `select`. */
+export async function aggregateObjects(db: Db, table: string, tenant: Tenant, spec: AggregateSpec): Promise<Array<Record<string, unknown>>> {
+  const where = conditions(tenant, spec);
+  const select = spec.select.map((s, i) => `${s.sql} as c${i}`).join(', ');
+  const group = spec.groupBy.length ? ` group by ${spec.groupBy.map((g) => g.sql).join(', ')}` : '';
+  const order = spec.orderBy.length ? ` order by ${spec.orderBy.map((o) => o.sql).join(', ')}` : '';
+  return query(db,
+    `select ${select} from ${table} where ${where.sql}${group}${order} limit ? offset ?`,
+    [...spec.select.flatMap((s) => s.bindings), ...where.bindings, ...spec.groupBy.flatMap((g) => g.bindings), ...spec.orderBy.flatMap((o) => o.bindings), spec.limit, spec.offset],
+  );
+}
+
+export async function selectObjectById(db: Db, table: string, tenant: Tenant, id: string, options: { type?: string; forUpdate?: boolean } = {}): Promise<StoredObject | null> {
+  const where = tenantWhere(tenant, options.type);
+  const found = await query<StoredObject>(db,
+    `select ${ROW_COLUMNS} from ${table} where id = ? and ${where.sql}${options.forUpdate ? ' for update' : ''}`,
+    [id, ...where.bindings],
+  );
+  return found[0] ?? null;
+}
+
+/** Locks and returns the rows of the given ids that belong to the tenant, in id order (no deadlocks between batches). */
+export async function lockObjectsByIds(db: Db, table: string, tenant: Tenant, ids: string[], type?: string): Promise<StoredObject[]> {
+  const where = tenantWhere(tenant, type);
+  const found = await query<StoredObject>(db,
+    `select ${ROW_COLUMNS} from ${table} where id = any(?::text[]) and ${where.sql} order by id for update`,
+    [ids, ...where.bindings],
+  );
+  return found;
+}
+
+export async function insertObjects(db: Db, table: string, tenant: Tenant, rows: StoredObject[]): Promise<StoredObject[]> {
+  if (rows.length === 0) return [];
+  const found = await query<StoredObject>(db,
+    `insert into ${table} (id, org_id, environment, type, data)
+     select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) with ordinality as r(id, type, data, n)
+     order by n
+     returning ${ROW_COLUMNS}`,
+    [tenant.orgId, tenant.environment, rows.map((r) => r.id), rows.map((r) => r.type), rows.map((r) => JSON.stringify(r.data))],
+  );
+  const byId = new Map<string, StoredObject>(found.map((r) => [r.id, r]));
+  return rows.map((r) => byId.get(r.id)!);
+}
+
+export async function updateObjects(db: Db, table: string, rows: StoredObject[]): Promise<StoredObject[]> {
+  if (rows.length === 0) return [];
+  const found = await query<StoredObject>(db,
+    `update ${table} t set data = u.data, modified_at = now()
+       from unnest(?::text[], ?::jsonb[]) as u(id, data)
+      where t.id = u.id
+      returning t.id, t.type, t.data, t.created_at, t.modified_at`,
+    [rows.map((r) => r.id), rows.map((r) => JSON.stringify(r.data))],
+  );
+  const byId = new Map<string, StoredObject>(found.map((r) => [r.id, r]));
+  return rows.map((r) => byId.get(r.id)!);
+}
+
+export async function deleteObjects(db: Db, table: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await query(db, `delete from ${table} where id = any(?::text[])`, [ids]);
+}

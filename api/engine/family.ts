@@ -1,0 +1,109 @@
+/**
+ * How an object family is declared. A family is data: its table, id prefix, and fields, each with
+ * where it is stored and how v1 and v2 show and accept it. The generic engine
+ * (api/engine/operations.ts) reads these declarations; a family's own rules (validation across
+ * fields, events) hang off `rules` and run inside the request's database transaction.
+ */
+import type { Db } from '../db/connection.ts';
+import type { EventDraft } from '../db/events.ts';
+
+export type Version = 'v1' | 'v2';
+
+export type FieldType =
+  | 'string'
+  | 'email'
+  | 'integer'
+  | 'number'
+  | 'money'
+  | 'boolean'
+  | 'datetime'
+  | 'json'
+  | 'id';
+
+/** Columns every family table has; any other stored field lives in the `data` jsonb column. */
+export const COLUMNS = new Set(['id', 'type', 'created_at', 'modified_at']);
+
+export interface FieldSpec {
+  /** Storage path: a column name, or a dotted path inside `data` (`address.city`). */
+  store: string;
+  type: FieldType;
+  /** Dotted API path in each version; a version without one does not have the field. */
+  v1?: string;
+  v2?: string;
+  /** Object types (the `type` column) that carry the field; all when absent. */
+  types?: string[];
+  /** Must be present on create. */
+  required?: boolean;
+  /** Stored on create when the client sends nothing. */
+  default?: unknown;
+  /** Set by the service only. */
+  readOnly?: boolean;
+  /** Accepted on input, never rendered. */
+  writeOnly?: boolean;
+  /** Rendered only when named in `fields` (`fields=*,ledger`). */
+  nonDefault?: boolean;
+  /** Allowed stored values. */
+  enum?: string[];
+  /** Per-version renames of values: API value → stored value (v1 funding_style `net` → `netted`). */
+  values?: Partial<Record<Version, Record<string, string>>>;
+  min?: number;
+  max?: number;
+  maxLength?: number;
+}
+
+export interface Tenant {
+  orgId: string;
+  environment: 'test' | 'live';
+}
+
+/** A stored row as the engine handles it. */
+export interface StoredObject {
+  id: string;
+  type: string;
+  created_at: Date;
+  modified_at: Date;
+  data: Record<string, unknown>;
+}
+
+export interface RuleContext {
+  tx: Db;
+  tenant: Tenant;
+  version: Version;
+}
+
+export interface FamilyRules {
+  /** Cross-field and cross-object checks before a row is written; throw ApiError to reject. */
+  validate?: (ctx: RuleContext, next: StoredObject, previous: StoredObject | null) => Promise<void>;
+  /** Refuses a delete (e.g. of an object other rows depend on); throw ApiError to reject. */
+  beforeDelete?: (ctx: RuleContext, rows: StoredObject[]) => Promise<void>;
+  /** Events a change causes, recorded in the same transaction (`previous` null on create, `next` null on delete). */
+  events?: (ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null) => EventDraft[];
+}
+
+export interface Family {
+  /** singular name, used in events (`object_type`) */
+  name: string;
+  table: string;
+  idPrefix: string;
+  /** allowed values of the `type` column */
+  types: string[];
+  fields: FieldSpec[];
+  /** the `object` key of a rendered row */
+  objectName: (version: Version, type: string) => string;
+  rules?: FamilyRules;
+}
+
+/** A URL collection over a family, optionally pinned to one type (`/customers` → type customer). */
+export interface Collection {
+  path: string;
+  family: Family;
+  fixedType?: string;
+}
+
+export function apiPath(field: FieldSpec, version: Version): string | undefined {
+  return version === 'v1' ? field.v1 : field.v2;
+}
+
+export function appliesTo(field: FieldSpec, type: string | undefined): boolean {
+  return !field.types || type === undefined || field.types.includes(type);
+}

@@ -1,0 +1,282 @@
+/**
+ * The ten generic operations of spec §4.1 over any registered collection. Each runs inside the
+ * transaction it is given: rows, family rules and outbox events commit together.
+ */
+import type { Db } from '../db/connection.ts';
+import { recordEvents, type EventDraft } from '../db/events.ts';
+import * as objects from '../db/objects.ts';
+import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { ListQuery, SelectTerm } from '../query/ast.ts';
+import { AGGREGATES, SqlCompiler, type Sql } from '../query/toSql.ts';
+import type { Collection, RuleContext, StoredObject, Tenant, Version } from './family.ts';
+import { toApi } from './values.ts';
+import { applyValues, decodeInput, isPlainObject, project, render, type Json } from './view.ts';
+
+export interface OperationContext {
+  tx: Db;
+  tenant: Tenant;
+  version: Version;
+  collection: Collection;
+}
+
+export type ApiList = { object: 'list'; values: Json[] } & Json;
+
+const MAX_BATCH = 1000;
+
+// ---------- reading ----------
+
+export async function getOne(ctx: OperationContext, id: string, query: ListQuery): Promise<Json> {
+  const { family, fixedType } = ctx.collection;
+  const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType });
+  if (!row) throw notFound(`No ${family.name} with id ${id}`);
+  return shape(ctx, [row], query.fields)[0];
+}
+
+export async function list(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
+  if (isAggregateQuery(query)) return aggregate(ctx, query);
+  const rows = await selectMatching(ctx, query, false);
+  return { object: 'list', values: shape(ctx, rows, query.fields) };
+}
+
+async function selectMatching(ctx: OperationContext, query: ListQuery, forUpdate: boolean): Promise<StoredObject[]> {
+  const compiler = new SqlCompiler(ctx.collection.family, ctx.version);
+  return objects.selectObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
+    where: query.where ? compiler.where(query.where) : null,
+    type: ctx.collection.fixedType,
+    orderBy: orderSql(compiler, query),
+    limit: query.limit,
+    offset: query.offset,
+    forUpdate,
+  });
+}
+
+function orderSql(compiler: SqlCompiler, query: ListQuery, allowAggregates = false): Sql[] {
+  return query.orderBy.map((term) => {
+    const operand = compiler.operand(term.expr, allowAggregates);
+    return { sql: `${operand.sql} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: operand.bindings };
+  });
+}
+
+function isAggregateQuery(query: ListQuery): boolean {
+  if (query.groupBy.length) return true;
+  return (query.fields ?? []).some((term) => term.expr?.kind === 'call' && AGGREGATES.has(term.expr.fn.toLowerCase()));
+}
+
+/** `fields=status,sum(amount),count&group_by=status` → rows keyed by the expressions as requested. */
+async function aggregate(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
+  const compiler = new SqlCompiler(ctx.collection.family, ctx.version);
+  const terms = (query.fields ?? query.groupBy).filter((t): t is SelectTerm & { expr: NonNullable<SelectTerm['expr']> } => t.expr !== null);
+  if (terms.length === 0) throw badRequest('An aggregate query needs fields', { fields: 'Name the fields and aggregates to return' });
+  const groupSources = new Set(query.groupBy.map((g) => g.source));
+  for (const term of terms) {
+    const isAggregate = term.expr.kind === 'call' && AGGREGATES.has(term.expr.fn.toLowerCase());
+    if (!isAggregate && !groupSources.has(term.source)) {
+      throw badRequest(`${term.source} must be grouped or aggregated`, { [term.source]: 'Add it to group_by or wrap it in an aggregate' });
+    }
+  }
+  const compiled = terms.map((t) => compiler.operand(t.expr, true));
+  const rows = await objects.aggregateObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
+    select: compiled,
+    where: query.where ? compiler.where(query.where) : null,
+    type: ctx.collection.fixedType,
+    groupBy: query.groupBy.map((g) => (g.expr ? compiler.operand(g.expr, false) : { sql: '1', bindings: [] })),
+    orderBy: orderSql(compiler, query, true),
+    limit: query.limit,
+    offset: query.offset,
+  });
+  const values = rows.map((row) => {
+    const out: Json = {};
+    terms.forEach((term, i) => {
+      out[term.source] = aggregateValue(compiled[i], row[`c${i}`], ctx.version);
+    });
+    return out;
+  });
+  return { object: 'list', values };
+}
+
+function aggregateValue(compiled: ReturnType<SqlCompiler['operand']>, raw: unknown, version: Version): unknown {
+  if (raw === null || raw === undefined) return null;
+  if (compiled.type === 'money') return Math.round(Number(raw)) / 100;
+  if (compiled.field && compiled.type !== 'aggregate') return toApi(compiled.field, version, raw);
+  if (raw instanceof Date) return toApi({ store: '', type: 'datetime' }, version, raw);
+  const number = Number(raw);
+  return typeof raw === 'string' && Number.isFinite(number) && /^-?\d/.test(raw) ? number : raw;
+}
+
+/** Renders rows for the version and applies `fields` (projection and non-default inclusion). */
+function shape(ctx: OperationContext, rows: StoredObject[], fields: SelectTerm[] | null): Json[] {
+  const { family } = ctx.collection;
+  if (!fields) return rows.map((row) => render(family, ctx.version, row));
+  const named = fields.filter((f) => f.expr?.kind === 'field').map((f) => (f.expr as { path: string[] }).path.join('.'));
+  const star = fields.some((f) => f.expr === null);
+  const compiler = new SqlCompiler(family, ctx.version);
+  for (const path of named) if (path !== 'object') compiler.field(path.split('.'));
+  const include = new Set(named);
+  return rows.map((row) => {
+    const rendered = render(family, ctx.version, row, { include });
+    return star ? rendered : project(rendered, named);
+  });
+}
+
+// ---------- writing ----------
+
+function ruleContext(ctx: OperationContext): RuleContext {
+  return { tx: ctx.tx, tenant: ctx.tenant, version: ctx.version };
+}
+
+async function emit(ctx: OperationContext, changes: Array<[StoredObject | null, StoredObject | null]>): Promise<void> {
+  const eventsOf = ctx.collection.family.rules?.events;
+  if (!eventsOf) return;
+  const drafts: EventDraft[] = changes.flatMap(([next, previous]) => eventsOf(ruleContext(ctx), next, previous));
+  await recordEvents(ctx.tx, ctx.tenant, drafts);
+}
+
+function typeForCreate(ctx: OperationContext, body: Json): string {
+  const { family, fixedType } = ctx.collection;
+  const requested = body.type;
+  if (fixedType) {
+    if (requested !== undefined && requested !== fixedType) throw invalidAttributes({ type: `Must be ${fixedType}` });
+    return fixedType;
+  }
+  if (family.types.length === 1 && requested === undefined) return family.types[0];
+  if (typeof requested !== 'string' || !family.types.includes(requested)) {
+    throw invalidAttributes({ type: requested === undefined ? 'Required' : `Must be one of: ${family.types.join(', ')}` });
+  }
+  return requested;
+}
+
+async function prepareCreate(ctx: OperationContext, body: unknown): Promise<StoredObject> {
+  if (!isPlainObject(body)) throw invalidAttributes({ body: 'Must be an object' });
+  const type = typeForCreate(ctx, body);
+  const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create');
+  const now = new Date();
+  const blank: StoredObject = { id: newId(ctx.collection.family.idPrefix), type, created_at: now, modified_at: now, data: {} };
+  const row = applyValues(blank, values);
+  row.type = type;
+  await ctx.collection.family.rules?.validate?.(ruleContext(ctx), row, null);
+  return row;
+}
+
+/** Runs `prepare` on every item, collecting failures into one all-or-nothing list error. */
+async function prepareAll<T, R>(items: T[], prepare: (item: T) => Promise<R>): Promise<R[]> {
+  if (items.length === 0) throw invalidAttributes({ values: 'Must not be empty' });
+  if (items.length > MAX_BATCH) throw invalidAttributes({ values: `At most ${MAX_BATCH} objects per request` });
+  const results: R[] = [];
+  const failures: ErrorDetails[] = [];
+  let failed = false;
+  for (const item of items) {
+    try {
+      results.push(await prepare(item));
+      failures.push({});
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 400) throw error;
+      failed = true;
+      failures.push(error.details ?? { error: error.message });
+    }
+  }
+  if (failed) throw invalidAttributes({ object: 'list', values: failures });
+  return results;
+}
+
+export async function create(ctx: OperationContext, body: Json, query: ListQuery): Promise<Json> {
+  const many = body.object === 'list';
+  if (many && !Array.isArray(body.values)) throw invalidAttributes({ values: 'Must be a list' });
+  const prepared = many ? await prepareAll(body.values as unknown[], (item) => prepareCreate(ctx, item)) : [await prepareCreate(ctx, body)];
+  const inserted = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, prepared);
+  await emit(ctx, inserted.map((row) => [row, null]));
+  const shaped = shape(ctx, inserted, query.fields);
+  return many ? { object: 'list', values: shaped } : shaped[0];
+}
+
+function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json): StoredObject {
+  const { values } = decodeInput(ctx.collection.family, ctx.version, row.type, body, 'update');
+  return applyValues(row, values);
+}
+
+async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>): Promise<StoredObject[]> {
+  const nextRows = await prepareAll(pairs, async ([row, body]) => {
+    const next = decodeUpdate(ctx, row, body);
+    await ctx.collection.family.rules?.validate?.(ruleContext(ctx), next, row);
+    return next;
+  });
+  const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
+  await emit(ctx, updated.map((next, i) => [next, pairs[i][0]]));
+  return updated;
+}
+
+export async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {
+  const { family, fixedType } = ctx.collection;
+  const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType, forUpdate: true });
+  if (!row) throw notFound(`No ${family.name} with id ${id}`);
+  try {
+    const [updated] = await applyUpdates(ctx, [[row, body]]);
+    return shape(ctx, [updated], query.fields)[0];
+  } catch (error) {
+    // A single update reports its fields directly, not as a one-item list.
+    if (error instanceof ApiError && isPlainObject(error.details) && error.details.object === 'list') {
+      throw invalidAttributes((error.details.values as ErrorDetails[])[0]);
+    }
+    throw error;
+  }
+}
+
+/** `PUT /c` with `{object: 'list', values: [{id, …}]}`. */
+export async function updateMany(ctx: OperationContext, values: unknown[], query: ListQuery): Promise<ApiList> {
+  const ids = values.map((v) => (isPlainObject(v) && typeof v.id === 'string' ? v.id : null));
+  const rows = await lockRows(ctx, ids);
+  const pairs = values.map((v, i): [StoredObject, Json] => {
+    const { id: _id, ...changes } = v as Json;
+    return [rows.get(ids[i]!)!, changes];
+  });
+  const updated = await applyUpdates(ctx, pairs);
+  return { object: 'list', values: shape(ctx, updated, query.fields) };
+}
+
+async function lockRows(ctx: OperationContext, ids: Array<string | null>): Promise<Map<string, StoredObject>> {
+  const { family, fixedType } = ctx.collection;
+  if (ids.length === 0) throw invalidAttributes({ values: 'Must not be empty' });
+  if (ids.length > MAX_BATCH) throw invalidAttributes({ values: `At most ${MAX_BATCH} objects per request` });
+  const locked = await objects.lockObjectsByIds(ctx.tx, family.table, ctx.tenant, ids.filter((id): id is string => id !== null), fixedType);
+  const rows = new Map(locked.map((r) => [r.id, r]));
+  const failures = ids.map((id): ErrorDetails => (id === null ? { id: 'Required' } : rows.has(id) ? {} : { id: 'Not found' }));
+  if (failures.some((f) => Object.keys(f).length)) throw invalidAttributes({ object: 'list', values: failures });
+  return rows;
+}
+
+/** `PUT /c?<filters>&mode=query` with the changes as the body. */
+export async function updateByQuery(ctx: OperationContext, query: ListQuery, body: Json): Promise<ApiList> {
+  const rows = await selectMatching(ctx, query, true);
+  if (rows.length === 0) return { object: 'list', values: [] };
+  const updated = await applyUpdates(ctx, rows.map((row): [StoredObject, Json] => [row, body]));
+  return { object: 'list', values: shape(ctx, updated, query.fields) };
+}
+
+async function removeRows(ctx: OperationContext, rows: StoredObject[], query: ListQuery): Promise<Json[]> {
+  const rendered = shape(ctx, rows, query.fields);
+  await ctx.collection.family.rules?.beforeDelete?.(ruleContext(ctx), rows);
+  await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
+  await emit(ctx, rows.map((row) => [null, row]));
+  return rendered;
+}
+
+export async function deleteOne(ctx: OperationContext, id: string, query: ListQuery): Promise<Json> {
+  const { family, fixedType } = ctx.collection;
+  const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType, forUpdate: true });
+  if (!row) throw notFound(`No ${family.name} with id ${id}`);
+  return (await removeRows(ctx, [row], query))[0];
+}
+
+/** `DELETE /c` with `{object: 'list', values: [{id}]}`. */
+export async function deleteMany(ctx: OperationContext, values: unknown[], query: ListQuery): Promise<ApiList> {
+  const ids = values.map((v) => (isPlainObject(v) && typeof v.id === 'string' ? v.id : null));
+  const rows = await lockRows(ctx, ids);
+  return { object: 'list', values: await removeRows(ctx, [...rows.values()], query) };
+}
+
+/** `DELETE /c?<filters>&mode=query` (also `?id=a|b&mode=query`). */
+export async function deleteByQuery(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
+  const rows = await selectMatching(ctx, query, true);
+  if (rows.length === 0) return { object: 'list', values: [] };
+  return { object: 'list', values: await removeRows(ctx, rows, query) };
+}

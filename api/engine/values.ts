@@ -1,0 +1,141 @@
+/**
+ * Value conversions at the edge: client values (JSON or form strings) into stored values, and
+ * stored values into what the API shows. Money is integer minor units inside; decimals only here.
+ */
+import type { FieldSpec, Version } from './family.ts';
+
+export const MAX_MONEY_MINOR = 1e12 * 100;
+
+/** A reason string for `details`, or the converted value. */
+export type Converted = { ok: true; value: unknown } | { ok: false; reason: string };
+
+const ok = (value: unknown): Converted => ({ ok: true, value });
+const fail = (reason: string): Converted => ({ ok: false, reason });
+
+/** "10.50" / 10.5 → 1050. Refuses more than 2 decimals, negatives, zero, NaN and > 1e12. */
+export function parseMoney(input: unknown): Converted {
+  const text = typeof input === 'number' ? numberToPlainText(input) : typeof input === 'string' ? input.trim() : null;
+  if (text === null || !/^\d{1,13}(\.\d{1,2})?$/.test(text)) return fail('Must be a positive amount with at most 2 decimal places');
+  const [whole, fraction = ''] = text.split('.');
+  const minor = Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+  if (minor <= 0) return fail('Must be greater than 0');
+  if (minor > MAX_MONEY_MINOR) return fail('Must not exceed 1000000000000');
+  return ok(minor);
+}
+
+function numberToPlainText(value: number): string | null {
+  if (!Number.isFinite(value)) return null;
+  // 10.5 → "10.5"; 1e21 and 1e-7 style strings are refused by the pattern above.
+  return String(value);
+}
+
+export function formatMoney(minor: number): number {
+  return minor / 100;
+}
+
+/** UTC "YYYY-MM-DD HH:MM:SS", the wire form of every timestamp. */
+export function formatTimestamp(value: Date | string): string {
+  const date = value instanceof Date ? value : new Date(value);
+  return date.toISOString().slice(0, 19).replace('T', ' ');
+}
+
+const DATE_FORMS: Array<[RegExp, (m: RegExpExecArray) => string]> = [
+  [/^(\d{4})-(\d{2})-(\d{2})$/, (m) => `${m[1]}-${m[2]}-${m[3]}T00:00:00Z`],
+  [/^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/, (m) =>
+    `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6] ?? '00'}${m[7] ?? ''}${m[8] ?? 'Z'}`],
+  [/^(\d{1,2})\/(\d{1,2})\/(\d{4})(?: (\d{1,2}):(\d{2})(?::(\d{2}))?(?: ?([AaPp][Mm]))?)?$/, (m) => {
+    let hour = Number(m[4] ?? 0);
+    const meridiem = m[7]?.toLowerCase();
+    if (meridiem === 'pm' && hour < 12) hour += 12;
+    if (meridiem === 'am' && hour === 12) hour = 0;
+    const pad = (n: number | string) => String(n).padStart(2, '0');
+    return `${m[3]}-${pad(m[1])}-${pad(m[2])}T${pad(hour)}:${m[5] ?? '00'}:${m[6] ?? '00'}Z`;
+  }],
+];
+
+/** Accepts YYYY-MM-DD, YYYY-MM-DD HH:MM:SS, ISO-8601 and M/D/YYYY[ h:mm:ss AM]; null when none fits. */
+export function parseDateTime(text: string): Date | null {
+  for (const [pattern, toIso] of DATE_FORMS) {
+    const match = pattern.exec(text.trim());
+    if (!match) continue;
+    const date = new Date(toIso(match));
+    return Number.isNaN(date.getTime()) ? null : date;
+  }
+  return null;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** Converts one client value for a field of the given version into its stored form. */
+export function toStored(field: FieldSpec, version: Version, input: unknown): Converted {
+  if (input === null) return field.required ? fail('Required') : ok(null);
+  switch (field.type) {
+    case 'money':
+      return parseMoney(input);
+    case 'integer':
+    case 'number':
+      return toNumber(field, input);
+    case 'boolean':
+      return toBoolean(input);
+    case 'json':
+      return toJson(field, input);
+    case 'datetime': {
+      const date = typeof input === 'string' ? parseDateTime(input) : null;
+      return date ? ok(date.toISOString()) : fail('Must be a date and time');
+    }
+    default:
+      return toText(field, version, input);
+  }
+}
+
+function toNumber(field: FieldSpec, input: unknown): Converted {
+  const value = typeof input === 'number' ? input : typeof input === 'string' && input.trim() !== '' ? Number(input) : NaN;
+  if (!Number.isFinite(value)) return fail('Must be a number');
+  if (field.type === 'integer' && !Number.isInteger(value)) return fail('Must be an integer');
+  if (field.min !== undefined && value < field.min) return fail(`Must be at least ${field.min}`);
+  if (field.max !== undefined && value > field.max) return fail(`Must be at most ${field.max}`);
+  return ok(value);
+}
+
+function toBoolean(input: unknown): Converted {
+  if (typeof input === 'boolean') return ok(input);
+  if (input === 'true' || input === '1') return ok(true);
+  if (input === 'false' || input === '0') return ok(false);
+  return fail('Must be true or false');
+}
+
+function toJson(field: FieldSpec, input: unknown): Converted {
+  if (typeof input !== 'object' || Array.isArray(input)) return fail('Must be an object');
+  const size = Buffer.byteLength(JSON.stringify(input));
+  if (field.maxLength !== undefined && size > field.maxLength) return fail(`Must be at most ${field.maxLength} bytes serialized`);
+  return ok(input);
+}
+
+function toText(field: FieldSpec, version: Version, input: unknown): Converted {
+  if (typeof input !== 'string' && typeof input !== 'number') return fail('Must be a string');
+  const text = String(input);
+  if (text.length > (field.maxLength ?? 1024)) return fail(`Must be at most ${field.maxLength ?? 1024} characters`);
+  if (field.type === 'email' && !EMAIL.test(text)) return fail('Must be an email address');
+  const stored = field.values?.[version]?.[text] ?? text;
+  if (field.enum && !field.enum.includes(stored)) return fail(`Must be one of: ${acceptedValues(field, version).join(', ')}`);
+  return ok(stored);
+}
+
+/** The values a client of this version may send for an enum field. */
+export function acceptedValues(field: FieldSpec, version: Version): string[] {
+  const renames = field.values?.[version] ?? {};
+  const renamedStored = new Set(Object.values(renames));
+  return [...Object.keys(renames), ...(field.enum ?? []).filter((v) => !renamedStored.has(v))];
+}
+
+/** The API form of a stored value for a version. */
+export function toApi(field: FieldSpec, version: Version, stored: unknown): unknown {
+  if (stored === null || stored === undefined) return null;
+  if (field.type === 'money') return formatMoney(Number(stored));
+  if (field.type === 'datetime') return formatTimestamp(stored as string | Date);
+  const renames = field.values?.[version];
+  if (renames && typeof stored === 'string') {
+    for (const [apiValue, storedValue] of Object.entries(renames)) if (storedValue === stored) return apiValue;
+  }
+  return stored;
+}

@@ -1,0 +1,149 @@
+/**
+ * A version's view of a family: rendering stored rows as API objects and mapping client input
+ * onto storage. One storage model, two renderings and two input mappings.
+ */
+import { invalidAttributes, type ErrorDetails } from '../errors.ts';
+import { COLUMNS, apiPath, appliesTo, type Family, type FieldSpec, type StoredObject, type Version } from './family.ts';
+import { toApi, toStored } from './values.ts';
+
+export type Json = Record<string, unknown>;
+
+export function isPlainObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function getPath(source: unknown, dotted: string): unknown {
+  let current = source;
+  for (const key of dotted.split('.')) {
+    if (!isPlainObject(current)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
+export function setPath(target: Json, dotted: string, value: unknown): void {
+  const keys = dotted.split('.');
+  let current = target;
+  for (const key of keys.slice(0, -1)) {
+    if (!isPlainObject(current[key])) current[key] = {};
+    current = current[key] as Json;
+  }
+  current[keys[keys.length - 1]] = value;
+}
+
+/** Fields of a family visible in a version, keyed by API path. */
+export function fieldsOf(family: Family, version: Version): Map<string, FieldSpec> {
+  const key = `${family.name}:${version}`;
+  let map = fieldCache.get(key);
+  if (!map) {
+    map = new Map();
+    for (const field of family.fields) {
+      const path = apiPath(field, version);
+      if (path) map.set(path, field);
+    }
+    fieldCache.set(key, map);
+  }
+  return map;
+}
+const fieldCache = new Map<string, Map<string, FieldSpec>>();
+
+export function storedValue(row: StoredObject, field: FieldSpec): unknown {
+  if (COLUMNS.has(field.store)) return (row as unknown as Json)[field.store];
+  return getPath(row.data, field.store);
+}
+
+export interface RenderOptions {
+  /** extra non-default fields named in `fields` */
+  include?: Set<string>;
+}
+
+export function render(family: Family, version: Version, row: StoredObject, options: RenderOptions = {}): Json {
+  const out: Json = { id: row.id, object: family.objectName(version, row.type) };
+  for (const [path, field] of fieldsOf(family, version)) {
+    if (field.writeOnly || path === 'id' || !appliesTo(field, row.type)) continue;
+    if (field.nonDefault && !options.include?.has(path)) continue;
+    setPath(out, path, toApi(field, version, storedValue(row, field)));
+  }
+  return out;
+}
+
+/** Keeps only the requested top-level or dotted paths of a rendered object (`fields=id,name`). */
+export function project(rendered: Json, paths: string[]): Json {
+  const out: Json = {};
+  for (const path of paths) {
+    const value = getPath(rendered, path);
+    if (value !== undefined) setPath(out, path, value);
+  }
+  return out;
+}
+
+export interface DecodedInput {
+  /** stored values by storage path (columns and data paths) */
+  values: Map<string, unknown>;
+}
+
+export type InputMode = 'create' | 'update';
+
+/**
+ * Maps a client body onto storage paths, checking every key against the schema.
+ * Unknown keys, read-only fields and bad values are collected into one InvalidAttributes error.
+ */
+export function decodeInput(family: Family, version: Version, type: string | undefined, body: Json, mode: InputMode): DecodedInput {
+  const fields = fieldsOf(family, version);
+  const details: ErrorDetails = {};
+  const values = new Map<string, unknown>();
+  walkUnknown(body, '', fields, type, details);
+  for (const [path, field] of fields) {
+    if (!appliesTo(field, type)) continue;
+    const input = getPath(body, path);
+    if (input === undefined) continue;
+    if (field.readOnly) {
+      if (path !== 'id' && path !== 'object' && path !== 'type') setPath(details, path, 'Read-only field');
+      continue;
+    }
+    const converted = toStored(field, version, input);
+    if (converted.ok) values.set(field.store, converted.value);
+    else setPath(details, path, converted.reason);
+  }
+  if (mode === 'create') fillDefaults(family, version, type, values, details);
+  if (Object.keys(details).length) throw invalidAttributes(details);
+  return { values };
+}
+
+function fillDefaults(family: Family, version: Version, type: string | undefined, values: Map<string, unknown>, details: ErrorDetails): void {
+  for (const field of family.fields) {
+    if (!appliesTo(field, type) || values.has(field.store)) continue;
+    if (field.default !== undefined) values.set(field.store, structuredClone(field.default));
+    else if (field.required) {
+      const path = apiPath(field, version) ?? field.store;
+      setPath(details, path, 'Required');
+    }
+  }
+}
+
+/** Records every body key that no field of this version (or its containing objects) accounts for. */
+function walkUnknown(body: Json, prefix: string, fields: Map<string, FieldSpec>, type: string | undefined, details: ErrorDetails): void {
+  for (const [key, value] of Object.entries(body)) {
+    const path = prefix ? `${prefix}.${key}` : key;
+    if (path === 'object') continue;
+    const field = fields.get(path);
+    if (field) {
+      if (!appliesTo(field, type)) setPath(details, path, `Not a field of ${type}`);
+      continue;
+    }
+    const isContainer = [...fields.keys()].some((known) => known.startsWith(`${path}.`));
+    if (!isContainer) setPath(details, path, 'Unknown field');
+    else if (!isPlainObject(value)) setPath(details, path, 'Must be an object');
+    else walkUnknown(value, path, fields, type, details);
+  }
+}
+
+/** Applies decoded values onto a stored object (new or existing) without mutating the input. */
+export function applyValues(row: StoredObject, values: Map<string, unknown>): StoredObject {
+  const next: StoredObject = { ...row, data: structuredClone(row.data) };
+  for (const [store, value] of values) {
+    if (COLUMNS.has(store)) (next as unknown as Json)[store] = value;
+    else setPath(next.data, store, value);
+  }
+  return next;
+}

@@ -1,0 +1,56 @@
+/**
+ * Accounts: v1 customers and processing accounts, v2 polymorphic accounts, over one table.
+ * v1 `email` ⇔ v2 `contact_details.email`; v1 processing `status` ⇔ v2
+ * `processing.status.funding`; v1 `funding_style` net/gross/itemized ⇔ v2
+ * `processing.settings.funding.style` netted/gross/itemized/manual.
+ */
+import type { Family, FieldSpec, Version } from '../../engine/family.ts';
+import { addressFields, attrsField, idField, timestampFields } from '../common.ts';
+import { accountRules } from './rules.ts';
+
+const CUSTOMER = ['customer'];
+const PROCESSING = ['processing'];
+
+export const PROCESSING_STATUSES = ['pending', 'active', 'inactive', 'denied'];
+
+const fields: FieldSpec[] = [
+  idField,
+  { store: 'type', type: 'string', v1: 'type', v2: 'type', readOnly: true },
+  { store: 'name', type: 'string', v1: 'name', v2: 'name', required: true, maxLength: 256 },
+  { store: 'email', type: 'email', v1: 'email', v2: 'contact_details.email', maxLength: 256 },
+  { store: 'phone', type: 'string', v1: 'phone', v2: 'contact_details.phone', maxLength: 64 },
+  ...addressFields('address', 'address'),
+  { store: 'primary_processing_id', type: 'id', v1: 'primary_processing_id', v2: 'primary_processing_id', types: CUSTOMER },
+  { store: 'default_payment_method', type: 'id', v1: 'default_payment_method', types: CUSTOMER, readOnly: true },
+  { store: 'legal_entity', type: 'json', v1: 'legal_entity', types: PROCESSING, maxLength: 16 * 1024 },
+  { store: 'entity', type: 'json', v2: 'entity', maxLength: 16 * 1024 },
+  {
+    store: 'processing.status', type: 'string', v1: 'status', v2: 'processing.status.funding',
+    types: PROCESSING, enum: PROCESSING_STATUSES, default: 'pending',
+  },
+  {
+    store: 'processing.funding.style', type: 'string', v1: 'funding_style', v2: 'processing.settings.funding.style',
+    types: PROCESSING, enum: ['netted', 'gross', 'itemized', 'manual'], default: 'netted',
+    values: { v1: { net: 'netted' } },
+  },
+  {
+    store: 'processing.funding.delay', type: 'integer', v1: 'funding_delay', v2: 'processing.settings.funding.delay',
+    types: PROCESSING, min: 0, max: 10, default: 2,
+  },
+  {
+    store: 'processing.funding.default_descriptor', type: 'string', v1: 'descriptor',
+    v2: 'processing.settings.funding.default_descriptor', types: PROCESSING, maxLength: 64,
+  },
+  attrsField,
+  ...timestampFields,
+];
+
+export const accounts: Family = {
+  name: 'account',
+  table: 'accounts',
+  idPrefix: 'acct',
+  types: ['customer', 'processing'],
+  fields,
+  objectName: (version: Version, type: string) => (version === 'v2' ? 'account' : type === 'processing' ? 'processing_account' : 'customer'),
+  rules: accountRules,
+};

@@ -1,0 +1,43 @@
+/** Account rules that span fields or rows: processing references, status events. */
+import type { EventDraft } from '../../db/events.ts';
+import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
+import { invalidAttributes } from '../../errors.ts';
+import { findProcessingAccount, hasDependentCustomers } from './repository.ts';
+
+async function validate(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
+  const primary = next.data.primary_processing_id;
+  if (typeof primary === 'string' && primary !== previous?.data.primary_processing_id) {
+    if (!(await findProcessingAccount(ctx.tx, ctx.tenant, primary))) {
+      throw invalidAttributes({ primary_processing_id: 'No processing account with this id' });
+    }
+  }
+}
+
+async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
+  const processingIds = rows.filter((r) => r.type === 'processing').map((r) => r.id);
+  const deleting = new Set(rows.map((r) => r.id));
+  const dependents = await hasDependentCustomers(ctx.tx, ctx.tenant, processingIds);
+  const blocking = dependents.filter((d) => !deleting.has(d.customer_id));
+  if (blocking.length) {
+    throw invalidAttributes({ id: `Processing account ${blocking[0].processing_id} is the primary processing account of ${blocking[0].customer_id}` });
+  }
+}
+
+function processingStatus(row: StoredObject | null): unknown {
+  return (row?.data.processing as { status?: unknown } | undefined)?.status;
+}
+
+/** `processing_status` on every change of a processing account's status, creation included. */
+function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
+  if (!next || next.type !== 'processing') return [];
+  const status = processingStatus(next);
+  if (previous && processingStatus(previous) === status) return [];
+  return [{
+    trigger: 'processing_status',
+    objectType: 'processing_account',
+    objectId: next.id,
+    value: { status, previous_status: processingStatus(previous) ?? null },
+  }];
+}
+
+export const accountRules: FamilyRules = { validate, beforeDelete, events };

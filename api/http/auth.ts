@@ -1,0 +1,50 @@
+/**
+ * Secret-key authentication: HTTP Basic (key as username, empty password) or Bearer. Keys are
+ * looked up by SHA-256 hash; a short-lived cache spares the database a query per request.
+ */
+import type { Context, Next } from 'koa';
+import { findActiveKeyByHash, type KeyRecord } from '../db/keys.ts';
+import { unauthorized } from '../errors.ts';
+import { hashKey, keyEnvironment } from '../keys.ts';
+import type { RequestState } from './state.ts';
+
+export function credentialFrom(header: string | undefined): string | null {
+  if (!header) return null;
+  const [scheme, value] = header.trim().split(/\s+/, 2);
+  if (!value) return null;
+  if (scheme.toLowerCase() === 'bearer') return value;
+  if (scheme.toLowerCase() !== 'basic') return null;
+  const decoded = Buffer.from(value, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? decoded : decoded.slice(0, colon);
+}
+
+interface CacheEntry {
+  key: KeyRecord | null;
+  expires: number;
+}
+
+export function createAuthenticator(cacheMs: number) {
+  const cache = new Map<string, CacheEntry>();
+  return async function authenticate(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
+    const secret = credentialFrom(ctx.get('Authorization') || undefined);
+    if (!secret) throw unauthorized('Missing API key: use HTTP Basic with the secret key as username, or Bearer');
+    if (!keyEnvironment(secret) || secret.length > 128) throw unauthorized('Invalid API key');
+    const hash = hashKey(secret);
+    const cacheKey = hash.toString('hex');
+    const now = Date.now();
+    let entry = cache.get(cacheKey);
+    if (!entry || entry.expires < now) {
+      entry = { key: await findActiveKeyByHash(ctx.state.services.db, hash), expires: now + cacheMs };
+      if (cacheMs > 0) {
+        if (cache.size > 10000) cache.clear();
+        cache.set(cacheKey, entry);
+      }
+    }
+    if (!entry.key) throw unauthorized('Invalid or revoked API key');
+    ctx.state.key = entry.key;
+    ctx.state.tenant = { orgId: entry.key.org_id, environment: entry.key.environment };
+    ctx.state.log = ctx.state.log.child({ org: entry.key.org_id, env: entry.key.environment });
+    await next();
+  };
+}

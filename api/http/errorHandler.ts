@@ -1,0 +1,46 @@
+/**
+ * The one place errors become responses (CONTRACT §2). 4xx carry their description and details;
+ * anything unexpected is logged with its stack and answered as a bare 500.
+ */
+import type { Context, Next } from 'koa';
+import { ApiError } from '../errors.ts';
+import type { RequestState } from './state.ts';
+
+export interface ErrorBody {
+  object: 'error';
+  error_type: string;
+  error_description: string;
+  details?: Record<string, unknown>;
+}
+
+export function errorBody(error: ApiError): ErrorBody {
+  const body: ErrorBody = { object: 'error', error_type: error.errorType, error_description: error.message };
+  if (error.details) body.details = error.details;
+  return body;
+}
+
+/** Koa's own HTTP errors (e.g. from the router) mapped onto our error types. */
+function fromForeignError(error: unknown): ApiError | null {
+  const status = typeof error === 'object' && error !== null ? (error as { status?: unknown }).status : undefined;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return null;
+  const types: Record<number, string> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'BadRequest', 413: 'PayloadTooLarge', 415: 'BadRequest' };
+  return new ApiError(status === 405 ? 400 : status, types[status] ?? 'BadRequest', (error as Error).message || 'Bad request');
+}
+
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  return fromForeignError(error) ?? new ApiError(500, 'InternalServerError', 'Internal server error');
+}
+
+export async function errorHandler(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'NotFound', `No route for ${ctx.method} ${ctx.path}`);
+  } catch (error) {
+    const apiError = toApiError(error);
+    if (apiError.status >= 500) ctx.state.log?.error({ err: error }, 'request failed');
+    ctx.status = apiError.status;
+    ctx.set(apiError.headers);
+    ctx.body = errorBody(apiError);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * `Idempotency-Key` on POST/PUT: the same key and body answer the stored response again; the same
+ * key with another body, or while the first request still runs, is 409. One effect per key, even
+ * under concurrent duplicates: the claim is a primary-key insert.
+ */
+import { createHash } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import type { Db } from '../db/connection.ts';
+import { claimKey, completeKey, findKey, releaseKey } from '../db/idempotency.ts';
+import { badRequest, conflict } from '../errors.ts';
+import { errorBody, toApiError } from './errorHandler.ts';
+import type { RequestState } from './state.ts';
+
+const STALE_AFTER_SECONDS = 60;
+
+function requestHash(ctx: Context & { state: RequestState }): string {
+  return createHash('sha256')
+    .update(`${ctx.method}\n${ctx.path}\n${ctx.querystring}\n${ctx.state.version}\n`)
+    .update(ctx.state.rawBody ?? Buffer.alloc(0))
+    .digest('hex');
+}
+
+export async function idempotency(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
+  const key = ctx.get('Idempotency-Key');
+  if (!key || (ctx.method !== 'POST' && ctx.method !== 'PUT')) return next();
+  if (key.length > 255) throw badRequest('Idempotency-Key', { 'Idempotency-Key': 'At most 255 characters' });
+  const { db } = ctx.state.services;
+  const tenant = ctx.state.tenant!;
+  const hash = requestHash(ctx);
+  if (!(await claimKey(db, tenant, key, hash, STALE_AFTER_SECONDS))) return replay(ctx, db, key, hash);
+  const claim = { key, hash, completed: false };
+  ctx.state.idempotency = claim;
+  try {
+    await next();
+    if (!claim.completed) await completeKey(db, tenant, key, ctx.status, ctx.body);
+  } catch (error) {
+    const apiError = toApiError(error);
+    // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.
+    if (apiError.status < 500) await completeKey(db, tenant, key, apiError.status, errorBody(apiError));
+    else await releaseKey(db, tenant, key);
+    throw error;
+  }
+}
+
+async function replay(ctx: Context & { state: RequestState }, db: Db, key: string, hash: string): Promise<void> {
+  const record = await findKey(db, ctx.state.tenant!, key);
+  if (!record) throw conflict('Idempotency-Key is being claimed by another request; retry');
+  if (record.request_hash !== hash) throw conflict('Idempotency-Key was used with another request');
+  if (record.state !== 'done') throw conflict('A request with this Idempotency-Key is still in flight');
+  ctx.status = record.response_status ?? 200;
+  ctx.set('Idempotent-Replayed', 'true');
+  ctx.body = record.response_body;
+}
+
+/** Stores the response inside the write's transaction, so the effect and "done" commit together. */
+export async function completeInTransaction(ctx: Context & { state: RequestState }, tx: Db, body: unknown): Promise<void> {
+  const claim = ctx.state.idempotency;
+  if (!claim) return;
+  await completeKey(tx, ctx.state.tenant!, claim.key, 200, body);
+  claim.completed = true;
+}

@@ -1,0 +1,91 @@
+/**
+ * The generic routes: the ten operations of spec §4.1 for every registered collection.
+ * HTTP concerns only: pick the operation, parse the query string, open the transaction.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Db } from '../db/connection.ts';
+import type { Collection } from '../engine/family.ts';
+import * as operations from '../engine/operations.ts';
+import type { OperationContext } from '../engine/operations.ts';
+import { isPlainObject, type Json } from '../engine/view.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { collectionByPath } from '../families/index.ts';
+import type { ListQuery } from '../query/ast.ts';
+import { parseListQuery } from '../query/listQuery.ts';
+import { completeInTransaction } from './idempotency.ts';
+import type { RequestState } from './state.ts';
+
+type Ctx = Context & { state: RequestState; params: Record<string, string> };
+
+function collectionOf(ctx: Ctx): Collection {
+  const collection = collectionByPath.get(ctx.params.collection);
+  if (!collection) throw notFound(`No collection /${ctx.params.collection}`);
+  return collection;
+}
+
+function listQueryOf(ctx: Ctx): ListQuery {
+  return parseListQuery([...new URLSearchParams(ctx.querystring)]);
+}
+
+function operationContext(ctx: Ctx, tx: Db): OperationContext {
+  return { tx, tenant: ctx.state.tenant!, version: ctx.state.version, collection: collectionOf(ctx) };
+}
+
+/** Reads run on the pool; writes run in one transaction that also stores the idempotent response. */
+async function read(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Promise<void> {
+  ctx.body = await work(operationContext(ctx, ctx.state.services.db));
+}
+
+async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Promise<void> {
+  collectionOf(ctx);
+  ctx.body = await ctx.state.services.db.transaction(async (tx) => {
+    const body = await work(operationContext(ctx, tx));
+    await completeInTransaction(ctx, tx, body);
+    return body;
+  });
+}
+
+function body(ctx: Ctx): Json {
+  return ctx.state.body ?? {};
+}
+
+function listValues(ctx: Ctx): unknown[] | null {
+  const b = body(ctx);
+  if (b.object !== 'list') return null;
+  if (!Array.isArray(b.values)) throw badRequest('A list body needs values', { values: 'Must be a list' });
+  return b.values;
+}
+
+function requireQueryMode(query: ListQuery): void {
+  if (!query.queryMode) throw badRequest('mode=query is required to change every object matching a query', { mode: 'Required' });
+  if (!query.where) throw badRequest('A query update or delete needs at least one filter', { q: 'Required' });
+}
+
+export function objectRoutes(): Router {
+  const router = new Router();
+  router.get('/:collection', (ctx) => read(ctx as Ctx, (op) => operations.list(op, listQueryOf(ctx as Ctx))));
+  router.get('/:collection/:id', (ctx) => read(ctx as Ctx, (op) => operations.getOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
+  router.post('/:collection', (ctx) => write(ctx as Ctx, (op) => operations.create(op, body(ctx as Ctx), listQueryOf(ctx as Ctx))));
+  router.put('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => operations.updateOne(op, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx))));
+  router.put('/:collection', (ctx) => {
+    const c = ctx as Ctx;
+    const query = listQueryOf(c);
+    const values = listValues(c);
+    if (values) return write(c, (op) => operations.updateMany(op, values, query));
+    requireQueryMode(query);
+    const changes = body(c);
+    if (!isPlainObject(changes) || Object.keys(changes).length === 0) throw badRequest('An update needs a body', { body: 'Required' });
+    return write(c, (op) => operations.updateByQuery(op, query, changes));
+  });
+  router.delete('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => operations.deleteOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
+  router.delete('/:collection', (ctx) => {
+    const c = ctx as Ctx;
+    const query = listQueryOf(c);
+    const values = listValues(c);
+    if (values) return write(c, (op) => operations.deleteMany(op, values, query));
+    requireQueryMode(query);
+    return write(c, (op) => operations.deleteByQuery(op, query));
+  });
+  return router;
+}

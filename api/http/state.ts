@@ -1,0 +1,31 @@
+/** What the middleware chain learns about a request, in the order it learns it. */
+import type { Logger } from 'pino';
+import type { Db } from '../db/connection.ts';
+import type { KeyRecord } from '../db/keys.ts';
+import type { Tenant, Version } from '../engine/family.ts';
+import type { Config } from '../config.ts';
+
+export interface IdempotencyClaim {
+  key: string;
+  hash: string;
+  /** set once the response was stored inside the request's own transaction */
+  completed: boolean;
+}
+
+export interface AppServices {
+  db: Db;
+  config: Config;
+  log: Logger;
+}
+
+export interface RequestState {
+  requestId: string;
+  log: Logger;
+  services: AppServices;
+  key?: KeyRecord;
+  tenant?: Tenant;
+  version: Version;
+  body?: Record<string, unknown>;
+  rawBody?: Buffer;
+  idempotency?: IdempotencyClaim;
+}

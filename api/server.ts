@@ -1,0 +1,61 @@
+/**
+ * The `web` process: serves the API against DATABASE_URL. On SIGTERM it stops accepting,
+ * lets in-flight requests finish (up to SETTLE_SHUTDOWN_TIMEOUT) and exits 0.
+ */
+import type { Server } from 'node:http';
+import { createApp } from './app.ts';
+import { loadConfig, type Config } from './config.ts';
+import { createDb, type Db } from './db/connection.ts';
+import { createLogger } from './logger.ts';
+
+export interface RunningWeb {
+  server: Server;
+  db: Db;
+  url: string;
+  stop: () => Promise<void>;
+}
+
+export async function startWeb(config: Config, options: { keyCacheMs?: number } = {}): Promise<RunningWeb> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
+  const log = createLogger(config.logLevel, 'web');
+  const db = createDb(config.databaseUrl, config.dbPoolSize);
+  let draining = false;
+  const app = createApp({ db, config, log }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
+  const server = app.listen(config.port, config.host);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host}:${port}`;
+  log.info({ url }, 'web listening');
+  const stop = async () => {
+    draining = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+    await closed;
+    clearTimeout(timer);
+    await db.destroy();
+  };
+  return { server, db, url, stop };
+}
+
+export function exitOnSignals(stop: () => Promise<void>, log: (message: string) => void): void {
+  let stopping = false;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log(`${signal} received, draining`);
+      stop().then(() => process.exit(0), () => process.exit(1));
+    });
+  }
+}
+
+if (import.meta.main) {
+  const web = await startWeb(loadConfig());
+  exitOnSignals(web.stop, (message) => console.error(message));
+}

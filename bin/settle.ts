@@ -1,0 +1,223 @@
+#!/usr/bin/env node
+/**
+ * The operator CLI: `settle up | migrate | keys create | keys list | keys revoke`.
+ * Without DATABASE_URL it reaches the embedded database of this project directory: the one a
+ * running `settle up` serves, or one it starts for the duration of the command.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { loadConfig, projectRoot, type Config } from '../api/config.ts';
+import { createDb, type Db } from '../api/db/connection.ts';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
+import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
+import { migrate } from '../api/db/migrate.ts';
+import { createKey, type Environment } from '../api/keys.ts';
+
+const USAGE = `usage: settle <command>
+
+  up                                   run everything on this machine (embedded Postgres unless DATABASE_URL)
+  migrate                              apply database migrations
+  keys create --org NAME --env test|live [--authorize-and-capture]
+                                       create an API key (printed once; only its hash is stored)
+  keys list                            list keys (prefixes only)
+  keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX`;
+
+class UsageError extends Error {}
+
+const DATABASE = 'settle';
+
+function runtimeFile(config: Config): string {
+  return path.join(config.dataDir, 'runtime.json');
+}
+
+/** The database a running `settle up` of this project serves, if any. */
+function runningDatabaseUrl(config: Config): string | undefined {
+  try {
+    const runtime = JSON.parse(fs.readFileSync(runtimeFile(config), 'utf8')) as { pid: number; databaseUrl: string };
+    process.kill(runtime.pid, 0);
+    return runtime.databaseUrl;
+  } catch {
+    return undefined;
+  }
+}
+
+async function ensureDatabase(server: EmbeddedServer): Promise<string> {
+  const client = new pg.Client(server.url('postgres'));
+  await client.connect();
+  try {
+    const exists = await client.query('select 1 from pg_database where datname = $1', [DATABASE]);
+    if (exists.rowCount === 0) await client.query(`create database ${DATABASE}`);
+  } finally {
+    await client.end();
+  }
+  return server.url(DATABASE);
+}
+
+/** Runs `work` against the configured, running or (temporarily) embedded database. */
+async function withDatabase<T>(config: Config, work: (url: string) => Promise<T>): Promise<T> {
+  const url = config.databaseUrl ?? runningDatabaseUrl(config);
+  if (url) return work(url);
+  const server = await startEmbeddedPostgres(config.dataDir);
+  try {
+    return await work(await ensureDatabase(server));
+  } finally {
+    await server.stop();
+  }
+}
+
+async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
+  return withDatabase(config, async (url) => {
+    await migrate(url);
+    const db = createDb(url, 2);
+    try {
+      return await work(db);
+    } finally {
+      await db.destroy();
+    }
+  });
+}
+
+async function keysCommand(config: Config, args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub === 'create') {
+    const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, env: { type: 'string' }, 'authorize-and-capture': { type: 'boolean' } } });
+    if (!values.org) throw new UsageError('keys create needs --org NAME');
+    if (values.env !== 'test' && values.env !== 'live') throw new UsageError('keys create needs --env test or --env live');
+    const org = values.org;
+    const env = values.env as Environment;
+    const key = await withDb(config, (db) => createKey(db, org, env, { authorize_and_capture: Boolean(values['authorize-and-capture']) }));
+    console.log(key.secret);
+    console.error(`created ${env} key ${key.prefix}… for org "${org}" (shown once; store it now)`);
+    return;
+  }
+  if (sub === 'list') {
+    if (rest.length) throw new UsageError('keys list takes no arguments');
+    const keys = await withDb(config, listKeys);
+    for (const k of keys) {
+      console.log([k.id, `${k.key_prefix}…`, k.environment, k.org_name, k.revoked_at ? 'revoked' : 'active', JSON.stringify(k.settings)].join('\t'));
+    }
+    return;
+  }
+  if (sub === 'revoke') {
+    if (rest.length !== 1 || rest[0].length < 8) throw new UsageError('keys revoke needs one PREFIX (at least 8 characters) or key id');
+    const count = await withDb(config, (db) => revokeKeys(db, rest[0]));
+    if (count === 0) throw new UsageError(`no active key matches ${rest[0]}`);
+    console.log(`revoked ${count} key${count === 1 ? '' : 's'}`);
+    return;
+  }
+  throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`);
+}
+
+// ---------- settle up ----------
+
+function prefixLines(child: ChildProcess, name: string): void {
+  const label = name.padEnd(9) + '| ';
+  for (const stream of [child.stdout, child.stderr]) {
+    if (!stream) continue;
+    readline.createInterface({ input: stream }).on('line', (line) => process.stdout.write(label + line + '\n'));
+  }
+}
+
+function startChild(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  prefixLines(child, name);
+  return child;
+}
+
+/** The first start makes an org and a test key; later starts print the same key again. */
+async function firstKey(config: Config, url: string): Promise<string> {
+  const keyFile = path.join(config.dataDir, 'test-secret-key');
+  const db = createDb(url, 2);
+  try {
+    if (fs.existsSync(keyFile) && (await countKeys(db)) > 0) return fs.readFileSync(keyFile, 'utf8').trim();
+    const key = await createKey(db, 'default', 'test');
+    fs.writeFileSync(keyFile, key.secret + '\n', { mode: 0o600 });
+    return key.secret;
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function up(config: Config): Promise<void> {
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  let embedded: EmbeddedServer | null = null;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = await startEmbeddedPostgres(config.dataDir);
+    url = await ensureDatabase(embedded);
+    console.log(`postgres | embedded PostgreSQL on 127.0.0.1:${embedded.port}, data in ${path.join(config.dataDir, 'postgres')}`);
+  }
+  await migrate(url);
+  const secret = await firstKey(config, url);
+  fs.writeFileSync(runtimeFile(config), JSON.stringify({ pid: process.pid, databaseUrl: url }), { mode: 0o600 });
+  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host };
+  const children = [startChild('web', 'api/server.ts', env), startChild('worker', 'workers/main.ts', env)];
+  const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+  console.log('');
+  console.log('Settle is running. API URL and test secret key:');
+  console.log(apiUrl);
+  console.log(secret);
+  console.log(`try: curl -u ${secret}: ${apiUrl}/customers`);
+  console.log('');
+
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    await Promise.all(children.map((child) => new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), config.shutdownTimeoutMs + 2000).unref();
+    })));
+    fs.rmSync(runtimeFile(config), { force: true });
+    if (embedded) await embedded.stop();
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+  for (const child of children) {
+    child.once('exit', (code) => {
+      if (!stopping) {
+        console.error(`a child process exited (code ${code}); stopping everything`);
+        void stop(1);
+      }
+    });
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...args] = argv;
+  const config = loadConfig();
+  switch (command) {
+    case 'up':
+      return up(config);
+    case 'migrate': {
+      const applied = await withDatabase(config, migrate);
+      console.log(applied.length ? `applied ${applied.join(', ')}` : 'database is up to date');
+      return;
+    }
+    case 'keys':
+      return keysCommand(config, args);
+    case undefined:
+    case 'help':
+    case '--help':
+      console.log(USAGE);
+      return;
+    default:
+      throw new UsageError(`unknown command: ${command}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    console.error(`settle: ${(error as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  console.error(`settle: ${(error as Error).message}`);
+  process.exit(1);
+});

@@ -1,0 +1,47 @@
+/**
+ * The `worker` process: graphile-worker running the task list against DATABASE_URL. On SIGTERM
+ * it stops taking jobs, finishes the ones in hand and exits 0.
+ */
+import { run, type Runner, type TaskList } from 'graphile-worker';
+import { loadConfig, type Config } from '../api/config.ts';
+import { createDb, type Db } from '../api/db/connection.ts';
+import { createLogger } from '../api/logger.ts';
+import { exitOnSignals } from '../api/server.ts';
+import { dispatchEvent } from './tasks/dispatchEvent.ts';
+
+export function taskList(db: Db): TaskList {
+  return {
+    dispatch_event: dispatchEvent(db),
+  };
+}
+
+export interface RunningWorker {
+  runner: Runner;
+  stop: () => Promise<void>;
+}
+
+export async function startWorker(config: Config): Promise<RunningWorker> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
+  const log = createLogger(config.logLevel, 'worker');
+  const db = createDb(config.databaseUrl, Math.max(2, Math.ceil(config.workerConcurrency / 2)));
+  const runner = await run({
+    connectionString: config.databaseUrl,
+    concurrency: config.workerConcurrency,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    taskList: taskList(db),
+  });
+  log.info({ concurrency: config.workerConcurrency }, 'worker running');
+  return {
+    runner,
+    stop: async () => {
+      await runner.stop();
+      await db.destroy();
+    },
+  };
+}
+
+if (import.meta.main) {
+  const worker = await startWorker(loadConfig());
+  exitOnSignals(worker.stop, (message) => console.error(message));
+}
