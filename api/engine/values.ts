@@ -116,9 +116,8 @@ function toText(field: FieldSpec, version: Version, input: unknown): Converted {
   const text = String(input);
   if (text.length > (field.maxLength ?? 1024)) return fail(`Must be at most ${field.maxLength ?? 1024} characters`);
   if (field.type === 'email' && !EMAIL.test(text)) return fail('Must be an email address');
-  const stored = field.values?.[version]?.[text] ?? text;
-  if (field.enum && !field.enum.includes(stored)) return fail(`Must be one of: ${acceptedValues(field, version).join(', ')}`);
-  return ok(stored);
+  if (field.enum && !acceptedValues(field, version).includes(text)) return fail(`Must be one of: ${acceptedValues(field, version).join(', ')}`);
+  return ok(field.values?.[version]?.[text] ?? text);
 }
 
 /** The values a client of this version may send for an enum field. */

@@ -1,0 +1,70 @@
+/** Starts the real web process code on a loopback port against a fresh database. */
+import type { Test } from 'tap';
+import { loadConfig } from '../../api/config.ts';
+import { createDb, type Db } from '../../api/db/connection.ts';
+import { createKey, type Environment, type KeySettings } from '../../api/keys.ts';
+import { startWeb } from '../../api/server.ts';
+import { freshDatabase } from './db.ts';
+
+export interface TestApi {
+  url: string;
+  databaseUrl: string;
+  /** a direct connection for asserting on stored rows */
+  db: Db;
+  /** a test-environment secret key of org "acme" */
+  key: string;
+  newKey: (org: string, env: Environment, settings?: KeySettings) => Promise<string>;
+  request: (method: string, path: string, options?: RequestOptions) => Promise<ApiResponse>;
+}
+
+export interface RequestOptions {
+  key?: string | null;
+  version?: string;
+  json?: unknown;
+  form?: string;
+  body?: string | FormData;
+  headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export async function startTestApi(t: Test, env: Record<string, string> = {}): Promise<TestApi> {
+  const databaseUrl = await freshDatabase(t);
+  const config = loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
+  const web = await startWeb(config, { keyCacheMs: 0 });
+  const db = createDb(databaseUrl, 4);
+  t.teardown(async () => {
+    await web.stop();
+    await db.destroy();
+  });
+  const newKey = async (org: string, environment: Environment, settings: KeySettings = {}) => (await createKey(db, org, environment, settings)).secret;
+  const key = await newKey('acme', 'test');
+  const request = async (method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...options.headers };
+    const secret = options.key === undefined ? key : options.key;
+    if (secret) headers.Authorization = `Basic ${Buffer.from(`${secret}:`).toString('base64')}`;
+    if (options.version) headers['X-API-Version'] = options.version;
+    let body: string | FormData | undefined = options.body;
+    if (options.json !== undefined) {
+      body = JSON.stringify(options.json);
+      headers['Content-Type'] = 'application/json';
+    } else if (options.form !== undefined) {
+      body = options.form;
+      headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    }
+    const response = await fetch(web.url + path, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // keep the text: a test may assert it was not JSON
+    }
+    return { status: response.status, headers: response.headers, body: parsed };
+  };
+  return { url: web.url, databaseUrl, db, key, newKey, request };
+}

@@ -1,0 +1,65 @@
+/**
+ * `npm test` after the type-check: provides a PostgreSQL server (TEST_DATABASE_URL or
+ * DATABASE_URL when set, otherwise an embedded one), migrates a template database once, and runs
+ * tap. Each test file clones the template into a database of its own, so runs never collide.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { projectRoot } from '../api/config.ts';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
+import { migrate } from '../api/db/migrate.ts';
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const given = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+let embedded: EmbeddedServer | null = null;
+let serverUrl: string;
+if (given) {
+  serverUrl = given;
+} else {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-test-pg-'));
+  // As root, the server runs as a `postgres` user that must be able to enter this directory.
+  fs.chmodSync(dir, 0o755);
+  embedded = await startEmbeddedPostgres(dir, { persistent: false });
+  serverUrl = embedded.url('postgres');
+}
+
+const template = `settle_tpl_${process.pid}_${Date.now().toString(36)}`;
+await admin(serverUrl, `create database ${template}`);
+await migrate(withDatabase(serverUrl, template));
+
+const tapArgs = process.argv.slice(2);
+const tap = spawn(path.join(projectRoot, 'node_modules/.bin/tap'), tapArgs, {
+  stdio: 'inherit',
+  env: {
+    ...process.env,
+    PATH: `${path.join(projectRoot, 'node_modules/.bin')}:${process.env.PATH}`,
+    SETTLE_TEST_SERVER_URL: serverUrl,
+    SETTLE_TEST_TEMPLATE: template,
+  },
+});
+const code = await new Promise<number>((resolve) => tap.on('exit', (c) => resolve(c ?? 1)));
+try {
+  await admin(serverUrl, `drop database if exists ${template} with (force)`);
+} catch {
+  // the template goes with the embedded server anyway
+}
+if (embedded) await embedded.stop();
+process.exit(code);
