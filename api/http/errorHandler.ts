@@ -27,9 +27,24 @@ function fromForeignError(error: unknown): ApiError | null {
   return new ApiError(status === 405 ? 400 : status, types[status] ?? 'BadRequest', (error as Error).message || 'Bad request');
 }
 
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300']);
+
+/** Database errors a client can cause or a dependency outage: never a 500. */
+function fromDatabaseError(error: unknown): ApiError | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const code = (error as { code?: unknown }).code;
+  const name = (error as { name?: unknown }).name;
+  if ((typeof code === 'string' && UNAVAILABLE_CODES.has(code)) || name === 'KnexTimeoutError') {
+    return new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; retry shortly');
+  }
+  // Class 22 (data exception): a bound value out of range for its type, e.g. year 99999.
+  if (typeof code === 'string' && code.startsWith('22')) return new ApiError(400, 'BadRequest', 'A value is out of range', { value: 'Out of range' });
+  return null;
+}
+
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  return fromForeignError(error) ?? new ApiError(500, 'InternalServerError', 'Internal server error');
+  return fromForeignError(error) ?? fromDatabaseError(error) ?? new ApiError(500, 'InternalServerError', 'Internal server error');
 }
 
 export async function errorHandler(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
