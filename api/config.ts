@@ -33,6 +33,12 @@ export interface Config {
   dbPoolSize: number;
   /** WORKER_CONCURRENCY: graphile-worker jobs run at once per worker process. Default 10. */
   workerConcurrency: number;
+  /** SETTLE_VAULT_KEY: base64 32-byte key for card data. Default: generated into the data directory. */
+  vaultKey: string | undefined;
+  /** SETTLE_AUTH_WINDOW: ms an automatic-mode authorization waits for capture. Default 120000. */
+  authorizationWindowMs: number;
+  /** SETTLE_PROCESSING_DELAY: ms before a v2 `processing` payment completes. Default 200. */
+  processingDelayMs: number;
   /** SETTLE_SHUTDOWN_TIMEOUT: ms a process waits for in-flight work on SIGTERM. Default 10000. */
   shutdownTimeoutMs: number;
 }
@@ -65,5 +71,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),
     workerConcurrency: intFromEnv(env, 'WORKER_CONCURRENCY', 10),
     shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
+    vaultKey: env.SETTLE_VAULT_KEY || undefined,
+    authorizationWindowMs: intFromEnv(env, 'SETTLE_AUTH_WINDOW', 120_000),
+    processingDelayMs: intFromEnv(env, 'SETTLE_PROCESSING_DELAY', 200),
   };
 }

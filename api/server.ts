@@ -7,6 +7,7 @@ import { createApp } from './app.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
 import { createLogger } from './logger.ts';
+import { createDomainServices } from './domain.ts';
 
 export interface RunningWeb {
   server: Server;
@@ -20,7 +21,8 @@ export async function startWeb(config: Config, options: { keyCacheMs?: number } 
   const log = createLogger(config.logLevel, 'web');
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
-  const app = createApp({ db, config, log }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
+  const domain = createDomainServices(config);
+  const app = createApp({ db, config, log, domain }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
   const server = app.listen(config.port, config.host);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

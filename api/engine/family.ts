@@ -65,13 +65,39 @@ export interface StoredObject {
   data: Record<string, unknown>;
 }
 
+/** Who is asking: a secret key (with its settings) or a client token (with its intent). */
+export type Principal =
+  | { kind: 'secret'; keyId: string; settings: Record<string, unknown> }
+  | { kind: 'client'; tokenId: string; intent: Record<string, unknown> };
+
+/** Seams the domain needs from the process: clock, card vault, timing settings. */
+export interface DomainServices {
+  now: () => Date;
+  vault: {
+    encrypt: (plain: string) => string;
+    fingerprint: (plain: string) => string;
+  };
+  /** how long an automatic-mode authorization may wait for capture */
+  authorizationWindowMs: number;
+}
+
 export interface RuleContext {
   tx: Db;
   tenant: Tenant;
   version: Version;
+  principal: Principal;
+  domain: DomainServices;
+  /** An error to answer with after the transaction commits (a stored decline). */
+  deferredError?: Error;
 }
 
 export interface FamilyRules {
+  /** Completes a row before validation: resolve references, create dependent rows, decide a status. */
+  prepare?: (ctx: RuleContext, next: StoredObject, previous: StoredObject | null) => Promise<StoredObject>;
+  /** Writes that follow a stored change in the same transaction (dependent rows, timed jobs). */
+  afterWrite?: (ctx: RuleContext, next: StoredObject, previous: StoredObject | null) => Promise<void>;
+  /** Adds derived data (related rows) to rows about to be rendered; `include` holds requested non-default fields. */
+  load?: (ctx: RuleContext, rows: StoredObject[], include: Set<string>) => Promise<void>;
   /** Cross-field and cross-object checks before a row is written; throw ApiError to reject. */
   validate?: (ctx: RuleContext, next: StoredObject, previous: StoredObject | null) => Promise<void>;
   /** Refuses a delete (e.g. of an object other rows depend on); throw ApiError to reject. */

@@ -2,21 +2,17 @@
  * The ten generic operations of spec §4.1 over any registered collection. Each runs inside the
  * transaction it is given: rows, family rules and outbox events commit together.
  */
-import type { Db } from '../db/connection.ts';
 import { recordEvents, type EventDraft } from '../db/events.ts';
 import * as objects from '../db/objects.ts';
 import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES, SqlCompiler, type Sql } from '../query/toSql.ts';
-import type { Collection, RuleContext, StoredObject, Tenant, Version } from './family.ts';
+import type { Collection, RuleContext, StoredObject, Version } from './family.ts';
 import { toApi } from './values.ts';
 import { applyValues, decodeInput, isPlainObject, project, render, type Json } from './view.ts';
 
-export interface OperationContext {
-  tx: Db;
-  tenant: Tenant;
-  version: Version;
+export interface OperationContext extends RuleContext {
   collection: Collection;
 }
 
@@ -30,13 +26,13 @@ export async function getOne(ctx: OperationContext, id: string, query: ListQuery
   const { family, fixedType } = ctx.collection;
   const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType });
   if (!row) throw notFound(`No ${family.name} with id ${id}`);
-  return shape(ctx, [row], query.fields)[0];
+  return (await shape(ctx, [row], query.fields))[0];
 }
 
 export async function list(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
   if (isAggregateQuery(query)) return aggregate(ctx, query);
   const rows = await selectMatching(ctx, query, false);
-  return { object: 'list', values: shape(ctx, rows, query.fields) };
+  return { object: 'list', values: await shape(ctx, rows, query.fields) };
 }
 
 async function selectMatching(ctx: OperationContext, query: ListQuery, forUpdate: boolean): Promise<StoredObject[]> {
@@ -105,14 +101,15 @@ function aggregateValue(compiled: ReturnType<SqlCompiler['operand']>, raw: unkno
 }
 
 /** Renders rows for the version and applies `fields` (projection and non-default inclusion). */
-function shape(ctx: OperationContext, rows: StoredObject[], fields: SelectTerm[] | null): Json[] {
+async function shape(ctx: OperationContext, rows: StoredObject[], fields: SelectTerm[] | null): Promise<Json[]> {
   const { family } = ctx.collection;
+  const named = (fields ?? []).filter((f) => f.expr?.kind === 'field').map((f) => (f.expr as { path: string[] }).path.join('.'));
+  const include = new Set(named);
+  await family.rules?.load?.(ctx, rows, include);
   if (!fields) return rows.map((row) => render(family, ctx.version, row));
-  const named = fields.filter((f) => f.expr?.kind === 'field').map((f) => (f.expr as { path: string[] }).path.join('.'));
   const star = fields.some((f) => f.expr === null);
   const compiler = new SqlCompiler(family, ctx.version);
   for (const path of named) if (path !== 'object') compiler.field(path.split('.'));
-  const include = new Set(named);
   return rows.map((row) => {
     const rendered = render(family, ctx.version, row, { include });
     return star ? rendered : project(rendered, named);
@@ -121,14 +118,16 @@ function shape(ctx: OperationContext, rows: StoredObject[], fields: SelectTerm[]
 
 // ---------- writing ----------
 
-function ruleContext(ctx: OperationContext): RuleContext {
-  return { tx: ctx.tx, tenant: ctx.tenant, version: ctx.version };
+async function afterWrite(ctx: OperationContext, changes: Array<[StoredObject, StoredObject | null]>): Promise<void> {
+  const hook = ctx.collection.family.rules?.afterWrite;
+  if (!hook) return;
+  for (const [next, previous] of changes) await hook(ctx, next, previous);
 }
 
 async function emit(ctx: OperationContext, changes: Array<[StoredObject | null, StoredObject | null]>): Promise<void> {
   const eventsOf = ctx.collection.family.rules?.events;
   if (!eventsOf) return;
-  const drafts: EventDraft[] = changes.flatMap(([next, previous]) => eventsOf(ruleContext(ctx), next, previous));
+  const drafts: EventDraft[] = changes.flatMap(([next, previous]) => eventsOf(ctx, next, previous));
   await recordEvents(ctx.tx, ctx.tenant, drafts);
 }
 
@@ -152,9 +151,11 @@ async function prepareCreate(ctx: OperationContext, body: unknown): Promise<Stor
   const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create');
   const now = new Date();
   const blank: StoredObject = { id: newId(ctx.collection.family.idPrefix), type, created_at: now, modified_at: now, data: {} };
-  const row = applyValues(blank, values);
+  let row = applyValues(blank, values);
   row.type = type;
-  await ctx.collection.family.rules?.validate?.(ruleContext(ctx), row, null);
+  const rules = ctx.collection.family.rules;
+  if (rules?.prepare) row = await rules.prepare(ctx, row, null);
+  await rules?.validate?.(ctx, row, null);
   return row;
 }
 
@@ -184,8 +185,9 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
   if (many && !Array.isArray(body.values)) throw invalidAttributes({ values: 'Must be a list' });
   const prepared = many ? await prepareAll(body.values as unknown[], (item) => prepareCreate(ctx, item)) : [await prepareCreate(ctx, body)];
   const inserted = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, prepared);
+  await afterWrite(ctx, inserted.map((row) => [row, null]));
   await emit(ctx, inserted.map((row) => [row, null]));
-  const shaped = shape(ctx, inserted, query.fields);
+  const shaped = await shape(ctx, inserted, query.fields);
   return many ? { object: 'list', values: shaped } : shaped[0];
 }
 
@@ -195,13 +197,17 @@ function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json): Sto
 }
 
 async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>): Promise<StoredObject[]> {
+  const rules = ctx.collection.family.rules;
   const nextRows = await prepareAll(pairs, async ([row, body]) => {
-    const next = decodeUpdate(ctx, row, body);
-    await ctx.collection.family.rules?.validate?.(ruleContext(ctx), next, row);
+    let next = decodeUpdate(ctx, row, body);
+    if (rules?.prepare) next = await rules.prepare(ctx, next, row);
+    await rules?.validate?.(ctx, next, row);
     return next;
   });
   const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
-  await emit(ctx, updated.map((next, i) => [next, pairs[i][0]]));
+  const changes = updated.map((next, i): [StoredObject, StoredObject] => [next, pairs[i][0]]);
+  await afterWrite(ctx, changes);
+  await emit(ctx, changes);
   return updated;
 }
 
@@ -211,7 +217,7 @@ export async function updateOne(ctx: OperationContext, id: string, body: Json, q
   if (!row) throw notFound(`No ${family.name} with id ${id}`);
   try {
     const [updated] = await applyUpdates(ctx, [[row, body]]);
-    return shape(ctx, [updated], query.fields)[0];
+    return (await shape(ctx, [updated], query.fields))[0];
   } catch (error) {
     // A single update reports its fields directly, not as a one-item list.
     if (error instanceof ApiError && isPlainObject(error.details) && error.details.object === 'list') {
@@ -230,7 +236,7 @@ export async function updateMany(ctx: OperationContext, values: unknown[], query
     return [rows.get(ids[i]!)!, changes];
   });
   const updated = await applyUpdates(ctx, pairs);
-  return { object: 'list', values: shape(ctx, updated, query.fields) };
+  return { object: 'list', values: await shape(ctx, updated, query.fields) };
 }
 
 async function lockRows(ctx: OperationContext, ids: Array<string | null>): Promise<Map<string, StoredObject>> {
@@ -249,12 +255,12 @@ export async function updateByQuery(ctx: OperationContext, query: ListQuery, bod
   const rows = await selectMatching(ctx, query, true);
   if (rows.length === 0) return { object: 'list', values: [] };
   const updated = await applyUpdates(ctx, rows.map((row): [StoredObject, Json] => [row, body]));
-  return { object: 'list', values: shape(ctx, updated, query.fields) };
+  return { object: 'list', values: await shape(ctx, updated, query.fields) };
 }
 
 async function removeRows(ctx: OperationContext, rows: StoredObject[], query: ListQuery): Promise<Json[]> {
-  const rendered = shape(ctx, rows, query.fields);
-  await ctx.collection.family.rules?.beforeDelete?.(ruleContext(ctx), rows);
+  const rendered = await shape(ctx, rows, query.fields);
+  await ctx.collection.family.rules?.beforeDelete?.(ctx, rows);
   await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
   await emit(ctx, rows.map((row) => [null, row]));
   return rendered;

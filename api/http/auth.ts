@@ -44,6 +44,7 @@ export function createAuthenticator(cacheMs: number) {
     if (!entry.key) throw unauthorized('Invalid or revoked API key');
     ctx.state.key = entry.key;
     ctx.state.tenant = { orgId: entry.key.org_id, environment: entry.key.environment };
+    ctx.state.principal = { kind: 'secret', keyId: entry.key.id, settings: entry.key.settings };
     ctx.state.log = ctx.state.log.child({ org: entry.key.org_id, env: entry.key.environment });
     await next();
   };

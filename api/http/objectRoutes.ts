@@ -29,7 +29,14 @@ function listQueryOf(ctx: Ctx): ListQuery {
 }
 
 function operationContext(ctx: Ctx, tx: Db): OperationContext {
-  return { tx, tenant: ctx.state.tenant!, version: ctx.state.version, collection: collectionOf(ctx) };
+  return {
+    tx,
+    tenant: ctx.state.tenant!,
+    version: ctx.state.version,
+    principal: ctx.state.principal!,
+    domain: ctx.state.services.domain,
+    collection: collectionOf(ctx),
+  };
 }
 
 /** Reads run on the pool; writes run in one transaction that also stores the idempotent response. */

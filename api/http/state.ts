@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/connection.ts';
 import type { KeyRecord } from '../db/keys.ts';
-import type { Tenant, Version } from '../engine/family.ts';
+import type { DomainServices, Principal, Tenant, Version } from '../engine/family.ts';
 import type { Config } from '../config.ts';
 
 export interface IdempotencyClaim {
@@ -16,6 +16,7 @@ export interface AppServices {
   db: Db;
   config: Config;
   log: Logger;
+  domain: DomainServices;
 }
 
 export interface RequestState {
@@ -24,6 +25,7 @@ export interface RequestState {
   services: AppServices;
   key?: KeyRecord;
   tenant?: Tenant;
+  principal?: Principal;
   version: Version;
   body?: Record<string, unknown>;
   rawBody?: Buffer;
