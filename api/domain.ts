@@ -5,5 +5,5 @@ import { createVault, loadVaultSecret } from './vault.ts';
 
 export function createDomainServices(config: Config, now: () => Date = () => new Date()): DomainServices {
   const vault = createVault(loadVaultSecret(config.vaultKey, config.dataDir));
-  return { now, vault, authorizationWindowMs: config.authorizationWindowMs };
+  return { now, vault, authorizationWindowMs: config.authorizationWindowMs, processingDelayMs: config.processingDelayMs };
 }

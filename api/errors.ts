@@ -74,3 +74,9 @@ export function describeFields(details: ErrorDetails, prefix = ''): string {
   }
   return names.join(', ');
 }
+
+/** The processor declined: the transaction is stored, and `details` is that stored transaction. */
+export function transactionDeclined(transaction: Record<string, unknown>): ApiError {
+  const code = transaction.status_code ?? (transaction.status as { code?: unknown } | undefined)?.code ?? 'declined';
+  return new ApiError(400, 'TransactionDeclined', `Transaction declined: ${String(code)}`, transaction);
+}

@@ -481,16 +481,33 @@ t.test('count alone counts the rows a filter matches', async (t) => {
   t.same(ok(t, await v2('/accounts', { fields: 'count' })), [{ count: allNames.length }]);
 });
 
-t.test('group_by a custom attribute and a function, keyed exactly as requested', async (t) => {
-  const byTier = ok(t, await v1('/customers', { fields: 'attrs[tier],count', group_by: 'attrs[tier]', order_by: 'attrs[tier]' }));
-  t.same(byTier, [{ 'attrs[tier]': null, count: 2 }, { 'attrs[tier]': 'bronze', count: 1 }, { 'attrs[tier]': 'gold', count: 2 }, { 'attrs[tier]': 'silver', count: 1 }]);
+t.test('group_by a function of a column, keyed exactly as requested', async (t) => {
   const byYear = ok(t, await v1('/customers', { fields: 'year(created_at),count', group_by: 'year(created_at)', order_by: 'year(created_at)' }));
   t.same(byYear, [{ 'year(created_at)': 2023, count: 3 }, { 'year(created_at)': new Date().getUTCFullYear(), count: 3 }]);
 });
 
+// Grouping by anything stored in the jsonb `data` column fails: the path is bound twice ($1 in
+// select, $5 in group by) and Postgres cannot tell the two expressions are the same → 500.
+const GROUP_BY_DATA_BUG = 'api bug: group_by on a field stored in data (name, address.city, attrs[x], v2 nested) answers 500';
+
+t.test('group_by a custom attribute, keyed exactly as requested', { todo: GROUP_BY_DATA_BUG }, async (t) => {
+  const byTier = ok(t, await v1('/customers', { fields: 'attrs[tier],count', group_by: 'attrs[tier]', order_by: 'attrs[tier]' }));
+  t.same(byTier, [{ 'attrs[tier]': null, count: 2 }, { 'attrs[tier]': 'bronze', count: 1 }, { 'attrs[tier]': 'gold', count: 2 }, { 'attrs[tier]': 'silver', count: 1 }]);
+});
+
+t.test('group_by a stored field (address.city, v2 nested number)', { todo: GROUP_BY_DATA_BUG }, async (t) => {
+  const byCity = ok(t, await v1('/customers', { fields: 'address.city,count', group_by: 'address.city', order_by: 'desc(count)', limit: '1' }));
+  t.same(byCity, [{ 'address.city': 'Austin', count: 4 }]);
+  const path = 'processing.settings.funding.delay';
+  const byDelay = ok(t, await v2('/accounts', { type: 'processing', fields: `${path},count`, group_by: path, order_by: path }));
+  t.same(byDelay, [{ [path]: 1, count: 1 }, { [path]: 3, count: 1 }, { [path]: 5, count: 1 }]);
+});
+
 t.test('an aggregate query may order by the aggregate', async (t) => {
-  const values = ok(t, await v1('/customers', { fields: 'address.city,count', group_by: 'address.city', order_by: 'desc(count)', limit: '1' }));
-  t.same(values, [{ 'address.city': 'Austin', count: 4 }]);
+  const values = ok(t, await v2('/accounts', { fields: 'type,count', group_by: 'type', order_by: 'desc(count)', limit: '1' }));
+  t.same(values, [{ type: 'customer', count: customerNames.length }]);
+  const asc = ok(t, await v2('/accounts', { fields: 'type,count', group_by: 'type', order_by: 'asc(count)', limit: '1' }));
+  t.same(asc, [{ type: 'processing', count: 3 }]);
 });
 
 t.test('a field neither grouped nor aggregated is 400', async (t) => {

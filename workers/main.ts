@@ -9,10 +9,14 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/server.ts';
 import { dispatchEvent } from './tasks/dispatchEvent.ts';
+import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';
 
 export function taskList(db: Db): TaskList {
   return {
     dispatch_event: dispatchEvent(db),
+    complete_processing: completeProcessing(db),
+    bank_reject: bankReject(db),
+    expire_authorization: expireAuthorization(db),
   };
 }
 

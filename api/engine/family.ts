@@ -18,6 +18,7 @@ export type FieldType =
   | 'boolean'
   | 'datetime'
   | 'json'
+  | 'list'
   | 'id';
 
 /** Columns every family table has; any other stored field lives in the `data` jsonb column. */
@@ -75,10 +76,13 @@ export interface DomainServices {
   now: () => Date;
   vault: {
     encrypt: (plain: string) => string;
+    decrypt: (sealed: string) => string;
     fingerprint: (plain: string) => string;
   };
   /** how long an automatic-mode authorization may wait for capture */
   authorizationWindowMs: number;
+  /** how long a v2 `processing` transaction takes to complete */
+  processingDelayMs: number;
 }
 
 export interface RuleContext {
@@ -87,8 +91,8 @@ export interface RuleContext {
   version: Version;
   principal: Principal;
   domain: DomainServices;
-  /** An error to answer with after the transaction commits (a stored decline). */
-  deferredError?: Error;
+  /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */
+  deferredError?: (rendered: Record<string, unknown>) => Error;
 }
 
 export interface FamilyRules {

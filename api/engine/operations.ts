@@ -9,8 +9,8 @@ import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES, SqlCompiler, type Sql } from '../query/toSql.ts';
 import type { Collection, RuleContext, StoredObject, Version } from './family.ts';
-import { toApi } from './values.ts';
-import { applyValues, decodeInput, isPlainObject, project, render, type Json } from './view.ts';
+import { acceptedValues, toApi } from './values.ts';
+import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
 
 export interface OperationContext extends RuleContext {
   collection: Collection;
@@ -108,8 +108,9 @@ async function shape(ctx: OperationContext, rows: StoredObject[], fields: Select
   await family.rules?.load?.(ctx, rows, include);
   if (!fields) return rows.map((row) => render(family, ctx.version, row));
   const star = fields.some((f) => f.expr === null);
-  const compiler = new SqlCompiler(family, ctx.version);
-  for (const path of named) if (path !== 'object') compiler.field(path.split('.'));
+  for (const path of named) {
+    if (path !== 'object' && !isKnownPath(family, ctx.version, path)) throw invalidAttributes({ [path]: 'Unknown field' });
+  }
   return rows.map((row) => {
     const rendered = render(family, ctx.version, row, { include });
     return star ? rendered : project(rendered, named);
@@ -133,7 +134,12 @@ async function emit(ctx: OperationContext, changes: Array<[StoredObject | null, 
 
 function typeForCreate(ctx: OperationContext, body: Json): string {
   const { family, fixedType } = ctx.collection;
-  const requested = body.type;
+  const typeField = family.fields.find((f) => f.store === 'type');
+  const raw = body.type;
+  if (typeField?.enum && typeof raw === 'string' && !acceptedValues(typeField, ctx.version).includes(raw)) {
+    throw invalidAttributes({ type: `Must be one of: ${acceptedValues(typeField, ctx.version).join(', ')}` });
+  }
+  const requested = typeof raw === 'string' ? (typeField?.values?.[ctx.version]?.[raw] ?? raw) : raw;
   if (fixedType) {
     if (requested !== undefined && requested !== fixedType) throw invalidAttributes({ type: `Must be ${fixedType}` });
     return fixedType;

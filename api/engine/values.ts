@@ -79,6 +79,8 @@ export function toStored(field: FieldSpec, version: Version, input: unknown): Co
       return toBoolean(input);
     case 'json':
       return toJson(field, input);
+    case 'list':
+      return toList(input);
     case 'datetime': {
       const date = typeof input === 'string' ? parseDateTime(input) : null;
       return date ? ok(date.toISOString()) : fail('Must be a date and time');
@@ -108,6 +110,14 @@ function toJson(field: FieldSpec, input: unknown): Converted {
   if (typeof input !== 'object' || Array.isArray(input)) return fail('Must be an object');
   const size = Buffer.byteLength(JSON.stringify(input));
   if (field.maxLength !== undefined && size > field.maxLength) return fail(`Must be at most ${field.maxLength} bytes serialized`);
+  return ok(input);
+}
+
+/** A list of objects; form bodies give `values[0][x]` as an array already (qs). */
+function toList(input: unknown): Converted {
+  if (!Array.isArray(input)) return fail('Must be a list');
+  if (input.length > 100) return fail('At most 100 items');
+  if (!input.every((item) => typeof item === 'object' && item !== null && !Array.isArray(item))) return fail('Each item must be an object');
   return ok(input);
 }
 

@@ -67,6 +67,18 @@ export function render(family: Family, version: Version, row: StoredObject, opti
   return out;
 }
 
+/** True when a dotted path names a field, an object holding fields (`status` in v2), or a key inside a json field. */
+export function isKnownPath(family: Family, version: Version, dotted: string): boolean {
+  const fields = fieldsOf(family, version);
+  if (fields.has(dotted)) return !fields.get(dotted)!.writeOnly;
+  for (const known of fields.keys()) if (known.startsWith(`${dotted}.`)) return true;
+  const parts = dotted.split('.');
+  for (let i = parts.length - 1; i > 0; i--) {
+    if (fields.get(parts.slice(0, i).join('.'))?.type === 'json') return true;
+  }
+  return false;
+}
+
 /** Keeps only the requested top-level or dotted paths of a rendered object (`fields=id,name`). */
 export function project(rendered: Json, paths: string[]): Json {
   const out: Json = {};

@@ -36,6 +36,7 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
   } catch (error) {
     const apiError = toApiError(error);
     // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.
+    if (claim.completed) throw error;
     if (apiError.status < 500) await completeKey(db, tenant, key, apiError.status, errorBody(apiError));
     else await releaseKey(db, tenant, key);
     throw error;
@@ -53,9 +54,9 @@ async function replay(ctx: Context & { state: RequestState }, db: Db, key: strin
 }
 
 /** Stores the response inside the write's transaction, so the effect and "done" commit together. */
-export async function completeInTransaction(ctx: Context & { state: RequestState }, tx: Db, body: unknown): Promise<void> {
+export async function completeInTransaction(ctx: Context & { state: RequestState }, tx: Db, status: number, body: unknown): Promise<void> {
   const claim = ctx.state.idempotency;
   if (!claim) return;
-  await completeKey(tx, ctx.state.tenant!, claim.key, 200, body);
+  await completeKey(tx, ctx.state.tenant!, claim.key, status, body);
   claim.completed = true;
 }

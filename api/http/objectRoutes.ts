@@ -13,6 +13,7 @@ import { badRequest, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
+import { errorBody, toApiError } from './errorHandler.ts';
 import { completeInTransaction } from './idempotency.ts';
 import type { RequestState } from './state.ts';
 
@@ -46,11 +47,16 @@ async function read(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Pr
 
 async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Promise<void> {
   collectionOf(ctx);
-  ctx.body = await ctx.state.services.db.transaction(async (tx) => {
-    const body = await work(operationContext(ctx, tx));
-    await completeInTransaction(ctx, tx, body);
-    return body;
+  const outcome = await ctx.state.services.db.transaction(async (tx) => {
+    const op = operationContext(ctx, tx);
+    const body = await work(op);
+    // A stored decline commits like any change, then answers as an error (and is replayed as one).
+    const error = op.deferredError ? toApiError(op.deferredError(body)) : null;
+    await completeInTransaction(ctx, tx, error ? error.status : 200, error ? errorBody(error) : body);
+    return { body, error };
   });
+  if (outcome.error) throw outcome.error;
+  ctx.body = outcome.body;
 }
 
 function body(ctx: Ctx): Json {

@@ -1,0 +1,42 @@
+/**
+ * Payment methods: cards and bank accounts, attached to an account (v1 `customer_id`, v2
+ * `account_id`). Numbers are stored only encrypted; responses show them masked. v2
+ * `account_defaults` lives here; v1 reads the same rule as the customer's `default_payment_method`.
+ */
+import type { Family, FieldSpec } from '../../engine/family.ts';
+import { attrsField, idField, timestampFields } from '../common.ts';
+import { paymentMethodRules } from './rules.ts';
+
+const CARD = ['card'];
+const BANK = ['bank_account'];
+
+const fields: FieldSpec[] = [
+  idField,
+  { store: 'type', type: 'string', v1: 'type', v2: 'type', readOnly: true },
+  { store: 'account_id', type: 'id', v1: 'customer_id', v2: 'account_id' },
+  { store: 'card.card_number', type: 'string', v1: 'card.card_number', v2: 'card.card_number', types: CARD, required: true, maxLength: 32 },
+  { store: 'card.expiry', type: 'string', v1: 'card.expiry', v2: 'card.expiry', types: CARD, required: true, maxLength: 7 },
+  { store: 'card.card_code', type: 'string', v1: 'card.card_code', v2: 'card.card_code', types: CARD, writeOnly: true, maxLength: 4 },
+  { store: 'card.card_brand', type: 'string', v1: 'card.card_brand', v2: 'card.card_brand', types: CARD, readOnly: true },
+  { store: 'bank_account.account_number', type: 'string', v1: 'bank_account.account_number', v2: 'bank_account.account_number', types: BANK, required: true, maxLength: 17 },
+  { store: 'bank_account.routing_number', type: 'string', v1: 'bank_account.routing_number', v2: 'bank_account.routing_number', types: BANK, required: true, maxLength: 9 },
+  {
+    store: 'bank_account.account_type', type: 'string', v1: 'bank_account.account_type', v2: 'bank_account.account_type',
+    types: BANK, enum: ['checking', 'savings'], default: 'checking',
+  },
+  { store: 'account_holder', type: 'string', v1: 'account_holder', v2: 'account_holder', maxLength: 256 },
+  { store: 'account_defaults.paying', type: 'string', v2: 'account_defaults.paying', enum: ['payments', 'refunds', 'all'] },
+  { store: 'account_defaults.funding', type: 'string', v2: 'account_defaults.funding', enum: ['deposits', 'withdraws', 'all'] },
+  attrsField,
+  ...timestampFields,
+];
+
+export const paymentMethods: Family = {
+  name: 'payment_method',
+  table: 'payment_methods',
+  idPrefix: 'pm',
+  types: ['card', 'bank_account'],
+  fields,
+  objectName: () => 'payment_method',
+  rules: paymentMethodRules,
+};

@@ -1,0 +1,90 @@
+/** Payment method rules: number checks and sealing, the owning account, one default per account. */
+import { rows, type Db } from '../../db/connection.ts';
+import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
+import { isPlainObject, type Json } from '../../engine/view.ts';
+import { invalidAttributes } from '../../errors.ts';
+import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
+
+function section(row: StoredObject, name: string): Json {
+  const value = row.data[name];
+  return isPlainObject(value) ? value : {};
+}
+
+function sealCard(ctx: RuleContext, card: Json): Json {
+  const digits = String(card.card_number ?? '').replace(/[\s-]/g, '');
+  // The sandbox decline numbers (4111 1111 1111 99NN) are accepted in the test environment as they are.
+  const sandboxDecline = ctx.tenant.environment === 'test' && /^41111111111199\d\d$/.test(digits);
+  if (!luhnValid(digits) && !sandboxDecline) throw invalidAttributes({ card: { card_number: 'Invalid card number' } });
+  const expiry = normaliseExpiry(String(card.expiry ?? ''));
+  if (!expiry) throw invalidAttributes({ card: { expiry: 'Must be MM/YY' } });
+  if (expiryInPast(expiry.year, expiry.month, ctx.domain.now())) throw invalidAttributes({ card: { expiry: 'Card has expired' } });
+  if (card.card_code !== undefined && !/^\d{3,4}$/.test(String(card.card_code))) throw invalidAttributes({ card: { card_code: 'Must be 3 or 4 digits' } });
+  // The card code is checked and dropped: it is never stored.
+  return {
+    card_number: mask(digits),
+    expiry: expiry.expiry,
+    card_brand: cardBrand(digits),
+    sealed_number: ctx.domain.vault.encrypt(digits),
+    fingerprint: ctx.domain.vault.fingerprint(digits),
+  };
+}
+
+function sealBankAccount(ctx: RuleContext, bank: Json): Json {
+  const routing = String(bank.routing_number ?? '');
+  const account = String(bank.account_number ?? '').replace(/[\s-]/g, '');
+  const details: Json = {};
+  if (!abaValid(routing)) details.routing_number = 'Invalid routing number';
+  if (!/^\d{4,17}$/.test(account)) details.account_number = 'Must be 4 to 17 digits';
+  if (Object.keys(details).length) throw invalidAttributes({ bank_account: details });
+  return {
+    account_number: mask(account),
+    routing_number: routing,
+    account_type: bank.account_type ?? 'checking',
+    sealed_number: ctx.domain.vault.encrypt(account),
+    fingerprint: ctx.domain.vault.fingerprint(`${routing}:${account}`),
+  };
+}
+
+async function accountExists(db: Db, tenant: Tenant, id: string): Promise<boolean> {
+  const found = await rows(db, 'select 1 from accounts where id = ? and org_id = ? and environment = ?', [id, tenant.orgId, tenant.environment]);
+  return found.length > 0;
+}
+
+async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
+  const accountId = next.data.account_id;
+  if (typeof accountId === 'string' && accountId !== previous?.data.account_id && !(await accountExists(ctx.tx, ctx.tenant, accountId))) {
+    throw invalidAttributes({ [ctx.version === 'v1' ? 'customer_id' : 'account_id']: 'No account with this id' });
+  }
+  if (previous) {
+    for (const [name, number] of [['card', 'card_number'], ['bank_account', 'account_number'], ['bank_account', 'routing_number'], ['card', 'expiry']]) {
+      if (section(next, name)[number] !== section(previous, name)[number]) {
+        throw invalidAttributes({ [name]: { [number]: 'Cannot be changed; create a new payment method' } });
+      }
+    }
+    return next;
+  }
+  const data = { ...next.data };
+  if (next.type === 'card') data.card = sealCard(ctx, section(next, 'card'));
+  else data.bank_account = sealBankAccount(ctx, section(next, 'bank_account'));
+  return { ...next, data };
+}
+
+/** A method that becomes an account's paying (or funding) default takes it from the others. */
+async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
+  const accountId = next.data.account_id;
+  if (typeof accountId !== 'string') return;
+  for (const kind of ['paying', 'funding'] as const) {
+    const value = section(next, 'account_defaults')[kind];
+    if (!value || (previous && section(previous, 'account_defaults')[kind] === value)) continue;
+    await clearDefault(ctx.tx, ctx.tenant, accountId, kind, next.id);
+  }
+}
+
+export async function clearDefault(db: Db, tenant: Tenant, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
+  await rows(db,
+    `update payment_methods set data = data #- ?::text[], modified_at = now()
+      where org_id = ? and environment = ? and data->>'account_id' = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
+    [['account_defaults', kind], tenant.orgId, tenant.environment, accountId, keepId, kind]);
+}
+
+export const paymentMethodRules: FamilyRules = { prepare, afterWrite };

@@ -1,0 +1,50 @@
+/**
+ * Transactions: one table, two views. v1 `customer_id`/`processing_id`/`payment_method_id`,
+ * `credit`/`reversal`, status as a string, `ledger`; v2 `sender`/`receiver`, `payout`/`withdraw`,
+ * `status.value`, `transfers`. Both party representations are stored, written together once at
+ * creation, so each version filters on its own fields.
+ */
+import type { Family, FieldSpec } from '../../engine/family.ts';
+import { attrsField, idField, timestampFields } from '../common.ts';
+import { STATUSES, TYPES } from './lifecycle.ts';
+import { transactionRules } from './rules.ts';
+
+const fields: FieldSpec[] = [
+  idField,
+  { store: 'type', type: 'string', v1: 'type', v2: 'type', readOnly: true, enum: TYPES, values: { v1: { credit: 'payout', reversal: 'withdraw' } } },
+  { store: 'amount', type: 'money', v1: 'amount', v2: 'amount' },
+  { store: 'currency', type: 'string', v1: 'currency', v2: 'currency', enum: ['USD', 'CAD'], default: 'USD' },
+  { store: 'status', type: 'string', v1: 'status', v2: 'status.value', enum: STATUSES },
+  { store: 'status_code', type: 'string', v1: 'status_code', v2: 'status.code', readOnly: true },
+  { store: 'status_message', type: 'string', v1: 'status_message', v2: 'status.message', readOnly: true },
+  { store: 'description', type: 'string', v1: 'description', v2: 'description', maxLength: 1024 },
+  { store: 'order_number', type: 'string', v1: 'order_number', v2: 'order_number', maxLength: 128 },
+  { store: 'customer_id', type: 'id', v1: 'customer_id' },
+  { store: 'processing_id', type: 'id', v1: 'processing_id', v2: 'processing_id' },
+  { store: 'payment_method_id', type: 'id', v1: 'payment_method_id' },
+  { store: 'sender.account_id', type: 'id', v2: 'sender.account_id' },
+  { store: 'sender.method_id', type: 'id', v2: 'sender.method_id' },
+  { store: 'receiver.account_id', type: 'id', v2: 'receiver.account_id' },
+  { store: 'receiver.method_id', type: 'id', v2: 'receiver.method_id' },
+  // Inline method on input; a masked snapshot of the method on output.
+  { store: 'payment_method', type: 'json', v1: 'payment_method', v2: 'sender.method' },
+  { store: 'payment_method_type', type: 'string', v1: 'payment_method_type', v2: 'payment_method_type', readOnly: true },
+  { store: 'card_brand', type: 'string', v1: 'card_brand', v2: 'card_brand', readOnly: true },
+  { store: 'funding_timing', type: 'string', v2: 'funding_timing', enum: ['standard', 'rapid', 'instant'] },
+  { store: 'funding_delay', type: 'integer', v2: 'funding_delay', min: 0, max: 10 },
+  // Input on create (links and splits); the rows of the transfers table on output.
+  { store: 'ledger', type: 'list', v1: 'ledger', nonDefault: true },
+  { store: 'transfers', type: 'list', v2: 'transfers' },
+  attrsField,
+  ...timestampFields,
+];
+
+export const transactions: Family = {
+  name: 'transaction',
+  table: 'transactions',
+  idPrefix: 'txn',
+  types: TYPES,
+  fields,
+  objectName: () => 'transaction',
+  rules: transactionRules,
+};

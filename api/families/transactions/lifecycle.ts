@@ -1,0 +1,84 @@
+/**
+ * The transaction state machine (spec §3, CONTRACT §7) and the events each step emits.
+ *
+ *   (new) ──► processing ──► processed ──► voided
+ *     │                          ▲   └───► rejected   (bank account refused after processing)
+ *     ├────► authorized ─────────┘ capture
+ *     │          └─────────────────► voided  (void, or automatic-mode expiry)
+ *     └────► declined
+ */
+import type { EventDraft } from '../../db/events.ts';
+import type { StoredObject } from '../../engine/family.ts';
+
+export const TYPES = ['payment', 'payout', 'refund', 'deposit', 'withdraw'];
+export const STATUSES = ['processing', 'authorized', 'processed', 'voided', 'declined', 'rejected'];
+
+/** Status changes a client may ask for by PUT, and what the worker does on its own. */
+const ALLOWED: Record<string, string[]> = {
+  processing: ['processed', 'voided', 'rejected'],
+  authorized: ['processed', 'voided'],
+  processed: ['voided', 'rejected'],
+  voided: [],
+  declined: [],
+  rejected: [],
+};
+
+export function canTransition(from: string, to: string): boolean {
+  return ALLOWED[from]?.includes(to) ?? false;
+}
+
+/** The trigger of a newly created transaction, by type (v1 names for payouts and withdrawals). */
+const CREATE_TRIGGER: Record<string, string> = {
+  payment: 'payment',
+  refund: 'refund',
+  payout: 'credit',
+  deposit: 'deposit',
+  withdraw: 'reversal',
+};
+
+function event(trigger: string, row: StoredObject, extra: Record<string, unknown> = {}): EventDraft {
+  return {
+    trigger,
+    objectType: 'transaction',
+    objectId: row.id,
+    value: { type: row.type, status: row.data.status, amount: row.data.amount, status_code: row.data.status_code ?? null, ...extra },
+  };
+}
+
+export function creationEvents(row: StoredObject): EventDraft[] {
+  const status = row.data.status;
+  if (status === 'declined') return [event('decline', row)];
+  const events = [event(CREATE_TRIGGER[row.type] ?? row.type, row)];
+  if (status === 'authorized') events.push(event('authorized', row));
+  if (status === 'processed') events.push(event('processed', row));
+  const plan = row.data.transfer_plan;
+  if (Array.isArray(plan)) {
+    for (const entry of plan as Array<Record<string, unknown>>) {
+      if (entry.entry_type !== 'transfer') continue;
+      events.push({ trigger: 'transfer', objectType: 'transfer', objectId: String(entry.id), value: { transaction_id: row.id, account_id: entry.account_id, amount: entry.amount } });
+    }
+  }
+  return events;
+}
+
+export function transitionEvents(next: StoredObject, previous: StoredObject): EventDraft[] {
+  const from = previous.data.status;
+  const to = next.data.status;
+  if (from === to) return [];
+  const extra = { previous_status: from };
+  if (to === 'processed') return [event('processed', next, extra)];
+  if (to === 'voided') return [event('void', next, extra)];
+  if (to === 'rejected') {
+    const events = [event('reject', next, extra)];
+    if (next.data.payment_method_type === 'bank_account') events.push(event('bank_account_reject', next, extra));
+    return events;
+  }
+  return [];
+}
+
+export function statusCodeFor(to: string, reason?: string): { status_code: string; status_message: string } {
+  if (reason) return { status_code: reason, status_message: reason.replace(/_/g, ' ') };
+  if (to === 'voided') return { status_code: 'voided', status_message: 'Voided' };
+  if (to === 'rejected') return { status_code: 'bank_account_rejected', status_message: 'Rejected by the bank' };
+  return { status_code: 'approved', status_message: 'Approved' };
+}

@@ -1,0 +1,328 @@
+/**
+ * Transaction rules, run inside the request's database transaction: resolving parties and
+ * methods, the sandbox decision, refund limits under a lock on the original, transfer splits,
+ * status transitions, timed jobs and events.
+ */
+import type { EventDraft } from '../../db/events.ts';
+import { insertObjects } from '../../db/objects.ts';
+import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
+import { applyValues, decodeInput, isPlainObject, type Json } from '../../engine/view.ts';
+import { parseMoney } from '../../engine/values.ts';
+import { invalidAttributes, forbidden, transactionDeclined } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { defaultProcessingAccount } from '../accounts/repository.ts';
+import { paymentMethods } from '../payment_methods/family.ts';
+import { bankWillReject, cardOutcome } from './sandbox.ts';
+import { canTransition, creationEvents, statusCodeFor, transitionEvents } from './lifecycle.ts';
+import * as repo from './repository.ts';
+
+type Data = Json;
+
+interface Parties {
+  customerId?: string;
+  processingId?: string;
+  methodId?: string;
+}
+
+/** Where each version names the customer, processing account and method, by type. */
+function partiesFromInput(ctx: RuleContext, type: string, data: Data): Parties {
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  if (ctx.version === 'v1') {
+    return { customerId: str(data.customer_id), processingId: str(data.processing_id), methodId: str(data.payment_method_id) };
+  }
+  const sender = isPlainObject(data.sender) ? data.sender : {};
+  const receiver = isPlainObject(data.receiver) ? data.receiver : {};
+  const processingId = str(data.processing_id);
+  switch (type) {
+    case 'payment':
+      return { customerId: str(sender.account_id), methodId: str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
+    case 'deposit':
+      return { methodId: str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
+    case 'withdraw':
+      return { processingId: str(sender.account_id) ?? processingId, methodId: str(receiver.method_id) };
+    default: // payout, refund: from the processing account to the customer's method
+      return { processingId: str(sender.account_id) ?? processingId, customerId: str(receiver.account_id), methodId: str(receiver.method_id) };
+  }
+}
+
+/** Writes both representations: v1 ids and v2 sender/receiver. */
+function storeParties(data: Data, type: string, parties: Parties): void {
+  data.customer_id = parties.customerId ?? null;
+  data.processing_id = parties.processingId ?? null;
+  data.payment_method_id = parties.methodId ?? null;
+  const customerSide = { account_id: parties.customerId ?? null, method_id: parties.methodId ?? null };
+  const processingSide = { account_id: parties.processingId ?? null, method_id: null };
+  const inbound = type === 'payment' || type === 'deposit';
+  data.sender = inbound ? customerSide : processingSide;
+  data.receiver = inbound ? processingSide : customerSide;
+}
+
+async function createInlineMethod(ctx: RuleContext, input: Json, accountId: string | undefined): Promise<StoredObject> {
+  const type = typeof input.type === 'string' ? input.type : isPlainObject(input.bank_account) ? 'bank_account' : 'card';
+  if (!paymentMethods.types.includes(type)) throw invalidAttributes({ payment_method: { type: 'Must be card or bank_account' } });
+  const body = { ...input };
+  delete body.type;
+  if (accountId && body.account_id === undefined && body.customer_id === undefined) body[ctx.version === 'v1' ? 'customer_id' : 'account_id'] = accountId;
+  const { values } = decodeInput(paymentMethods, ctx.version, type, body, 'create');
+  const now = ctx.domain.now();
+  let row = applyValues({ id: newId(paymentMethods.idPrefix), type, created_at: now, modified_at: now, data: {} }, values);
+  row = await paymentMethods.rules!.prepare!(ctx, row, null);
+  const [inserted] = await insertObjects(ctx.tx, paymentMethods.table, ctx.tenant, [row]);
+  return inserted;
+}
+
+function snapshot(method: StoredObject): Json {
+  const section = (name: string) => (isPlainObject(method.data[name]) ? (method.data[name] as Json) : {});
+  if (method.type === 'card') {
+    const card = section('card');
+    return { id: method.id, type: 'card', card: { card_number: card.card_number, card_brand: card.card_brand, expiry: card.expiry } };
+  }
+  const bank = section('bank_account');
+  return { id: method.id, type: 'bank_account', bank_account: { account_number: bank.account_number, routing_number: bank.routing_number, account_type: bank.account_type } };
+}
+
+async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties: Parties): Promise<StoredObject | null> {
+  if (isPlainObject(data.payment_method) && !('id' in data.payment_method && Object.keys(data.payment_method).length === 1)) {
+    return createInlineMethod(ctx, data.payment_method, parties.customerId);
+  }
+  const methodId = parties.methodId ?? (isPlainObject(data.payment_method) ? String(data.payment_method.id) : undefined);
+  if (methodId) {
+    const method = await repo.findMethod(ctx.tx, ctx.tenant, methodId);
+    if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method_id' : 'method_id']: 'No payment method with this id' });
+    return method;
+  }
+  if (type === 'payment' && parties.customerId) return repo.defaultPayingMethod(ctx.tx, ctx.tenant, parties.customerId);
+  return null;
+}
+
+async function checkAccount(ctx: RuleContext, id: string | undefined, kind: 'customer' | 'processing', field: string): Promise<void> {
+  if (!id) return;
+  const account = await repo.findAccount(ctx.tx, ctx.tenant, id);
+  if (!account) throw invalidAttributes({ [field]: 'No account with this id' });
+  if (kind === 'processing' && account.type !== 'processing') throw invalidAttributes({ [field]: 'Must be a processing account' });
+}
+
+/** A payment with no receiver goes to the payer's primary processing account, else the environment's default. */
+async function resolveProcessing(ctx: RuleContext, parties: Parties): Promise<string | undefined> {
+  if (parties.processingId) return parties.processingId;
+  if (parties.customerId) {
+    const customer = await repo.findAccount(ctx.tx, ctx.tenant, parties.customerId);
+    const primary = customer?.data.primary_processing_id;
+    if (typeof primary === 'string') return primary;
+  }
+  return (await defaultProcessingAccount(ctx.tx, ctx.tenant))?.id;
+}
+
+interface Link {
+  assoc_transaction_id: string;
+  amount?: number;
+}
+
+function linksFromInput(ctx: RuleContext, data: Data): Link[] {
+  const list = ctx.version === 'v1' ? data.ledger : data.transfers;
+  if (!Array.isArray(list)) return [];
+  return (list as Json[]).filter((item) => item.assoc_transaction_id !== undefined).map((item, i) => {
+    const field = ctx.version === 'v1' ? 'ledger' : 'transfers';
+    if (typeof item.assoc_transaction_id !== 'string') throw invalidAttributes({ [field]: { [i]: { assoc_transaction_id: 'Must be a transaction id' } } });
+    if (item.amount === undefined) return { assoc_transaction_id: item.assoc_transaction_id };
+    const amount = parseMoney(item.amount);
+    if (!amount.ok) throw invalidAttributes({ [field]: { [i]: { amount: amount.reason } } });
+    return { assoc_transaction_id: item.assoc_transaction_id, amount: amount.value as number };
+  });
+}
+
+/**
+ * A linked refund: each original is locked, so concurrent refunds of one payment run one at a
+ * time and each sees the others' committed totals. Never more than the processed amount.
+ */
+async function planRefund(ctx: RuleContext, data: Data, links: Link[]): Promise<{ plan: Json[]; original: StoredObject }> {
+  const plan: Json[] = [];
+  let original: StoredObject | null = null;
+  let total = 0;
+  for (const link of links) {
+    const found = await repo.lockTransaction(ctx.tx, ctx.tenant, link.assoc_transaction_id);
+    if (!found) throw invalidAttributes({ assoc_transaction_id: 'No transaction with this id' });
+    if (found.type !== 'payment' || found.data.status !== 'processed') {
+      throw invalidAttributes({ assoc_transaction_id: `Only a processed payment can be refunded (this one is ${String(found.data.status)})` });
+    }
+    const refundable = Number(found.data.amount) - (await repo.refundedAmount(ctx.tx, found.id));
+    const amount = link.amount ?? (links.length === 1 && typeof data.amount === 'number' ? data.amount : refundable);
+    if (amount <= 0 || amount > refundable) {
+      throw invalidAttributes({ amount: `Refunds of ${found.id} may total at most its processed amount; ${(refundable / 100).toFixed(2)} remains` });
+    }
+    total += amount;
+    original ??= found;
+    plan.push({ id: newId('trf'), entry_type: 'refund', assoc_transaction_id: found.id, amount, account_id: found.data.customer_id ?? null });
+  }
+  if (typeof data.amount === 'number' && data.amount !== total) throw invalidAttributes({ amount: 'Must equal the sum of the linked amounts' });
+  data.amount = total;
+  return { plan, original: original! };
+}
+
+async function planSplit(ctx: RuleContext, data: Data): Promise<Json[]> {
+  if (!Array.isArray(data.transfers)) return [];
+  const plan: Json[] = [];
+  let total = 0;
+  for (const [i, item] of (data.transfers as Json[]).entries()) {
+    const receiver = isPlainObject(item.receiver) ? item.receiver.account_id : item.account_id;
+    const amount = parseMoney(item.amount);
+    if (!amount.ok) throw invalidAttributes({ transfers: { [i]: { amount: amount.reason } } });
+    if (typeof receiver !== 'string') throw invalidAttributes({ transfers: { [i]: { receiver: { account_id: 'Required' } } } });
+    await checkAccount(ctx, receiver, 'processing', `transfers[${i}][receiver][account_id]`);
+    total += amount.value as number;
+    plan.push({ id: newId('trf'), entry_type: 'transfer', account_id: receiver, amount: amount.value, assoc_transaction_id: null });
+  }
+  if (total > Number(data.amount)) throw invalidAttributes({ transfers: 'The transfers add up to more than the amount' });
+  return plan;
+}
+
+/** The intent presets a client token imposes on the one payment it may create. */
+async function applyClientIntent(ctx: RuleContext, type: string, data: Data): Promise<{ automatic: boolean }> {
+  if (ctx.principal.kind !== 'client') return { automatic: false };
+  const [kind, options] = Object.entries(ctx.principal.intent)[0] as [string, Json];
+  if (type !== 'payment' || !['payment_form', 'checkout_plugin', 'checkout_page'].includes(kind)) throw forbidden('This client token may not create this transaction');
+  const preset = (kind === 'checkout_plugin' ? options : isPlainObject(options.payment) ? options.payment : {}) as Json;
+  if (preset.amount !== undefined) {
+    const amount = parseMoney(preset.amount);
+    if (amount.ok && data.amount === undefined) data.amount = amount.value;
+    else if (amount.ok && data.amount !== amount.value && !options.amount_editable) throw invalidAttributes({ amount: 'Fixed by the client token' });
+  }
+  for (const key of ['description', 'order_number', 'processing_id', 'customer_id'] as const) {
+    if (typeof preset[key] === 'string' && data[key] === undefined) data[key] = preset[key];
+  }
+  if (!(await repo.spendClientToken(ctx.tx, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
+  const status = preset.status ?? options.status;
+  return { automatic: status === 'authorized' || (isPlainObject(status) && status.value === 'authorized') };
+}
+
+function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject | null, automatic: boolean): Json {
+  const requested = row.data.status;
+  if (requested !== undefined && requested !== null && requested !== 'authorized') {
+    throw invalidAttributes({ status: 'Only authorized may be requested when creating a transaction' });
+  }
+  if (row.type === 'payment' && method?.type === 'card') {
+    const sealed = (method.data.card as Json).sealed_number;
+    const outcome = cardOutcome(ctx.domain.vault.decrypt(String(sealed)));
+    if (!outcome.approved) return { status: 'declined', status_code: outcome.statusCode, status_message: outcome.message };
+  }
+  const authorizeOnly = row.type === 'payment'
+    && (requested === 'authorized' || automatic || (ctx.version === 'v1' && ctx.principal.kind === 'secret' && ctx.principal.settings.authorize_and_capture === true));
+  if (authorizeOnly) return { status: 'authorized', status_code: 'approved', status_message: 'Authorized', authorization_mode: automatic ? 'automatic' : 'manual' };
+  return { status: ctx.version === 'v2' ? 'processing' : 'processed', status_code: 'approved', status_message: 'Approved' };
+}
+
+async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
+  const data: Data = { ...row.data };
+  const { automatic } = await applyClientIntent(ctx, row.type, data);
+  let parties = partiesFromInput(ctx, row.type, data);
+  const links = row.type === 'refund' ? linksFromInput(ctx, data) : [];
+  let plan: Json[] = [];
+  let method: StoredObject | null;
+  if (links.length) {
+    const refund = await planRefund(ctx, data, links);
+    plan = refund.plan;
+    const o = refund.original.data;
+    parties = { customerId: o.customer_id as string, processingId: o.processing_id as string, methodId: o.payment_method_id as string };
+    method = parties.methodId ? await repo.findMethod(ctx.tx, ctx.tenant, parties.methodId) : null;
+  } else {
+    await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
+    await checkAccount(ctx, parties.processingId, 'processing', ctx.version === 'v1' ? 'processing_id' : 'receiver[account_id]');
+    method = await resolveMethod(ctx, row.type, data, parties);
+    if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method' : 'sender']: 'A payment method is required' });
+    parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties) };
+    if (!parties.processingId) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
+    if (row.type === 'payment') plan = await planSplit(ctx, data);
+  }
+  if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
+  storeParties(data, row.type, parties);
+  Object.assign(data, decideStatus(ctx, { ...row, data }, method, automatic));
+  if (method) {
+    data.payment_method = snapshot(method);
+    data.payment_method_type = method.type;
+    data.card_brand = method.type === 'card' ? (method.data.card as Json).card_brand : null;
+    if (method.type === 'bank_account' && bankWillReject(ctx.domain.vault.decrypt(String((method.data.bank_account as Json).sealed_number)))) {
+      data.sandbox_bank_reject = true;
+    }
+  }
+  if (row.type === 'payment' && data.funding_timing === undefined) data.funding_timing = 'standard';
+  delete data.ledger;
+  delete data.transfers;
+  data.transfer_plan = plan;
+  if (data.status === 'declined') ctx.deferredError = transactionDeclined;
+  return { ...row, data };
+}
+
+const MUTABLE = new Set(['status', 'status_code', 'status_message', 'description', 'order_number', 'attrs']);
+
+async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: StoredObject): Promise<StoredObject> {
+  for (const key of new Set([...Object.keys(next.data), ...Object.keys(previous.data)])) {
+    if (!MUTABLE.has(key) && JSON.stringify(next.data[key]) !== JSON.stringify(previous.data[key])) {
+      throw invalidAttributes({ [key]: 'Cannot be changed after the transaction is created' });
+    }
+  }
+  const from = String(previous.data.status);
+  const to = String(next.data.status);
+  if (from === to) return next;
+  if (!canTransition(from, to)) throw invalidAttributes({ status: `Cannot change status from ${from} to ${to}` });
+  if (to === 'voided' && (await repo.refundedAmount(ctx.tx, previous.id)) > 0) {
+    throw invalidAttributes({ status: 'A payment with refunds cannot be voided; refund the rest instead' });
+  }
+  return { ...next, data: { ...next.data, ...statusCodeFor(to) } };
+}
+
+async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
+  const data = next.data;
+  if (previous) {
+    if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
+    return;
+  }
+  const plan = (Array.isArray(data.transfer_plan) ? data.transfer_plan : []) as Json[];
+  await repo.insertTransfers(ctx.tx, ctx.tenant, plan.flatMap((entry): repo.TransferRow[] => {
+    const own = { id: String(entry.id), transaction_id: next.id, account_id: (entry.account_id as string) ?? null, assoc_transaction_id: (entry.assoc_transaction_id as string) ?? null, entry_type: String(entry.entry_type), amount: Number(entry.amount) };
+    if (entry.entry_type !== 'refund') return [own];
+    // The original's ledger shows the refund too, as money going back out.
+    return [own, { ...own, id: newId('trf'), transaction_id: own.assoc_transaction_id!, assoc_transaction_id: next.id, amount: -own.amount }];
+  }));
+  const now = ctx.domain.now();
+  if (data.status === 'processing') await repo.scheduleJob(ctx.tx, 'complete_processing', { transaction_id: next.id }, new Date(now.getTime() + ctx.domain.processingDelayMs));
+  if (data.status === 'authorized' && data.authorization_mode === 'automatic') {
+    const deadline = new Date(new Date(next.created_at).getTime() + ctx.domain.authorizationWindowMs);
+    await repo.scheduleJob(ctx.tx, 'expire_authorization', { transaction_id: next.id }, deadline, `expire_auth:${next.id}`);
+  }
+  if (data.sandbox_bank_reject && (data.status === 'processed' || data.status === 'processing')) {
+    await repo.scheduleJob(ctx.tx, 'bank_reject', { transaction_id: next.id }, new Date(now.getTime() + 1000 + ctx.domain.processingDelayMs));
+  }
+}
+
+function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
+  if (!next) return [];
+  return previous ? transitionEvents(next, previous) : creationEvents(next);
+}
+
+/** v1 `ledger` (when asked for) and v2 `transfers` come from the transfers table. */
+async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>): Promise<void> {
+  const wanted = ctx.version === 'v2' || include.has('ledger');
+  if (!wanted || rows.length === 0) return;
+  const entries = await repo.transfersOf(ctx.tx, rows.map((r) => r.id));
+  for (const row of rows) {
+    const own = entries.filter((e) => e.transaction_id === row.id);
+    row.data = { ...row.data };
+    if (ctx.version === 'v1') {
+      row.data.ledger = own.map((e) => ({ object: 'transaction_ledger', id: e.id, entry_type: e.entry_type, amount: e.amount / 100, assoc_transaction_id: e.assoc_transaction_id, account_id: e.account_id, created_at: new Date(e.created_at).toISOString().slice(0, 19).replace('T', ' ') }));
+    } else {
+      row.data.transfers = own.map((e) => ({ object: 'transfer', id: e.id, type: e.entry_type, account_id: e.account_id, amount: Math.abs(e.amount) / 100, transaction_id: e.transaction_id, assoc_transaction_id: e.assoc_transaction_id }));
+    }
+  }
+}
+
+async function beforeDelete(): Promise<void> {
+  throw invalidAttributes({ id: 'Transactions cannot be deleted; void or refund them instead' });
+}
+
+export const transactionRules: FamilyRules = {
+  prepare: (ctx, next, previous) => (previous ? prepareUpdate(ctx, next, previous) : prepareCreate(ctx, next)),
+  afterWrite,
+  events,
+  load,
+  beforeDelete,
+};

@@ -1,0 +1,35 @@
+/**
+ * The sandbox processor (CONTRACT §7): every Luhn-valid card is approved except 4111 1111 1111
+ * 99NN, declined with the code NN names; a bank account number starting 000 is rejected by the
+ * bank shortly after processing. It is the seam where a real processor would plug in.
+ */
+
+const DECLINE_CODES = [
+  'card_expired',
+  'duplicate_attempt',
+  'exceeded_limit',
+  'general_decline',
+  'insufficient_bal',
+  'invalid_card_code',
+  'invalid_card_number',
+  'invalid_zip',
+  'suspicious_activity',
+  'too_many_attempts',
+];
+
+export interface CardOutcome {
+  approved: boolean;
+  statusCode: string;
+  message: string;
+}
+
+export function cardOutcome(cardNumber: string): CardOutcome {
+  const match = /^41111111111199(\d\d)$/.exec(cardNumber);
+  const code = match ? DECLINE_CODES[Number(match[1])] : undefined;
+  if (code) return { approved: false, statusCode: code, message: `Declined: ${code.replace(/_/g, ' ')}` };
+  return { approved: true, statusCode: 'approved', message: 'Approved' };
+}
+
+export function bankWillReject(accountNumber: string): boolean {
+  return accountNumber.startsWith('000');
+}

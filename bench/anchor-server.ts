@@ -1,0 +1,63 @@
+/**
+ * The benchmark's anchor: the least a Koa service can do for the same two requests, against the
+ * same `accounts` table. POST /customers is one INSERT (returning the row), GET /customers/:id one
+ * SELECT by primary key; no auth, versions, validation, views, transactions or idempotency. Its
+ * throughput is what bench/api-crud.ts compares Settle with.
+ *
+ * Env: DATABASE_URL, PORT, ANCHOR_ORG_ID (the org rows are written for), ANCHOR_POOL (default 10,
+ * Settle's default SETTLE_DB_POOL).
+ */
+import Koa from 'koa';
+import pg from 'pg';
+import { newId } from '../api/ids.ts';
+
+const databaseUrl = process.env.DATABASE_URL;
+if (!databaseUrl) throw new Error('DATABASE_URL is not set');
+const port = Number(process.env.PORT ?? 8090);
+const orgId = process.env.ANCHOR_ORG_ID ?? 'org_anchor';
+const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.ANCHOR_POOL ?? 10), application_name: 'anchor' });
+
+async function readJson(req: NodeJS.ReadableStream): Promise<any> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+const app = new Koa();
+app.use(async (ctx) => {
+  if (ctx.method === 'POST' && ctx.path === '/customers') {
+    const body = await readJson(ctx.req);
+    const data = { name: body.name, email: body.email };
+    const result = await pool.query(
+      `insert into accounts (id, org_id, environment, type, data) values ($1, $2, 'test', 'customer', $3) returning *`,
+      [newId('acct'), orgId, data],
+    );
+    ctx.body = result.rows[0];
+    return;
+  }
+  const match = ctx.method === 'GET' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
+  if (match) {
+    const result = await pool.query('select * from accounts where id = $1', [match[1]]);
+    if (!result.rows[0]) {
+      ctx.status = 404;
+      ctx.body = { object: 'error', error_type: 'NotFound' };
+      return;
+    }
+    ctx.body = result.rows[0];
+    return;
+  }
+  ctx.status = 404;
+  ctx.body = { object: 'error', error_type: 'NotFound' };
+});
+
+const server = app.listen(port, '127.0.0.1');
+server.keepAliveTimeout = 65_000;
+server.once('listening', () => console.error(`anchor listening on http://127.0.0.1:${port}`));
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    server.close();
+    server.closeAllConnections();
+    pool.end().finally(() => process.exit(0));
+  });
+}
