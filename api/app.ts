@@ -2,7 +2,8 @@
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
-import { createAuthenticator } from './http/auth.ts';
+import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
+import { clientScope, createAuthenticator } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
 import { errorHandler } from './http/errorHandler.ts';
 import { idempotency } from './http/idempotency.ts';
@@ -53,10 +54,12 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     }
   });
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
+  app.use(clientScope);
   app.use(createRateLimiter(services.config.rateLimit));
   app.use(apiVersion);
   app.use(createBodyParser(services.config.bodyLimit));
   app.use(idempotency);
+  app.use(accessTokenRoutes().routes());
   app.use(routes.routes());
   return app;
 }

@@ -39,6 +39,8 @@ export interface Config {
   authorizationWindowMs: number;
   /** SETTLE_PROCESSING_DELAY: ms before a v2 `processing` payment completes. Default 200. */
   processingDelayMs: number;
+  /** WORKER_POLL_INTERVAL: ms between checks for jobs that became due (new jobs arrive by NOTIFY). Default 250. */
+  workerPollIntervalMs: number;
   /** SETTLE_SHUTDOWN_TIMEOUT: ms a process waits for in-flight work on SIGTERM. Default 10000. */
   shutdownTimeoutMs: number;
 }
@@ -70,6 +72,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: intFromEnv(env, 'SETTLE_BODY_LIMIT', 1024 * 1024),
     dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),
     workerConcurrency: intFromEnv(env, 'WORKER_CONCURRENCY', 10),
+    workerPollIntervalMs: intFromEnv(env, 'WORKER_POLL_INTERVAL', 250),
     shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
     vaultKey: env.SETTLE_VAULT_KEY || undefined,
     authorizationWindowMs: intFromEnv(env, 'SETTLE_AUTH_WINDOW', 120_000),

@@ -11,9 +11,13 @@ export function hashKey(secret: string): Buffer {
 }
 
 export function keyEnvironment(secret: string): Environment | null {
-  if (secret.startsWith('test_secret_key_')) return 'test';
-  if (secret.startsWith('secret_key_')) return 'live';
+  if (secret.startsWith('test_secret_key_') || secret.startsWith('test_client_key_')) return 'test';
+  if (secret.startsWith('secret_key_') || secret.startsWith('client_key_')) return 'live';
   return null;
+}
+
+export function isClientToken(secret: string): boolean {
+  return secret.startsWith('test_client_key_') || secret.startsWith('client_key_');
 }
 
 export interface CreatedKey {

@@ -39,7 +39,7 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
     crontab: '',
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
-    pollInterval: 1000,
+    pollInterval: config.workerPollIntervalMs,
     taskList: taskList(db),
   });
   log.info({ concurrency: config.workerConcurrency }, 'worker running');

@@ -5,7 +5,9 @@
 import type { Context, Next } from 'koa';
 import { findActiveKeyByHash, type KeyRecord } from '../db/keys.ts';
 import { unauthorized } from '../errors.ts';
-import { hashKey, keyEnvironment } from '../keys.ts';
+import { findActiveAccessToken } from '../db/accessTokens.ts';
+import { forbidden } from '../errors.ts';
+import { hashKey, isClientToken, keyEnvironment } from '../keys.ts';
 import type { RequestState } from './state.ts';
 
 export function credentialFrom(header: string | undefined): string | null {
@@ -31,6 +33,7 @@ export function createAuthenticator(cacheMs: number) {
     if (!secret) throw unauthorized('Missing API key: use HTTP Basic with the secret key as username, or Bearer');
     if (!keyEnvironment(secret) || secret.length > 128) throw unauthorized('Invalid API key');
     const hash = hashKey(secret);
+    if (isClientToken(secret)) return authenticateClient(ctx, next, hash);
     const cacheKey = hash.toString('hex');
     const now = Date.now();
     let entry = cache.get(cacheKey);
@@ -48,4 +51,34 @@ export function createAuthenticator(cacheMs: number) {
     ctx.state.log = ctx.state.log.child({ org: entry.key.org_id, env: entry.key.environment });
     await next();
   };
+}
+
+/** Client tokens are looked up every time: they are single-use and short-lived. */
+async function authenticateClient(ctx: Context & { state: RequestState }, next: Next, hash: Buffer): Promise<void> {
+  const token = await findActiveAccessToken(ctx.state.services.db, hash);
+  if (!token) throw unauthorized('Invalid or expired client token');
+  ctx.state.tenant = { orgId: token.org_id, environment: token.environment };
+  ctx.state.principal = { kind: 'client', tokenId: hash.toString('hex'), intent: token.intent };
+  ctx.state.log = ctx.state.log.child({ org: token.org_id, env: token.environment, client: true });
+  await next();
+}
+
+/** What each intent kind lets its token do; everything else is 403. */
+const CLIENT_SCOPES: Record<string, Array<[string, string]>> = {
+  checkout_plugin: [['POST', '/transactions']],
+  checkout_page: [['POST', '/transactions']],
+  payment_form: [['POST', '/transactions']],
+  payment_method_form: [['POST', '/payment_methods']],
+  processing_account_plugin: [],
+  oauth_client_token: [],
+};
+
+export async function clientScope(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
+  const principal = ctx.state.principal;
+  if (principal?.kind === 'client') {
+    const kind = Object.keys(principal.intent)[0];
+    const allowed = (CLIENT_SCOPES[kind] ?? []).some(([method, path]) => ctx.method === method && ctx.path === path);
+    if (!allowed) throw forbidden(`A ${kind} client token may not ${ctx.method} ${ctx.path}`);
+  }
+  await next();
 }

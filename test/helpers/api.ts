@@ -68,3 +68,11 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}): P
   };
   return { url: web.url, databaseUrl, db, key, newKey, request };
 }
+
+/** Runs the real worker process code against a test database until the test ends. */
+export async function startTestWorker(t: Test, databaseUrl: string, env: Record<string, string> = {}): Promise<void> {
+  const { startWorker } = await import('../../workers/main.ts');
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATABASE_URL: databaseUrl });
+  const worker = await startWorker(config);
+  t.teardown(() => worker.stop());
+}

@@ -2,7 +2,8 @@
 import { rows, type Db } from '../../db/connection.ts';
 import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { invalidAttributes } from '../../errors.ts';
+import { forbidden, invalidAttributes } from '../../errors.ts';
+import { spendClientToken } from '../transactions/repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 
 function section(row: StoredObject, name: string): Json {
@@ -62,6 +63,9 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
       }
     }
     return next;
+  }
+  if (ctx.principal.kind === 'client' && 'payment_method_form' in ctx.principal.intent && !(await spendClientToken(ctx.tx, ctx.principal.tokenId))) {
+    throw forbidden('This client token has already been used');
   }
   const data = { ...next.data };
   if (next.type === 'card') data.card = sealCard(ctx, section(next, 'card'));

@@ -27,7 +27,8 @@ const fields: FieldSpec[] = [
   { store: 'receiver.account_id', type: 'id', v2: 'receiver.account_id' },
   { store: 'receiver.method_id', type: 'id', v2: 'receiver.method_id' },
   // Inline method on input; a masked snapshot of the method on output.
-  { store: 'payment_method', type: 'json', v1: 'payment_method', v2: 'sender.method' },
+  { store: 'payment_method', type: 'json', v1: 'payment_method', v2: 'payment_method' },
+  { store: 'payment_method', type: 'json', v2: 'sender.method', writeOnly: true },
   { store: 'payment_method_type', type: 'string', v1: 'payment_method_type', v2: 'payment_method_type', readOnly: true },
   { store: 'card_brand', type: 'string', v1: 'card_brand', v2: 'card_brand', readOnly: true },
   { store: 'funding_timing', type: 'string', v2: 'funding_timing', enum: ['standard', 'rapid', 'instant'] },

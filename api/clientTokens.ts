@@ -1,0 +1,102 @@
+/**
+ * Client tokens (spec §2.2, CONTRACT §9): short-lived credentials for browser elements, each
+ * bound to one intent whose options are validated and completed with their defaults here.
+ */
+import { z } from 'zod';
+import type { Db } from './db/connection.ts';
+import { insertAccessToken } from './db/accessTokens.ts';
+import type { Tenant } from './engine/family.ts';
+import { setPath } from './engine/view.ts';
+import { invalidAttributes, type ErrorDetails } from './errors.ts';
+import { formatTimestamp } from './engine/values.ts';
+import { randomBase62 } from './ids.ts';
+import { hashKey } from './keys.ts';
+
+export const CLIENT_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
+
+const money = z.union([z.number(), z.string()]);
+const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
+const id = z.string().max(64);
+
+const checkoutPlugin = z.strictObject({
+  amount: money.optional(),
+  description: z.string().min(1).max(1024),
+  amount_editable: flag.default(false),
+  processing_id: id.optional(),
+  customer_id: id.optional(),
+  card_payments: flag.default(true),
+  bank_account_payments: flag.default(false),
+  order_number: z.string().max(128).optional(),
+  billing_address: flag.default(false),
+  invoice_id: id.optional(),
+  auto_billing_toggle: flag.default(false),
+  keep_active_toggle: flag.default(false),
+  payment_method_preview: flag.default(false),
+  attrs: z.record(z.string(), z.unknown()).optional(),
+  status: z.literal('authorized').optional(),
+  conv_fee: flag.optional(),
+}).refine((o) => o.amount !== undefined || o.invoice_id !== undefined, { path: ['amount'], message: 'Required unless invoice_id is given' });
+
+const paymentPreset = z.looseObject({ amount: money, description: z.string().min(1).max(1024) });
+
+const INTENTS = {
+  checkout_plugin: checkoutPlugin,
+  checkout_page: z.strictObject({
+    payment: paymentPreset,
+    redirects: z.strictObject({ completed_url: z.string().max(2048).optional(), return_url: z.string().max(2048).optional() }).optional(),
+    card_payments: flag.default(true),
+    bank_account_payments: flag.default(false),
+    billing_address: flag.default(false),
+  }),
+  payment_form: z.strictObject({ payment: z.record(z.string(), z.unknown()).default({}) }),
+  payment_method_form: z.strictObject({
+    payment_method: z.looseObject({ transfer_type: z.enum(['send-only', 'receive-only', 'two-way']).optional() }).default({}),
+  }),
+  processing_account_plugin: z.looseObject({}),
+  oauth_client_token: z.looseObject({}),
+} as const;
+
+export type IntentKind = keyof typeof INTENTS;
+
+function detailsOf(error: z.ZodError, prefix: string[]): ErrorDetails {
+  const details: ErrorDetails = {};
+  for (const issue of error.issues) {
+    const path = [...prefix, ...issue.path.map(String)];
+    if (issue.code === 'unrecognized_keys') for (const key of issue.keys) setPath(details, [...path, key].join('.'), 'Unknown option');
+    else setPath(details, path.join('.'), issue.message.startsWith('Invalid input: expected') && issue.message.includes('received undefined') ? 'Required' : issue.message);
+  }
+  return details;
+}
+
+export function validateIntent(intent: unknown): { kind: IntentKind; options: Record<string, unknown> } {
+  if (typeof intent !== 'object' || intent === null || Array.isArray(intent)) throw invalidAttributes({ intent: 'Required: an object with one intent kind' });
+  const keys = Object.keys(intent);
+  if (keys.length !== 1 || !(keys[0] in INTENTS)) {
+    throw invalidAttributes({ intent: `Must have exactly one of: ${Object.keys(INTENTS).join(', ')}` });
+  }
+  const kind = keys[0] as IntentKind;
+  const parsed = INTENTS[kind].safeParse((intent as Record<string, unknown>)[kind] ?? {});
+  if (!parsed.success) throw invalidAttributes(detailsOf(parsed.error, ['intent', kind]));
+  return { kind, options: parsed.data as Record<string, unknown> };
+}
+
+export async function createClientToken(db: Db, tenant: Tenant, body: Record<string, unknown>, now: Date): Promise<Record<string, unknown>> {
+  if (body.type !== 'client') throw invalidAttributes({ type: body.type === undefined ? 'Required' : 'Must be client' });
+  const unknown = Object.keys(body).filter((k) => !['type', 'intent', 'object'].includes(k));
+  if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
+  const { kind, options } = validateIntent(body.intent);
+  const token = `${tenant.environment === 'test' ? 'test_' : ''}client_key_${randomBase62(32)}`;
+  const expiresAt = new Date(now.getTime() + CLIENT_TOKEN_LIFETIME_MS);
+  const intent = { [kind]: options };
+  await insertAccessToken(db, { hash: hashKey(token), prefix: token.slice(0, -24), tenant, kind, intent, expiresAt });
+  return {
+    object: 'access_token',
+    id: token,
+    type: 'client',
+    environ: tenant.environment,
+    status: 'active',
+    intent,
+    created_at: formatTimestamp(now),
+    expires_at: formatTimestamp(expiresAt),
+  };
+}
