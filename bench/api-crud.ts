@@ -77,7 +77,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 function startChild(name: string, script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [path.join(projectRoot, script)], {
+  // BENCH_PROFILE=1 writes a V8 CPU profile of each server into bench/results/profiles.
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.join(projectRoot, 'bench/results/profiles')] : [];
+  const child = spawn(process.execPath, [...profile, path.join(projectRoot, script)], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -145,6 +145,7 @@ async function firstKey(config: Config, url: string): Promise<string> {
 
 async function up(config: Config): Promise<void> {
   fs.mkdirSync(config.dataDir, { recursive: true });
+  if (runningDatabaseUrl(config)) throw new UsageError(`settle up is already running for ${config.dataDir}; stop it first or set SETTLE_DATA_DIR`);
   let embedded: EmbeddedServer | null = null;
   let url = config.databaseUrl;
   if (!url) {
@@ -219,10 +220,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+  if (error instanceof UsageError || (error as { code?: string } | undefined)?.code?.startsWith('ERR_PARSE_ARGS')) {
     console.error(`settle: ${(error as Error).message}\n\n${USAGE}`);
     process.exit(2);
   }
-  console.error(`settle: ${(error as Error).message}`);
+  console.error(`settle: ${error instanceof Error ? error.message : String(error ?? 'failed to start (is the embedded database already in use?)')}`);
   process.exit(1);
 });

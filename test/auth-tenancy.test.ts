@@ -317,8 +317,8 @@ t.test('rate limit: a burst past the bucket is 429 TooManyRequests with Retry-Af
   const ok = responses.filter((r) => r.status === 200);
   const refused = responses.filter((r) => r.status === 429);
   t.equal(ok.length + refused.length, 20, 'every answer is 200 or 429');
-  t.ok(ok.length >= 5 && ok.length <= 7, `the burst of 5 (plus what refilled meanwhile) passed: ${ok.length}`);
-  t.ok(refused.length >= 13, `the rest were refused: ${refused.length}`);
+  t.ok(ok.length >= 5 && ok.length <= 10, `the burst of 5 (plus what refilled meanwhile) passed: ${ok.length}`);
+  t.ok(refused.length >= 10, `the rest were refused: ${refused.length}`);
   const first = refused[0];
   t.match(first.body, { object: 'error', error_type: 'TooManyRequests' });
   t.type(first.body.error_description, 'string');

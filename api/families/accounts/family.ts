@@ -21,7 +21,8 @@ const fields: FieldSpec[] = [
   { store: 'phone', type: 'string', v1: 'phone', v2: 'contact_details.phone', maxLength: 64 },
   ...addressFields('address', 'address'),
   { store: 'primary_processing_id', type: 'id', v1: 'primary_processing_id', v2: 'primary_processing_id', types: CUSTOMER },
-  { store: 'default_payment_method', type: 'id', v1: 'default_payment_method', types: CUSTOMER, readOnly: true },
+  // Stored on the payment method (v2 account_defaults.paying); read and written here for v1.
+  { store: 'default_payment_method', type: 'id', v1: 'default_payment_method', types: CUSTOMER },
   { store: 'legal_entity', type: 'json', v1: 'legal_entity', types: PROCESSING, maxLength: 16 * 1024 },
   { store: 'entity', type: 'json', v2: 'entity', maxLength: 16 * 1024 },
   {

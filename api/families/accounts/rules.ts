@@ -2,7 +2,34 @@
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { findProcessingAccount, hasDependentCustomers } from './repository.ts';
+import { clearPayingDefault, findProcessingAccount, hasDependentCustomers, makePayingDefault, payingDefaults } from './repository.ts';
+
+/**
+ * v1 `default_payment_method` is a view of the rule stored on payment methods
+ * (`account_defaults.paying`): setting it marks that method and unmarks the others.
+ */
+async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
+  const requested = next.data.default_payment_method;
+  const data = { ...next.data };
+  delete data.default_payment_method;
+  if (requested === undefined || (previous && requested === previous.data.default_payment_method)) return { ...next, data };
+  if (!previous) throw invalidAttributes({ default_payment_method: 'Attach a payment method to the customer first, then set it as default' });
+  if (requested === null) {
+    await clearPayingDefault(ctx.tx, ctx.tenant, next.id);
+    return { ...next, data };
+  }
+  if (!(await makePayingDefault(ctx.tx, ctx.tenant, next.id, String(requested)))) {
+    throw invalidAttributes({ default_payment_method: 'No payment method with this id belongs to this customer' });
+  }
+  return { ...next, data };
+}
+
+async function load(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
+  const customers = rows.filter((r) => r.type === 'customer');
+  if (ctx.version !== 'v1' || customers.length === 0) return;
+  const defaults = await payingDefaults(ctx.tx, ctx.tenant, customers.map((r) => r.id));
+  for (const row of customers) row.data = { ...row.data, default_payment_method: defaults.get(row.id) ?? null };
+}
 
 async function validate(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const primary = next.data.primary_processing_id;
@@ -40,4 +67,4 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   }];
 }
 
-export const accountRules: FamilyRules = { validate, beforeDelete, events };
+export const accountRules: FamilyRules = { prepare, validate, beforeDelete, events, load };
