@@ -3,6 +3,7 @@ import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
 import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
+import { webhookRoutes } from './http/webhookRoutes.ts';
 import { clientScope, createAuthenticator } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
 import { errorHandler } from './http/errorHandler.ts';
@@ -60,6 +61,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(createBodyParser(services.config.bodyLimit));
   app.use(idempotency);
   app.use(accessTokenRoutes().routes());
+  app.use(webhookRoutes().routes());
   app.use(routes.routes());
   return app;
 }

@@ -41,6 +41,20 @@ export interface Config {
   processingDelayMs: number;
   /** WORKER_POLL_INTERVAL: ms between checks for jobs that became due (new jobs arrive by NOTIFY). Default 250. */
   workerPollIntervalMs: number;
+  /** WORKER_LOCAL_QUEUE: jobs a worker process fetches and locks per round trip (>1 enables batching). Default 0 (off). */
+  workerLocalQueue: number;
+  /** WORKER_COMPLETE_BATCH_MS: ms to gather job completions into one statement (-1 off). Default 0. */
+  workerCompleteBatchMs: number;
+  /** WORKER_DEAD_AFTER: a worker process silent this long has its locked jobs released. Default 20s. */
+  workerDeadAfterMs: number;
+  /** WEBHOOK_RETRY_SCHEDULE: delays between attempts, comma-separated durations. Default 5s,5m,30m,2h,5h,10h,10h,24h. */
+  webhookRetrySchedule: number[];
+  /** WEBHOOK_TIMEOUT: how long a receiver has to answer. Default 15s. */
+  webhookTimeoutMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE: `true` lets deliveries reach private and loopback addresses. Default false. */
+  webhookAllowPrivate: boolean;
+  /** WEBHOOK_DISABLE_AFTER: a webhook whose schedule keeps running out for this long is disabled. Default 5d. */
+  webhookDisableAfterMs: number;
   /** SETTLE_SHUTDOWN_TIMEOUT: ms a process waits for in-flight work on SIGTERM. Default 10000. */
   shutdownTimeoutMs: number;
 }
@@ -51,6 +65,19 @@ export function parseRateLimit(text: string | undefined): RateLimit | null {
   const match = /^(\d+(?:\.\d+)?)\/(\d+)$/.exec(text);
   if (!match) throw new Error(`SETTLE_RATE_LIMIT must be <per second>/<burst> or off, got "${text}"`);
   return { perSecond: Number(match[1]), burst: Number(match[2]) };
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "5s,5m,30m" → [5000, 300000, 1800000]; units ms, s, m, h, d. */
+export function parseDurations(text: string, name: string): number[] {
+  const values = text.split(',').map((part) => {
+    const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(part);
+    if (!match) throw new Error(`${name}: "${part}" is not a duration like 500ms, 5s, 5m, 2h or 1d`);
+    return Math.round(Number(match[1]) * UNIT_MS[match[2]]);
+  });
+  if (values.length === 0) throw new Error(`${name} is empty`);
+  return values;
 }
 
 function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -72,6 +99,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: intFromEnv(env, 'SETTLE_BODY_LIMIT', 1024 * 1024),
     dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),
     workerConcurrency: intFromEnv(env, 'WORKER_CONCURRENCY', 10),
+    workerLocalQueue: intFromEnv(env, 'WORKER_LOCAL_QUEUE', 0),
+    workerCompleteBatchMs: env.WORKER_COMPLETE_BATCH_MS === '-1' ? -1 : intFromEnv(env, 'WORKER_COMPLETE_BATCH_MS', 0),
+    workerDeadAfterMs: parseDurations(env.WORKER_DEAD_AFTER ?? '20s', 'WORKER_DEAD_AFTER')[0],
+    webhookRetrySchedule: parseDurations(env.WEBHOOK_RETRY_SCHEDULE ?? '5s,5m,30m,2h,5h,10h,10h,24h', 'WEBHOOK_RETRY_SCHEDULE'),
+    webhookTimeoutMs: parseDurations(env.WEBHOOK_TIMEOUT ?? '15s', 'WEBHOOK_TIMEOUT')[0],
+    webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === 'true',
+    webhookDisableAfterMs: parseDurations(env.WEBHOOK_DISABLE_AFTER ?? '5d', 'WEBHOOK_DISABLE_AFTER')[0],
     workerPollIntervalMs: intFromEnv(env, 'WORKER_POLL_INTERVAL', 250),
     shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
     vaultKey: env.SETTLE_VAULT_KEY || undefined,

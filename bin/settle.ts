@@ -156,7 +156,10 @@ async function up(config: Config): Promise<void> {
   await migrate(url);
   const secret = await firstKey(config, url);
   fs.writeFileSync(runtimeFile(config), JSON.stringify({ pid: process.pid, databaseUrl: url }), { mode: 0o600 });
-  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host };
+  // One machine, local receivers: deliveries may reach loopback and private addresses unless told otherwise.
+  const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
+  if (allowPrivate === 'true') console.log('notice   | WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
+  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
   const children = [startChild('web', 'api/server.ts', env), startChild('worker', 'workers/main.ts', env)];
   const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log('');

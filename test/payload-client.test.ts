@@ -235,3 +235,143 @@ t.test('delete of many through the client', async (t) => {
   await rejectsWith(t, v1.Customer.get(a.id), v1.NotFound, 'client rejects');
   await rejectsWith(t, v1.Customer.get(b.id), v1.NotFound, 'client rejects');
 });
+
+t.test('v1 transactions through the client: card and bank payments, refunds, void, decline, filters', async (t) => {
+  // The default processing account is the first one created (§7); earlier subtests may already
+  // have created one, so ours is named explicitly where it matters and the default is read back.
+  const shop = await v1.ProcessingAccount.create({ name: 'Txn Shop' });
+  const [defaultShop] = await v1.ProcessingAccount.orderBy('asc(created_at)').limit(1).all();
+  const payer = await v1.Customer.create({ name: 'Txn Payer', email: 'txn-payer@example.com' });
+  const runTag = `client-run-${Date.now()}`;
+
+  // pl.Card / pl.BankAccount build payment-method models; the setters nest the fields under
+  // `card` / `bank_account` and the polymorphic spec adds `type`.
+  const card = v1.Card({ card_number: '4242424242424242', expiry: '12/35', card_code: '123' });
+  t.same(JSON.parse(JSON.stringify(card)), { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } }, 'pl.Card serializes as the inline method');
+
+  const payment = await v1.Payment.create({ amount: 25.5, customer_id: payer.id, payment_method: card, description: `${runTag} card` });
+  t.ok(payment instanceof v1.Payment.wrappedModel, 'the response becomes a Payment model');
+  t.equal(payment.object, 'transaction');
+  t.equal(payment.type, 'payment');
+  t.match(payment.id, /^txn_[0-9A-Za-z]{21,}$/);
+  t.equal(payment.status, 'processed', 'v1 one-step create is processed');
+  t.equal(payment.status_code, 'approved');
+  t.equal(payment.amount, 25.5);
+  t.equal(payment.customer_id, payer.id);
+  t.equal(payment.processing_id, defaultShop.id, 'no processing_id: the first processing account created');
+  t.equal(payment.payment_method.card.card_number, 'xxxxxxxxxxxx4242', 'the method is shown masked');
+  t.equal(payment.payment_method.card.card_code, undefined, 'the card code is never returned');
+  t.equal(payment.payment_method.id, payment.payment_method_id);
+  await t.test('the nested method snapshot becomes a Card model', { todo: 'server: the transaction\'s payment_method snapshot has no `object: "payment_method"`, so the client leaves it a plain object' }, async (t) => {
+    t.ok(payment.payment_method instanceof v1.Card.wrappedModel);
+    t.equal(payment.payment_method.card_number, 'xxxxxxxxxxxx4242', 'Card getter');
+  });
+  t.match(payment.created_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+
+  const viaCharge = await v1.Payment.create({ amount: 3, customer_id: payer.id, processing_id: shop.id, payment_method: v1.Card({ card_number: '5103208879672792', expiry: '01/34' }), description: `${runTag} card` });
+  t.equal(viaCharge.processing_id, shop.id, 'an explicit processing_id is kept');
+
+  const bank = await v1.Payment.create({
+    amount: 40,
+    customer_id: payer.id,
+    processing_id: shop.id,
+    payment_method: v1.BankAccount({ account_number: '123456789', routing_number: '036001808', account_type: 'checking' }),
+    description: `${runTag} bank`,
+  });
+  t.equal(bank.status, 'processed', JSON.stringify(bank));
+  t.equal(bank.payment_method_type, 'bank_account');
+  t.equal(bank.payment_method.bank_account.account_number, 'xxxxx6789', 'the account number is shown masked');
+  await rejectsWith(
+    t,
+    v1.Payment.create({ amount: 1, customer_id: payer.id, payment_method: v1.BankAccount({ account_number: '123456789', routing_number: '123456789', account_type: 'checking' }) }),
+    v1.InvalidAttributes,
+    'a bad ABA routing number',
+  );
+
+  // Refunds: linked partial, then over-refund refused, then blind.
+  const partial = await v1.Refund.create({ amount: 10, ledger: [{ assoc_transaction_id: payment.id }] });
+  t.ok(partial instanceof v1.Refund.wrappedModel, 'the response becomes a Refund model');
+  t.equal(partial.type, 'refund');
+  t.equal(partial.status_code, 'approved');
+  t.equal(partial.amount, 10);
+  t.equal(partial.customer_id, payer.id, 'the refund goes back to the payer');
+  const over = await rejectsWith(t, v1.Refund.create({ amount: 15.51, ledger: [{ assoc_transaction_id: payment.id }] }), v1.InvalidAttributes, 'over-refund');
+  t.match(over?.details, { amount: /15\.50 remains/ });
+  const withLedger = await v1.Payment.select('*', 'ledger').get(payment.id);
+  t.same(withLedger.ledger.map((l: any) => [l.object, l.entry_type, l.amount, l.assoc_transaction_id]), [['transaction_ledger', 'refund', -10, partial.id]], 'fields=*,ledger');
+  t.ok(withLedger.ledger[0] instanceof v1.Ledger.wrappedModel, 'ledger entries become Ledger models');
+
+  const blind = await v1.Refund.create({ amount: 7.25, processing_id: shop.id, customer_id: payer.id, payment_method: v1.Card({ card_number: '4242424242424242', expiry: '12/35' }), description: `${runTag} blind` });
+  t.equal(blind.type, 'refund');
+  t.equal(blind.status, 'processed');
+  t.equal(blind.status_code, 'approved');
+
+  // Void: PUT status voided through the model's update(); a refunded payment cannot be voided.
+  const toVoid = await v1.Payment.create({ amount: 12, customer_id: payer.id, payment_method: v1.Card({ card_number: '4242424242424242', expiry: '12/35' }), description: `${runTag} void` });
+  const voided = await toVoid.update({ status: 'voided' });
+  t.equal(voided.status, 'voided');
+  t.equal(voided, toVoid, 'the client updates the cached model in place');
+  t.equal((await v1.Payment.get(toVoid.id)).status, 'voided', 'stored');
+  await rejectsWith(t, payment.update({ status: 'voided' }), v1.InvalidAttributes, 'a payment with refunds cannot be voided');
+  await rejectsWith(t, toVoid.update({ status: 'processed' }), v1.InvalidAttributes, 'a voided payment stays voided');
+
+  // Decline: the server answers 400 TransactionDeclined with the stored transaction in details.
+  // payload-api registers a TransactionDeclined class, but @armrest/client 0.2.2's handleResponse
+  // only consults its own built-in exception table, so the client throws BadRequest (the class
+  // TransactionDeclined extends) rather than TransactionDeclined.
+  let declined: any = null;
+  try {
+    await v1.Payment.create({ amount: 9, customer_id: payer.id, payment_method: v1.Card({ card_number: '4111111111119903', expiry: '12/35' }), description: `${runTag} declined` });
+    t.fail('a declined card should reject');
+  } catch (error: any) {
+    declined = error;
+  }
+  t.ok(declined instanceof v1.BadRequest, `a BadRequest (got ${declined?.constructor?.name})`);
+  t.notOk(declined instanceof v1.TransactionDeclined, 'client limitation: never the registered TransactionDeclined class');
+  t.equal(declined?.data?.error_type, 'TransactionDeclined');
+  t.match(declined?.details, { object: 'transaction', type: 'payment', status: 'declined', status_code: 'general_decline', amount: 9 });
+  t.match(declined?.details?.id, /^txn_/);
+  const stored = await v1.Transaction.get(declined?.details?.id);
+  t.equal(stored.status, 'declined', 'the declined transaction is stored');
+
+  // Filters through filterBy: amount, description, created_at range, type (polymorphic).
+  const mine = { description: `?*${runTag}*` };
+  const all = await v1.Transaction.filterBy(mine).all();
+  t.equal(all.length, 6, 'card, card, bank, blind refund, void, declined');
+  t.same(new Set(all.map((x: any) => x.constructor)), new Set([v1.Payment.wrappedModel, v1.Refund.wrappedModel]), 'list items become Payment/Refund models');
+
+  const over10 = await v1.Transaction.filterBy(mine, { amount: '>10' }).all();
+  t.same(over10.map((x: any) => x.amount).sort((a: number, b: number) => a - b), [12, 25.5, 40], 'amount=>10');
+  const range = await v1.Payment.filterBy(mine, { amount: '>=3' }, { amount: '<=12' }).all();
+  t.same(range.map((x: any) => x.amount).sort((a: number, b: number) => a - b), [3, 9, 12], 'amount between, repeated key is AND, type=payment from Payment');
+  t.ok(range.every((x: any) => x.type === 'payment'));
+
+  const bankOnly = await v1.Payment.filterBy({ description: `${runTag} bank` }).all();
+  t.same(bankOnly.map((x: any) => x.id), [bank.id], 'description equality');
+  const refunds = await v1.Refund.filterBy(mine).all();
+  t.same(refunds.map((x: any) => x.id), [blind.id], 'Refund.filterBy adds type=refund (the linked refund has no description)');
+  const processedCards = await v1.Payment.filterBy(mine, { status: 'processed', payment_method_type: 'card' }).all();
+  t.same(processedCards.map((x: any) => x.id).sort(), [payment.id, viaCharge.id].sort(), 'status and payment_method_type');
+
+  const stamps = all.map((x: any) => x.created_at).sort();
+  const [first, last] = [stamps[0], stamps.at(-1)];
+  const nextSecond = new Date(Date.parse(`${last.replace(' ', 'T')}Z`) + 1000).toISOString().slice(0, 19).replace('T', ' ');
+  const inRange = await v1.Transaction.filterBy(mine, { created_at: `>=${first}` }, { created_at: `<${nextSecond}` }).all();
+  t.equal(inRange.length, 6, 'created_at>=first and <(last + 1 s)');
+  await t.test('created_at<= the rendered timestamp includes that object', { todo: 'server: timestamps render to the second but compare with microseconds, so `created_at=<=X` / `created_at=X` with X an object\'s own created_at miss it' }, async (t) => {
+    const inclusive = await v1.Transaction.filterBy(mine, { created_at: `>=${first}` }, { created_at: `<=${last}` }).all();
+    t.equal(inclusive.length, 6);
+    const exact = await v1.Transaction.filterBy({ id: payment.id, created_at: payment.created_at }).all();
+    t.equal(exact.length, 1);
+  });
+  const day = first.slice(0, 10);
+  const byDay = await v1.Transaction.filterBy(mine, { created_at: `>=${day}` }).all();
+  t.equal(byDay.length, 6, 'created_at>=YYYY-MM-DD');
+  const future = await v1.Transaction.filterBy(mine, { created_at: '>=2999-01-01' }).all();
+  t.equal(future.length, 0, 'nothing created in the future');
+  const past = await v1.Transaction.filterBy(mine, { created_at: '<2000-01-01 00:00:00' }).all();
+  t.equal(past.length, 0, 'nothing created before 2000');
+
+  const biggest = await v1.Payment.filterBy(mine).orderBy('desc(amount)').limit(1).all();
+  t.same(biggest.map((x: any) => x.amount), [40], 'orderBy desc(amount) with limit');
+});

@@ -2,18 +2,26 @@
  * The `worker` process: graphile-worker running the task list against DATABASE_URL. On SIGTERM
  * it stops taking jobs, finishes the ones in hand and exits 0.
  */
+import { EventEmitter } from 'node:events';
 import pg from 'pg';
-import { run, type Runner, type TaskList } from 'graphile-worker';
+import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/server.ts';
-import { dispatchEvent } from './tasks/dispatchEvent.ts';
+import { heartbeat, releaseDeadWorkers } from '../api/db/webhooks.ts';
+import { createDomainServices } from '../api/domain.ts';
 import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';
+import { deliverWebhook, dispatchEvent } from './webhooks/deliver.ts';
+import { OAuthTokens } from './webhooks/oauth.ts';
+import { createOutbound } from './webhooks/outbound.ts';
 
-export function taskList(db: Db): TaskList {
+export function taskList(db: Db, config: Config): TaskList {
+  const http = createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
+  const { vault } = createDomainServices(config);
   return {
     dispatch_event: dispatchEvent(db),
+    deliver_webhook: deliverWebhook({ db, http, oauth: new OAuthTokens(http), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs }),
     complete_processing: completeProcessing(db),
     bank_reject: bankReject(db),
     expire_authorization: expireAuthorization(db),
@@ -28,24 +36,49 @@ export interface RunningWorker {
 export async function startWorker(config: Config): Promise<RunningWorker> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
-  const db = createDb(config.databaseUrl, Math.max(2, Math.ceil(config.workerConcurrency / 2)));
+  const db = createDb(config.databaseUrl, config.workerConcurrency + 2);
   // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
   const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
   pgPool.on('error', lost);
   pgPool.on('connect', (client) => client.on('error', lost));
+  // Liveness: this process's worker ids are announced; jobs held by a process that went silent
+  // (kill -9, lost machine) are unlocked for others instead of waiting graphile-worker's 4 hours.
+  const events: WorkerEvents = new EventEmitter() as WorkerEvents;
+  const workerIds = new Set<string>();
+  events.on('pool:create', ({ workerPool }) => workerIds.add(workerPool.id));
+  events.on('worker:create', ({ worker }) => workerIds.add(worker.workerId));
   const runner = await run({
     pgPool,
+    events,
+    preset: {
+      worker: {
+        localQueue: config.workerLocalQueue > 1 ? { size: config.workerLocalQueue } : undefined,
+        completeJobBatchDelay: config.workerCompleteBatchMs,
+      },
+    },
     crontab: '',
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
-    taskList: taskList(db),
+    taskList: taskList(db, config),
   });
-  log.info({ concurrency: config.workerConcurrency }, 'worker running');
+  const beat = async () => {
+    try {
+      await heartbeat(db, [...workerIds]);
+      const released = await releaseDeadWorkers(db, config.workerDeadAfterMs);
+      if (released) log.warn({ released }, 'released the jobs of silent worker processes');
+    } catch (error) {
+      log.warn({ err: (error as Error).message }, 'heartbeat failed');
+    }
+  };
+  await beat();
+  const beating = setInterval(beat, Math.max(200, Math.floor(config.workerDeadAfterMs / 4)));
+  log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');
   return {
     runner,
     stop: async () => {
+      clearInterval(beating);
       await runner.stop();
       await Promise.all([db.destroy(), pgPool.end()]);
     },

@@ -91,6 +91,8 @@ export interface RuleContext {
   version: Version;
   principal: Principal;
   domain: DomainServices;
+  /** Values shown once, in this response only (a generated secret), by object id. */
+  revealed?: Map<string, Record<string, unknown>>;
   /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */
   deferredError?: (rendered: Record<string, unknown>) => Error;
 }
@@ -128,6 +130,10 @@ export interface Collection {
   path: string;
   family: Family;
   fixedType?: string;
+  /** written only by the service (webhook logs) */
+  readOnly?: boolean;
+  /** default order when the client gives none (logs: newest first) */
+  newestFirst?: boolean;
 }
 
 export function apiPath(field: FieldSpec, version: Version): string | undefined {

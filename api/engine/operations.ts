@@ -40,7 +40,7 @@ async function selectMatching(ctx: OperationContext, query: ListQuery, forUpdate
   return objects.selectObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
     where: query.where ? compiler.where(query.where) : null,
     type: ctx.collection.fixedType,
-    orderBy: orderSql(compiler, query),
+    orderBy: query.orderBy.length || !ctx.collection.newestFirst ? orderSql(compiler, query) : [{ sql: 'created_at desc, id desc', bindings: [] }],
     limit: query.limit,
     offset: query.offset,
     forUpdate,
@@ -106,13 +106,14 @@ async function shape(ctx: OperationContext, rows: StoredObject[], fields: Select
   const named = (fields ?? []).filter((f) => f.expr?.kind === 'field').map((f) => (f.expr as { path: string[] }).path.join('.'));
   const include = new Set(named);
   await family.rules?.load?.(ctx, rows, include);
-  if (!fields) return rows.map((row) => render(family, ctx.version, row));
+  const renderRow = (row: StoredObject) => ({ ...render(family, ctx.version, row, { include }), ...ctx.revealed?.get(row.id) });
+  if (!fields) return rows.map(renderRow);
   const star = fields.some((f) => f.expr === null);
   for (const path of named) {
     if (path !== 'object' && !isKnownPath(family, ctx.version, path)) throw invalidAttributes({ [path]: 'Unknown field' });
   }
   return rows.map((row) => {
-    const rendered = render(family, ctx.version, row, { include });
+    const rendered = renderRow(row);
     return star ? rendered : project(rendered, named);
   });
 }

@@ -3,6 +3,8 @@ import type { Collection } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
 import { paymentMethods } from './payment_methods/family.ts';
 import { transactions } from './transactions/family.ts';
+import { webhookLogs } from './webhook_logs/family.ts';
+import { webhooks } from './webhooks/family.ts';
 
 export const collections: Collection[] = [
   { path: 'customers', family: accounts, fixedType: 'customer' },
@@ -10,6 +12,8 @@ export const collections: Collection[] = [
   { path: 'accounts', family: accounts },
   { path: 'payment_methods', family: paymentMethods },
   { path: 'transactions', family: transactions },
+  { path: 'webhooks', family: webhooks },
+  { path: 'webhook_logs', family: webhookLogs, readOnly: true, newestFirst: true },
 ];
 
 export const collectionByPath = new Map(collections.map((c) => [c.path, c]));

@@ -46,7 +46,7 @@ async function read(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Pr
 }
 
 async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Promise<void> {
-  collectionOf(ctx);
+  if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
   const outcome = await ctx.state.services.db.transaction(async (tx) => {
     const op = operationContext(ctx, tx);
     const body = await work(op);

@@ -1,0 +1,162 @@
+/** SQL of webhook dispatch and delivery: matching, delivery series, attempt logs, liveness. */
+import { newId } from '../ids.ts';
+import { rows, type Db } from './connection.ts';
+
+/** Creates one delivery per matching active webhook (never twice for an event) and enqueues each. */
+export async function dispatchEventToWebhooks(db: Db, eventId: string): Promise<number> {
+  return db.transaction(async (tx) => {
+    const created = await rows<{ id: string }>(tx,
+      `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
+       select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, now()
+         from events e join webhooks w
+           on w.org_id = e.org_id and w.environment = e.environment
+          and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active'
+        where e.id = ?
+       on conflict (webhook_id, event_id, series) do nothing
+       returning id`,
+      [eventId]);
+    await enqueueDeliveries(tx, created.map((d) => d.id));
+    await rows(tx, 'update events set dispatched_at = coalesce(dispatched_at, now()) where id = ?', [eventId]);
+    return created.length;
+  });
+}
+
+export async function enqueueDeliveries(db: Db, deliveryIds: string[], runAt?: Date): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await rows(db,
+    `select graphile_worker.add_jobs(array(
+       select row('deliver_webhook', json_build_object('delivery_id', id), null, ?::timestamptz, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
+         from unnest(?::text[]) as id))`,
+    [runAt ? runAt.toISOString() : null, deliveryIds]);
+}
+
+export interface DeliveryContext {
+  delivery_id: string;
+  state: string;
+  attempts: number;
+  series: number;
+  org_id: string;
+  environment: string;
+  webhook_id: string;
+  webhook: Record<string, unknown>;
+  event_id: string;
+  trigger: string;
+  object_type: string;
+  object_id: string;
+  value: Record<string, unknown>;
+  event_created_at: Date;
+}
+
+export async function loadDelivery(db: Db, deliveryId: string): Promise<DeliveryContext | null> {
+  const found = await rows<DeliveryContext>(db,
+    `select d.id as delivery_id, d.state, d.attempts, d.series, d.org_id, d.environment, d.webhook_id, w.data as webhook,
+            e.id as event_id, e.trigger, e.object_type, e.object_id, e.value, e.created_at as event_created_at
+       from webhook_deliveries d join webhooks w on w.id = d.webhook_id join events e on e.id = d.event_id
+      where d.id = ?`,
+    [deliveryId]);
+  return found[0] ?? null;
+}
+
+export interface AttemptLog {
+  webhookId: string;
+  eventId: string;
+  trigger: string;
+  triggeredOn: Record<string, unknown>;
+  url: string;
+  httpStatus: number | null;
+  oauthStatus: number | null;
+  attempt: number;
+  durationMs: number;
+  response: string | null;
+  error: string | null;
+  nextAttemptAt: Date | null;
+}
+
+/** Records an attempt and moves the delivery on, in one transaction. */
+export async function recordAttempt(db: Db, delivery: DeliveryContext, log: AttemptLog, outcome: { state: 'pending' | 'delivered' | 'failed' }): Promise<void> {
+  await db.transaction(async (tx) => {
+    await rows(tx,
+      `insert into webhook_logs (id, org_id, environment, data) values (?, ?, ?, ?::jsonb)`,
+      [newId('whl'), delivery.org_id, delivery.environment, JSON.stringify({
+        webhook_id: log.webhookId, event_id: log.eventId, trigger: log.trigger, triggered_on: log.triggeredOn, url: log.url,
+        http_status: log.httpStatus, oauth_status: log.oauthStatus, attempt: log.attempt, duration_ms: log.durationMs,
+        response: log.response, error: log.error, next_attempt_at: log.nextAttemptAt?.toISOString() ?? null,
+      })]);
+    await rows(tx,
+      `update webhook_deliveries set attempts = ?, state = ?, next_attempt_at = ?, finished_at = case when ? = 'pending' then null else now() end
+        where id = ?`,
+      [log.attempt, outcome.state, log.nextAttemptAt, outcome.state, delivery.delivery_id]);
+    if (outcome.state === 'pending') await enqueueDeliveries(tx, [delivery.delivery_id], log.nextAttemptAt ?? undefined);
+    if (outcome.state === 'delivered') {
+      await rows(tx, `update webhooks set data = data - 'failing_since' where id = ? and jsonb_exists(data, 'failing_since')`, [delivery.webhook_id]);
+    }
+  });
+}
+
+/** A schedule exhausted: the webhook's failure streak starts (or goes on); past the limit it is disabled. */
+export async function noteExhausted(db: Db, webhookId: string, disableAfterMs: number): Promise<boolean> {
+  const found = await rows<{ disabled: boolean }>(db,
+    `update webhooks set data = data
+        || jsonb_build_object('failing_since', coalesce(data->>'failing_since', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))
+        || case when coalesce((data->>'failing_since')::timestamptz, now()) <= now() - make_interval(secs => ? / 1000.0)
+                then '{"status": "disabled", "disabled_reason": "failing"}'::jsonb else '{}'::jsonb end,
+        modified_at = now()
+      where id = ?
+      returning data->>'status' = 'disabled' as disabled`,
+    [disableAfterMs, webhookId]);
+  return found[0]?.disabled ?? false;
+}
+
+export async function disableWebhook(db: Db, webhookId: string, reason: string): Promise<void> {
+  await rows(db,
+    `update webhooks set data = data || jsonb_build_object('status', 'disabled', 'disabled_reason', ?::text), modified_at = now() where id = ?`,
+    [reason, webhookId]);
+}
+
+export async function cancelDelivery(db: Db, deliveryId: string): Promise<void> {
+  await rows(db, `update webhook_deliveries set state = 'cancelled', finished_at = now() where id = ? and state = 'pending'`, [deliveryId]);
+}
+
+/** Resend: a new attempt series for each chosen event of this webhook's trigger. */
+export async function resendEvents(db: Db, tenant: { orgId: string; environment: string }, webhookId: string, filter: { eventId?: string; since?: Date; until?: Date }): Promise<Array<{ id: string; event_id: string; series: number }>> {
+  return db.transaction(async (tx) => {
+    const created = await rows<{ id: string; event_id: string; series: number }>(tx,
+      `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, next_attempt_at)
+       select 'whd_' || substr(md5(w.id || e.id || s.series::text), 1, 24), e.org_id, e.environment, w.id, e.id, s.series, now()
+         from webhooks w
+         join events e on e.org_id = w.org_id and e.environment = w.environment and e.trigger = w.data->>'trigger'
+         cross join lateral (select coalesce(max(series) + 1, 0) as series from webhook_deliveries d where d.webhook_id = w.id and d.event_id = e.id) s
+        where w.id = ? and w.org_id = ? and w.environment = ?
+          and (?::text is null or e.id = ?) and (?::timestamptz is null or e.created_at >= ?) and (?::timestamptz is null or e.created_at <= ?)
+        order by e.seq
+        limit 10000
+       returning id, event_id, series`,
+      [webhookId, tenant.orgId, tenant.environment, filter.eventId ?? null, filter.eventId ?? null, filter.since ?? null, filter.since ?? null, filter.until ?? null, filter.until ?? null]);
+    await enqueueDeliveries(tx, created.map((d) => d.id));
+    return created;
+  });
+}
+
+/** Liveness of worker processes: jobs locked by a worker that stopped announcing itself are released. */
+export async function heartbeat(db: Db, workerIds: string[]): Promise<void> {
+  if (workerIds.length === 0) return;
+  await rows(db,
+    `insert into worker_heartbeats (worker_id, seen_at) select id, now() from unnest(?::text[]) as id
+     on conflict (worker_id) do update set seen_at = now()`,
+    [workerIds]);
+}
+
+export async function releaseDeadWorkers(db: Db, silentForMs: number): Promise<number> {
+  return db.transaction(async (tx) => {
+    const silent = await rows<{ worker_id: string }>(tx,
+      `delete from worker_heartbeats where seen_at < now() - make_interval(secs => ? / 1000.0) returning worker_id`, [silentForMs]);
+    // Also holders that never announced themselves (killed before their first heartbeat).
+    const unknown = await rows<{ worker_id: string }>(tx,
+      `select distinct locked_by as worker_id from graphile_worker._private_jobs
+        where locked_by is not null and locked_at < now() - make_interval(secs => ? / 1000.0)
+          and locked_by not in (select worker_id from worker_heartbeats)`, [silentForMs]);
+    const dead = [...silent, ...unknown];
+    if (dead.length) await rows(tx, 'select graphile_worker.force_unlock_workers(?::text[])', [dead.map((d) => d.worker_id)]);
+    return dead.length;
+  });
+}

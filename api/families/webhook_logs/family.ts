@@ -1,0 +1,31 @@
+/** Webhook logs: one row per delivery attempt, written by the worker, read through the API. */
+import type { Family, FieldSpec } from '../../engine/family.ts';
+import { idField, timestampFields } from '../common.ts';
+
+const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
+
+const fields: FieldSpec[] = [
+  idField,
+  { store: 'webhook_id', type: 'id', ...both('webhook_id') },
+  { store: 'event_id', type: 'id', ...both('event_id') },
+  { store: 'trigger', type: 'string', ...both('trigger') },
+  { store: 'triggered_on', type: 'json', ...both('triggered_on') },
+  { store: 'url', type: 'string', ...both('url') },
+  { store: 'http_status', type: 'integer', ...both('http_status') },
+  { store: 'oauth_status', type: 'integer', ...both('oauth_status') },
+  { store: 'attempt', type: 'integer', ...both('attempt') },
+  { store: 'duration_ms', type: 'integer', ...both('duration_ms') },
+  { store: 'response', type: 'string', ...both('response') },
+  { store: 'error', type: 'string', ...both('error') },
+  { store: 'next_attempt_at', type: 'datetime', ...both('next_attempt_at') },
+  ...timestampFields,
+];
+
+export const webhookLogs: Family = {
+  name: 'webhook_log',
+  table: 'webhook_logs',
+  idPrefix: 'whl',
+  types: ['webhook_log'],
+  fields,
+  objectName: () => 'webhook_log',
+};

@@ -1,0 +1,47 @@
+/**
+ * Webhooks (spec §2.1, CONTRACT §8): a trigger and a URL, optional OAuth client credentials, a
+ * signing secret shown once, a retry budget and a status. The same in both versions.
+ */
+import type { Family, FieldSpec } from '../../engine/family.ts';
+import { attrsField, idField, timestampFields } from '../common.ts';
+import { webhookRules } from './rules.ts';
+
+/** Spec §6, plus `transfer` for the transfer objects of split payments (spec §6 rule 4). */
+export const TRIGGERS = [
+  'bank_account_reject', 'reject', 'refund', 'void', 'chargeback', 'chargeback_reversal', 'automatic_payment',
+  'payment', 'processed', 'authorized', 'decline', 'processing_status', 'deposit', 'payment_activation:status',
+  'payment_link:status', 'reversal', 'credit', 'transaction:operation', 'transaction:operation:clear', 'transfer',
+];
+
+const both = (path: string) => ({ v1: path, v2: path });
+
+const fields: FieldSpec[] = [
+  idField,
+  { store: 'trigger', type: 'string', ...both('trigger'), required: true, enum: TRIGGERS },
+  { store: 'url', type: 'string', ...both('url'), required: true, maxLength: 2048 },
+  { store: 'oauth_params.auth_url', type: 'string', ...both('oauth_params.auth_url'), maxLength: 2048 },
+  { store: 'oauth_params.client_id', type: 'string', ...both('oauth_params.client_id'), maxLength: 512 },
+  { store: 'oauth_params.client_secret', type: 'string', ...both('oauth_params.client_secret'), maxLength: 1024 },
+  { store: 'oauth_params.grant_type', type: 'string', ...both('oauth_params.grant_type'), maxLength: 64 },
+  { store: 'oauth_params.resource', type: 'string', ...both('oauth_params.resource'), maxLength: 2048 },
+  { store: 'oauth_params.scope', type: 'string', ...both('oauth_params.scope'), maxLength: 1024 },
+  { store: 'payment_link_id', type: 'id', ...both('payment_link_id') },
+  { store: 'reference_object', type: 'string', ...both('reference_object'), nonDefault: true, maxLength: 64 },
+  { store: 'retries', type: 'integer', ...both('retries'), min: 0, max: 20, default: 8 },
+  { store: 'sender_secret', type: 'string', ...both('sender_secret'), writeOnly: true, maxLength: 256 },
+  { store: 'status', type: 'string', ...both('status'), enum: ['active', 'disabled'], default: 'active' },
+  { store: 'disabled_reason', type: 'string', ...both('disabled_reason'), readOnly: true },
+  { store: 'logs', type: 'list', ...both('logs'), readOnly: true, nonDefault: true },
+  attrsField,
+  ...timestampFields,
+];
+
+export const webhooks: Family = {
+  name: 'webhook',
+  table: 'webhooks',
+  idPrefix: 'wh',
+  types: ['webhook'],
+  fields,
+  objectName: () => 'webhook',
+  rules: webhookRules,
+};

@@ -1,0 +1,77 @@
+/** Webhook rules: URL and OAuth checks, sealed secrets (shown once), logs on request. */
+import { randomBytes } from 'node:crypto';
+import { rows } from '../../db/connection.ts';
+import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
+import { isPlainObject, render, type Json } from '../../engine/view.ts';
+import { invalidAttributes } from '../../errors.ts';
+import { webhookLogs } from '../webhook_logs/family.ts';
+
+export const MASKED_SECRET = '****';
+const LOGS_SHOWN = 100;
+
+function isHttpUrl(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+export function generateSenderSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+function checkOauth(ctx: RuleContext, data: Json): Json | null {
+  const oauth = isPlainObject(data.oauth_params) ? { ...data.oauth_params } : null;
+  if (!oauth || Object.values(oauth).every((v) => v === null || v === undefined)) return null;
+  const details: Json = {};
+  for (const key of ['auth_url', 'client_id', 'client_secret', 'grant_type']) if (!oauth[key]) details[key] = 'Required';
+  if (oauth.auth_url && !isHttpUrl(oauth.auth_url)) details.auth_url = 'Must be an http(s) URL';
+  if (oauth.grant_type && oauth.grant_type !== 'client_credentials') details.grant_type = 'Must be client_credentials';
+  if (Object.keys(details).length) throw invalidAttributes({ oauth_params: details });
+  if (oauth.client_secret !== MASKED_SECRET) {
+    oauth.client_secret_sealed = ctx.domain.vault.encrypt(String(oauth.client_secret));
+    oauth.client_secret = MASKED_SECRET;
+  }
+  return oauth;
+}
+
+async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
+  const data: Json = { ...next.data };
+  if (!isHttpUrl(data.url)) throw invalidAttributes({ url: 'Must be an http(s) URL' });
+  data.oauth_params = checkOauth(ctx, data);
+  if (typeof data.sender_secret === 'string') {
+    if (data.sender_secret.length < 16) throw invalidAttributes({ sender_secret: 'At least 16 characters' });
+  } else if (!previous) {
+    data.sender_secret = generateSenderSecret();
+  }
+  if (typeof data.sender_secret === 'string') {
+    if (!previous) (ctx.revealed ??= new Map()).set(next.id, { sender_secret: data.sender_secret });
+    data.sender_secret_sealed = ctx.domain.vault.encrypt(data.sender_secret);
+    delete data.sender_secret;
+  }
+  if (previous && previous.data.status === 'disabled' && data.status === 'active') {
+    // Re-enabled by the integrator: the failure streak starts over.
+    data.disabled_reason = null;
+    data.failing_since = null;
+  }
+  return { ...next, data };
+}
+
+async function load(ctx: RuleContext, found: StoredObject[], include: Set<string>): Promise<void> {
+  if (!include.has('logs') || found.length === 0) return;
+  const logs = await rows<StoredObject & { webhook_id: string }>(ctx.tx,
+    `select * from (
+       select id, type, data, created_at, modified_at, data->>'webhook_id' as webhook_id,
+              row_number() over (partition by data->>'webhook_id' order by created_at desc, id desc) as n
+         from webhook_logs where org_id = ? and environment = ? and data->>'webhook_id' = any(?::text[])) l
+      where n <= ? order by created_at desc, id desc`,
+    [ctx.tenant.orgId, ctx.tenant.environment, found.map((w) => w.id), LOGS_SHOWN]);
+  for (const webhook of found) {
+    webhook.data = { ...webhook.data, logs: logs.filter((l) => l.webhook_id === webhook.id).map((l) => render(webhookLogs, ctx.version, l)) };
+  }
+}
+
+export const webhookRules: FamilyRules = { prepare, load };

@@ -1,0 +1,67 @@
+/** Webhook sub-resources: `/webhooks/{id}/logs`, `/webhooks/{id}/payment_link`, `/webhooks/{id}/resend`. */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { resendEvents } from '../db/webhooks.ts';
+import { selectObjectById } from '../db/objects.ts';
+import * as operations from '../engine/operations.ts';
+import { parseDateTime } from '../engine/values.ts';
+import { badRequest, invalidAttributes, notFound } from '../errors.ts';
+import { collectionByPath } from '../families/index.ts';
+import { webhooks } from '../families/webhooks/family.ts';
+import type { Expr } from '../query/ast.ts';
+import { parseListQuery } from '../query/listQuery.ts';
+import { completeInTransaction } from './idempotency.ts';
+import type { RequestState } from './state.ts';
+
+type Ctx = Context & { state: RequestState; params: Record<string, string> };
+
+async function requireWebhook(ctx: Ctx) {
+  const webhook = await selectObjectById(ctx.state.services.db, webhooks.table, ctx.state.tenant!, ctx.params.id);
+  if (!webhook) throw notFound(`No webhook with id ${ctx.params.id}`);
+  return webhook;
+}
+
+export function webhookRoutes(): Router {
+  const router = new Router();
+
+  router.get('/webhooks/:id/logs', async (ctx) => {
+    const c = ctx as Ctx;
+    await requireWebhook(c);
+    const query = parseListQuery([...new URLSearchParams(c.querystring)]);
+    const ofWebhook: Expr = {
+      kind: 'cmp', op: '==', pos: 0,
+      left: { kind: 'field', path: ['webhook_id'], pos: 0 },
+      right: { kind: 'literal', value: c.params.id, fromString: true, pos: 0 },
+    };
+    query.where = query.where ? { kind: 'and', items: [ofWebhook, query.where], pos: 0 } : ofWebhook;
+    c.body = await operations.list({
+      tx: c.state.services.db, tenant: c.state.tenant!, version: c.state.version, principal: c.state.principal!,
+      domain: c.state.services.domain, collection: collectionByPath.get('webhook_logs')!,
+    }, query);
+  });
+
+  router.get('/webhooks/:id/payment_link', async (ctx) => {
+    const webhook = await requireWebhook(ctx as Ctx);
+    throw notFound(webhook.data.payment_link_id ? `Payment link ${String(webhook.data.payment_link_id)} not found` : 'This webhook has no payment link');
+  });
+
+  router.post('/webhooks/:id/resend', async (ctx) => {
+    const c = ctx as Ctx;
+    await requireWebhook(c);
+    const body = c.state.body ?? {};
+    const unknown = Object.keys(body).filter((k) => !['event_id', 'since', 'until'].includes(k));
+    if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
+    const eventId = typeof body.event_id === 'string' ? body.event_id : undefined;
+    const since = typeof body.since === 'string' ? parseDateTime(body.since) : undefined;
+    const until = typeof body.until === 'string' ? parseDateTime(body.until) : undefined;
+    if (since === null || until === null) throw invalidAttributes({ [since === null ? 'since' : 'until']: 'Must be a date and time' });
+    if (!eventId && !since) throw badRequest('Name an event_id, or a since (and optional until) time range', { event_id: 'Required unless since is given' });
+    const created = await resendEvents(c.state.services.db, c.state.tenant!, c.params.id, { eventId, since, until });
+    if (eventId && created.length === 0) throw notFound(`No event ${eventId} for this webhook's trigger`);
+    const answer = { object: 'list', values: created.map((d) => ({ object: 'webhook_delivery', id: d.id, event_id: d.event_id, series: d.series })) };
+    await completeInTransaction(c, c.state.services.db, 200, answer);
+    c.body = answer;
+  });
+
+  return router;
+}

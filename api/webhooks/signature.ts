@@ -1,0 +1,27 @@
+/**
+ * Webhook signatures (CONTRACT §8): `X-Service-Signature` is the lowercase hex HMAC-SHA256 of the
+ * exact body bytes under the webhook's secret; the Standard Webhooks `webhook-signature` is
+ * `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the base64-decoded part after `whsec_`.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export function serviceSignature(secret: string, body: string | Buffer): string {
+  return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+/** The Standard Webhooks key: the bytes after `whsec_`, or the secret's own bytes otherwise. */
+export function standardWebhooksKey(secret: string): Buffer {
+  return secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8');
+}
+
+export function standardWebhooksSignature(secret: string, id: string, timestamp: number, body: string | Buffer): string {
+  const mac = createHmac('sha256', standardWebhooksKey(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
+  return `v1,${mac}`;
+}
+
+/** Constant-time comparison of two strings of possibly different lengths. */
+export function safeEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}

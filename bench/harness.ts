@@ -1,0 +1,308 @@
+/**
+ * What the benchmarks share: Postgres (DATABASE_URL when set, else an embedded server in a temp
+ * dir) with a fresh, migrated database dropped afterwards; a test secret key; Settle's web process
+ * and the bare Koa anchor (bench/anchor-server.ts) each in a child process, so neither shares an
+ * event loop with the load generator (autocannon); the measuring loop (warm-up, then a timed run
+ * per scenario and server); the tables and the JSON results file.
+ *
+ * Env: BENCH_SECONDS (per scenario and server, default 10), BENCH_WARMUP_SECONDS (default 2),
+ * BENCH_CONNECTIONS (default 32), BENCH_PROFILE=1 (a V8 CPU profile of each server process in
+ * bench/results/profiles, named <bench>-<server>-<time>.cpuprofile).
+ */
+// @ts-ignore -- autocannon ships no type declarations
+import autocannon from 'autocannon';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { projectRoot } from '../api/config.ts';
+import { createDb } from '../api/db/connection.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
+import { migrate } from '../api/db/migrate.ts';
+import { createKey } from '../api/keys.ts';
+
+export function positive(name: string, fallback: number, zeroOk = false): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0 || (!zeroOk && value === 0)) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return value;
+}
+
+export const SECONDS = positive('BENCH_SECONDS', 10);
+export const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', 2, true);
+export const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
+export const resultsDir = path.join(projectRoot, 'bench/results');
+export const profileDir = path.join(resultsDir, 'profiles');
+
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+// ---- cleanup, in reverse order of setup, also on Ctrl-C ------------------------------------
+const cleanups: Array<() => Promise<void>> = [];
+let cleaning: Promise<void> | null = null;
+export function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const step of cleanups.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        console.error('cleanup:', (error as Error).message);
+      }
+    }
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`${signal}: cleaning up`);
+    cleanup().finally(() => process.exit(130));
+  });
+}
+
+function startChild(bench: string, name: string, script: string, env: Record<string, string>): ChildProcess {
+  const profileName = `${bench}-${name.replace(/\W+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', profileName] : [];
+  const child = spawn(process.execPath, [...profile, path.join(projectRoot, script)], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('exit', (code, signal) => {
+    if (!cleaning) console.error(`${name} exited unexpectedly (code ${code}, signal ${signal})`);
+  });
+  cleanups.push(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+    if (profile.length) console.error(`${name} CPU profile: ${path.relative(projectRoot, path.join(profileDir, profileName))}`);
+  });
+  return child;
+}
+
+async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${url}: the process exited with code ${child.exitCode}`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`${url} did not answer within 30 s`);
+}
+
+// ---- setup -----------------------------------------------------------------------------------
+export type ServerName = 'settle' | 'anchor';
+export const SERVER_NAMES: ServerName[] = ['settle', 'anchor'];
+
+export interface BenchEnv {
+  servers: Record<ServerName, string>;
+  key: { secret: string; orgId: string };
+  /** Basic auth with the key, JSON body */
+  headers: Record<string, string>;
+}
+
+/** A fresh migrated database, a test key of org "bench", and both servers answering. */
+export async function startServers(bench: string): Promise<BenchEnv> {
+  let serverUrl = process.env.DATABASE_URL;
+  let embedded: EmbeddedServer | null = null;
+  if (!serverUrl) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-pg-'));
+    // As root, the server runs as a `postgres` user that must be able to enter this directory.
+    fs.chmodSync(dir, 0o755);
+    cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
+    embedded = await startEmbeddedPostgres(dir, { persistent: false });
+    const server = embedded;
+    cleanups.push(() => server.stop());
+    serverUrl = embedded.url('postgres');
+  }
+  const adminUrl = serverUrl;
+  const database = `settle_bench_${process.pid}_${Date.now().toString(36)}`;
+  await admin(adminUrl, `create database ${database}`);
+  cleanups.push(() => admin(adminUrl, `drop database if exists ${database} with (force)`));
+  const databaseUrl = withDatabase(serverUrl, database);
+  await migrate(databaseUrl);
+
+  const db = createDb(databaseUrl, 2);
+  const key = await createKey(db, 'bench', 'test');
+  await db.destroy();
+
+  const settlePort = await freePort();
+  const anchorPort = await freePort();
+  const settle = startChild(bench, 'settle web', 'api/server.ts', {
+    DATABASE_URL: databaseUrl,
+    PORT: String(settlePort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    SETTLE_RATE_LIMIT: 'off',
+  });
+  const anchor = startChild(bench, 'anchor', 'bench/anchor-server.ts', {
+    DATABASE_URL: databaseUrl,
+    PORT: String(anchorPort),
+    ANCHOR_ORG_ID: key.orgId,
+    ANCHOR_POOL: '10',
+  });
+  const servers = { settle: `http://127.0.0.1:${settlePort}`, anchor: `http://127.0.0.1:${anchorPort}` };
+  await waitForHttp(`${servers.settle}/healthz`, settle);
+  await waitForHttp(`${servers.anchor}/customers/none`, anchor);
+  const headers = {
+    Authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`,
+    'Content-Type': 'application/json',
+  };
+  return { servers, key, headers };
+}
+
+// ---- measuring -------------------------------------------------------------------------------
+export interface Target {
+  /** autocannon takes the path from the url (it has no top-level `path` option) */
+  path: string;
+  options: Record<string, unknown>;
+}
+
+export interface Scenario {
+  name: string;
+  /** what each server is asked; the anchor may get a different (its nearest) route */
+  targets: Record<ServerName, Target>;
+}
+
+export interface Measurement {
+  scenario: string;
+  server: ServerName;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+async function run(url: string, options: Record<string, unknown>, seconds: number): Promise<any> {
+  return await autocannon({ url, connections: CONNECTIONS, duration: seconds, timeout: 10, ...options });
+}
+
+export async function measure(servers: Record<ServerName, string>, scenarios: Scenario[]): Promise<Measurement[]> {
+  const measurements: Measurement[] = [];
+  for (const scenario of scenarios) {
+    for (const server of SERVER_NAMES) {
+      process.stderr.write(`${scenario.name} on ${server}: `);
+      const target = scenario.targets[server];
+      const url = servers[server] + target.path;
+      if (WARMUP_SECONDS > 0) await run(url, target.options, WARMUP_SECONDS);
+      const result = await run(url, target.options, SECONDS);
+      const measurement: Measurement = {
+        scenario: scenario.name,
+        server,
+        reqPerSec: result.requests.average,
+        p50Ms: result.latency.p50,
+        p99Ms: result.latency.p99,
+        requests: result.requests.total,
+        non2xx: result.non2xx,
+        errors: result.errors,
+        timeouts: result.timeouts,
+      };
+      measurements.push(measurement);
+      process.stderr.write(`${measurement.reqPerSec.toFixed(0)} req/s\n`);
+      if (measurement.non2xx || measurement.errors) {
+        console.error(`  warning: ${measurement.non2xx} non-2xx responses, ${measurement.errors} errors (${measurement.timeouts} timeouts)`);
+      }
+    }
+  }
+  return measurements;
+}
+
+// ---- report ----------------------------------------------------------------------------------
+export interface Targets {
+  /** Settle's throughput as a fraction of the anchor's, e.g. 0.6 */
+  ratio: number;
+  p99Ms: number;
+}
+
+export interface Summary {
+  scenario: string;
+  settleReqPerSec: number;
+  anchorReqPerSec: number;
+  percentOfAnchor: number;
+  settleP99Ms: number;
+  throughputTarget: 'PASS' | 'MISS';
+  p99Target: 'PASS' | 'MISS';
+}
+
+export function summarize(scenarios: Scenario[], measurements: Measurement[], targets: Targets): Summary[] {
+  return scenarios.map(({ name }) => {
+    const s = measurements.find((m) => m.scenario === name && m.server === 'settle')!;
+    const a = measurements.find((m) => m.scenario === name && m.server === 'anchor')!;
+    const ratio = a.reqPerSec > 0 ? s.reqPerSec / a.reqPerSec : 0;
+    const clean = s.non2xx === 0 && s.errors === 0;
+    return {
+      scenario: name,
+      settleReqPerSec: s.reqPerSec,
+      anchorReqPerSec: a.reqPerSec,
+      percentOfAnchor: Math.round(ratio * 1000) / 10,
+      settleP99Ms: s.p99Ms,
+      throughputTarget: clean && ratio >= targets.ratio ? 'PASS' : 'MISS',
+      p99Target: clean && s.p99Ms < targets.p99Ms ? 'PASS' : 'MISS',
+    };
+  });
+}
+
+function table(head: string[], rows: Array<Array<string | number>>): string {
+  const cells = [head, ...rows.map((r) => r.map(String))];
+  const widths = head.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
+}
+
+/** The tables on stdout and the JSON in bench/results/<bench>.json. */
+export function report(bench: string, measurements: Measurement[], summaries: Summary[], targets: Targets, extra: Record<string, unknown> = {}): void {
+  console.log(`\n${bench}: ${CONNECTIONS} connections, ${SECONDS} s per run (after ${WARMUP_SECONDS} s warm-up), Node ${process.version}, ${os.cpus().length} CPUs\n`);
+  console.log(table(
+    ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', '% of anchor', 'non-2xx'],
+    measurements.map((m) => {
+      const summary = summaries.find((s) => s.scenario === m.scenario)!;
+      return [m.scenario, m.server, m.reqPerSec.toFixed(0), m.p50Ms.toFixed(1), m.p99Ms.toFixed(1), m.server === 'settle' ? `${summary.percentOfAnchor.toFixed(1)} %` : '', m.non2xx + m.errors];
+    }),
+  ));
+  console.log(`\ntargets: Settle throughput >= ${targets.ratio * 100} % of the anchor, Settle p99 < ${targets.p99Ms} ms\n`);
+  console.log(table(
+    ['scenario', 'throughput', 'p99'],
+    summaries.map((s) => [s.scenario, `${s.throughputTarget} (${s.percentOfAnchor.toFixed(1)} %)`, `${s.p99Target} (${s.settleP99Ms.toFixed(1)} ms)`]),
+  ));
+
+  fs.mkdirSync(resultsDir, { recursive: true });
+  const resultsFile = path.join(resultsDir, `${bench}.json`);
+  fs.writeFileSync(resultsFile, `${JSON.stringify({
+    benchmark: bench,
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    ...extra,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    warmupSeconds: WARMUP_SECONDS,
+    targets: { percentOfAnchor: targets.ratio * 100, p99Ms: targets.p99Ms },
+    measurements,
+    summaries,
+  }, null, 2)}\n`);
+  console.log(`\nresults: ${path.relative(projectRoot, resultsFile)}`);
+}

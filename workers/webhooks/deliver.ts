@@ -1,0 +1,158 @@
+/**
+ * `dispatch_event` and `deliver_webhook`: an event becomes one delivery per matching webhook; a
+ * delivery is attempted, logged, and on failure retried on the webhook's schedule (jitter,
+ * Retry-After, 410 disables). At least once: the attempt's log and the next job commit together,
+ * and a receiver dedups on the event id.
+ */
+import type { Got } from 'got';
+import type { Task } from 'graphile-worker';
+import type { Db } from '../../api/db/connection.ts';
+import {
+  cancelDelivery, disableWebhook, dispatchEventToWebhooks, loadDelivery, noteExhausted, recordAttempt, type DeliveryContext,
+} from '../../api/db/webhooks.ts';
+import type { DomainServices } from '../../api/engine/family.ts';
+import { formatTimestamp } from '../../api/engine/values.ts';
+import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
+import type { OAuthParams, OAuthTokens } from './oauth.ts';
+import { describeFailure } from './outbound.ts';
+
+export interface DeliveryDeps {
+  db: Db;
+  http: Got;
+  oauth: OAuthTokens;
+  vault: DomainServices['vault'];
+  schedule: number[];
+  disableAfterMs: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+const RESPONSE_KEPT = 16 * 1024;
+
+export function dispatchEvent(db: Db): Task {
+  return async (payload) => {
+    const eventId = (payload as { event_id?: unknown }).event_id;
+    if (typeof eventId !== 'string') throw new Error('dispatch_event needs an event_id');
+    await dispatchEventToWebhooks(db, eventId);
+  };
+}
+
+/** The body, built once: the signature covers these exact bytes. */
+export function deliveryBody(delivery: DeliveryContext): string {
+  return JSON.stringify({
+    object: 'webhook_trigger',
+    event_id: delivery.event_id,
+    trigger: delivery.trigger,
+    triggered_on: { id: delivery.object_id, object: delivery.object_type, value: delivery.value },
+    created_at: formatTimestamp(delivery.event_created_at),
+  });
+}
+
+/** The wait before attempt `attempt + 1`: the schedule's entry ±20 %, or the receiver's Retry-After. */
+export function nextDelayMs(schedule: number[], attempt: number, retryAfter: string | undefined, random: () => number): number {
+  const asked = retryAfter ? retryAfterMs(retryAfter) : null;
+  if (asked !== null) return asked;
+  const base = schedule[Math.min(attempt - 1, schedule.length - 1)];
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+function retryAfterMs(value: string): number | null {
+  if (/^\d+$/.test(value.trim())) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
+}
+
+interface AttemptOutcome {
+  httpStatus: number | null;
+  oauthStatus: number | null;
+  response: string | null;
+  error: string | null;
+  retryAfter?: string;
+}
+
+async function post(deps: DeliveryDeps, url: string, body: string, headers: Record<string, string>): Promise<AttemptOutcome> {
+  try {
+    const response = await deps.http.post(url, { body, headers });
+    const text = typeof response.body === 'string' ? response.body.slice(0, RESPONSE_KEPT) : null;
+    const retryAfter = [429, 503].includes(response.statusCode) ? (response.headers['retry-after'] as string | undefined) : undefined;
+    const redirected = response.statusCode >= 300 && response.statusCode < 400;
+    return { httpStatus: response.statusCode, oauthStatus: null, response: text, error: redirected ? 'redirects are not followed' : null, retryAfter };
+  } catch (error) {
+    return { httpStatus: null, oauthStatus: null, response: null, error: describeFailure(error) };
+  }
+}
+
+/** One attempt, with OAuth when configured; a 401 drops the token and tries once more at once. */
+async function attempt(deps: DeliveryDeps, delivery: DeliveryContext, body: string, secret: string): Promise<AttemptOutcome> {
+  const webhook = delivery.webhook;
+  const timestamp = Math.floor((deps.now?.() ?? Date.now()) / 1000);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-service-signature': serviceSignature(secret, body),
+    'x-service-event-id': delivery.event_id,
+    'webhook-id': delivery.event_id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': standardWebhooksSignature(secret, delivery.event_id, timestamp, body),
+  };
+  const oauth = oauthParams(deps, webhook);
+  if (!oauth) return post(deps, String(webhook.url), body, headers);
+  for (let round = 0; round < 2; round++) {
+    const token = await deps.oauth.token(delivery.webhook_id, oauth);
+    if (!token.ok) return { httpStatus: null, oauthStatus: token.status, response: null, error: token.error };
+    const outcome = await post(deps, String(webhook.url), body, { ...headers, authorization: `Bearer ${token.token}` });
+    outcome.oauthStatus = token.status;
+    if (outcome.httpStatus !== 401 || round === 1) return outcome;
+    deps.oauth.drop(delivery.webhook_id, oauth);
+  }
+  throw new Error('unreachable');
+}
+
+function oauthParams(deps: DeliveryDeps, webhook: Record<string, unknown>): OAuthParams | null {
+  const params = webhook.oauth_params as (Record<string, unknown> | null | undefined);
+  if (!params || typeof params.auth_url !== 'string' || typeof params.client_secret_sealed !== 'string') return null;
+  return {
+    auth_url: params.auth_url,
+    client_id: String(params.client_id),
+    client_secret: deps.vault.decrypt(params.client_secret_sealed),
+    grant_type: String(params.grant_type),
+    resource: (params.resource as string | null) ?? null,
+    scope: (params.scope as string | null) ?? null,
+  };
+}
+
+export function deliverWebhook(deps: DeliveryDeps): Task {
+  return async (payload) => {
+    const deliveryId = (payload as { delivery_id?: unknown }).delivery_id;
+    if (typeof deliveryId !== 'string') throw new Error('deliver_webhook needs a delivery_id');
+    const delivery = await loadDelivery(deps.db, deliveryId);
+    if (!delivery || delivery.state !== 'pending') return;
+    if (delivery.webhook.status !== 'active') return cancelDelivery(deps.db, deliveryId);
+    const body = deliveryBody(delivery);
+    const secret = deps.vault.decrypt(String(delivery.webhook.sender_secret_sealed));
+    const started = performance.now();
+    const outcome = await attempt(deps, delivery, body, secret);
+    const durationMs = Math.round(performance.now() - started);
+    const number = delivery.attempts + 1;
+    const delivered = outcome.httpStatus !== null && outcome.httpStatus >= 200 && outcome.httpStatus < 300;
+    const gone = outcome.httpStatus === 410;
+    const retries = Number(delivery.webhook.retries ?? 8);
+    const retry = !delivered && !gone && number <= retries;
+    const nextAttemptAt = retry ? new Date((deps.now?.() ?? Date.now()) + nextDelayMs(deps.schedule, number, outcome.retryAfter, deps.random ?? Math.random)) : null;
+    await recordAttempt(deps.db, delivery, {
+      webhookId: delivery.webhook_id,
+      eventId: delivery.event_id,
+      trigger: delivery.trigger,
+      triggeredOn: { id: delivery.object_id, object: delivery.object_type },
+      url: String(delivery.webhook.url),
+      httpStatus: outcome.httpStatus,
+      oauthStatus: outcome.oauthStatus,
+      attempt: number,
+      durationMs,
+      response: outcome.response,
+      error: outcome.error,
+      nextAttemptAt,
+    }, { state: delivered ? 'delivered' : retry ? 'pending' : 'failed' });
+    if (gone) await disableWebhook(deps.db, delivery.webhook_id, 'gone');
+    else if (!delivered && !retry) await noteExhausted(deps.db, delivery.webhook_id, deps.disableAfterMs);
+  };
+}
