@@ -231,10 +231,29 @@ t.test('fields picks nested v2 paths', async (t) => {
   t.same(values, [{ id: ids.Ann, contact_details: { email: 'ann@example.com' } }]);
 });
 
-t.test('fields also applies to get-one', async (t) => {
-  const res = await api.request('GET', `/customers/${ids.Ann}?fields=id,email`, { key });
-  t.equal(res.status, 200);
-  t.same(res.body, { id: ids.Ann, email: 'ann@example.com' });
+t.test('fields also applies to get-one and create', async (t) => {
+  const got = await api.request('GET', `/customers/${ids.Ann}?fields=id,email`, { key });
+  t.equal(got.status, 200);
+  t.equal(got.body.id, ids.Ann);
+  t.equal(got.body.email, 'ann@example.com');
+  t.notOk('name' in got.body, 'name left out');
+  const created = await api.request('POST', '/customers?fields=id,name', { key, json: { name: 'Projected', email: 'p@example.com' } });
+  t.equal(created.status, 200);
+  t.equal(created.body.name, 'Projected');
+  t.notOk('email' in created.body, 'email left out of the create answer');
+  t.equal((await api.db('accounts').where({ id: created.body.id }).first()).data.email, 'p@example.com', 'but stored');
+  await api.request('DELETE', `/customers/${created.body.id}`, { key });
+});
+
+// CONTRACT §1: every success is a JSON object with an `object` key; payload-api throws
+// 'Response missing "object" attribute' otherwise. A projected single object drops it.
+t.test('a single object projected by fields keeps its object key', { todo: 'api bug: GET/POST/PUT/DELETE of one object with fields=… answers without `object`' }, async (t) => {
+  const got = await api.request('GET', `/customers/${ids.Ann}?fields=id,email`, { key });
+  t.equal(got.body.object, 'customer', 'get-one');
+  const v2got = await api.request('GET', `/accounts/${ids.Ann}?fields=id`, { key, version: 'v2' });
+  t.equal(v2got.body.object, 'account', 'v2 get-one');
+  const updated = await api.request('PUT', `/customers/${ids.Ann}?fields=id`, { key, json: { email: 'ann@example.com' } });
+  t.equal(updated.body.object, 'customer', 'update');
 });
 
 t.test('fields naming an unknown field is 400 InvalidAttributes', async (t) => {
@@ -521,4 +540,27 @@ t.test('an aggregate in a filter is 400, not a database error', async (t) => {
   const res = await v1('/customers', { 'count(name)': '>1' });
   t.equal(res.status, 400);
   t.equal(res.body.object, 'error');
+});
+
+// Functions and aggregates are compiled without checking their argument's type, so Postgres
+// refuses the SQL (42883 undefined function / 42P18 indeterminate type) and the client gets a 500.
+t.test('a function or aggregate over a field of the wrong type is 400, not 500', { todo: 'api bug: type-mismatched functions reach Postgres and answer 500' }, async (t) => {
+  const cases: Params[] = [
+    { q: 'abs(name) > 1' },
+    { 'month(name)': '1' },
+    { q: 'created_at > name' },
+    { q: 'unix_timestamp(false) == id' },
+    { fields: 'sum(name)' },
+    { fields: 'avg(attrs.tier)' },
+    { fields: 'count(1)' },
+  ];
+  for (const params of cases) {
+    const res = await v1('/customers', params);
+    t.equal(res.status, 400, `${new URLSearchParams(params as Record<string, string>)}: ${JSON.stringify(res.body)}`);
+  }
+});
+
+t.test('a scalar function in fields of a plain list is returned under its expression', { todo: 'api bug: fields=id,lower(name) silently drops lower(name)' }, async (t) => {
+  const values = ok(t, await v1('/customers', { name: 'ANN', fields: 'id,lower(name)' }));
+  t.same(values, [{ id: ids.ANN, 'lower(name)': 'ann' }]);
 });

@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
-import { run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
@@ -51,6 +51,11 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
   const runner = await run({
     pgPool,
     events,
+    // graphile-worker's own messages go through our structured log, at our level.
+    logger: new Logger((scope) => (level, message, meta) => {
+      const method = level === 'error' ? 'error' : level === 'warning' ? 'warn' : level === 'info' ? 'debug' : 'trace';
+      log[method]({ ...scope, ...meta }, message);
+    }),
     preset: {
       worker: {
         localQueue: config.workerLocalQueue > 1 ? { size: config.workerLocalQueue } : undefined,

@@ -128,7 +128,7 @@ function fillDefaults(family: Family, version: Version, type: string | undefined
     if (field.default !== undefined) values.set(field.store, structuredClone(field.default));
     else if (field.required) {
       const path = apiPath(field, version) ?? field.store;
-      setPath(details, path, 'Required');
+      if (getPath(details, path) === undefined) setPath(details, path, 'Required');
     }
   }
 }

@@ -1,0 +1,167 @@
+import { createHmac } from 'node:crypto';
+import t from 'tap';
+import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { startReceiver } from './helpers/receiver.ts';
+
+const WORKER = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms', WORKER_POLL_INTERVAL: '50' };
+const api = await startTestApi(t);
+await startTestWorker(t, api.databaseUrl, WORKER);
+
+async function webhookFor(url: string, extra: Record<string, unknown> = {}) {
+  const res = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url, ...extra } });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body;
+}
+
+/** Each processing account created emits one processing_status event. */
+async function fireEvent(): Promise<string> {
+  const account = (await api.request('POST', '/processing_accounts', { json: { name: 'Evented' } })).body;
+  const event = await api.db('events').where({ object_id: account.id }).first();
+  return event.id;
+}
+
+t.test('webhook objects: trigger validated, secret shown once, oauth secret never read back', async (t) => {
+  const bad = await api.request('POST', '/webhooks', { json: { trigger: 'nope', url: 'http://example.com' } });
+  t.equal(bad.status, 400);
+  t.match(bad.body.details.trigger, /Must be one of/);
+  const badUrl = await api.request('POST', '/webhooks', { json: { trigger: 'payment', url: 'ftp://example.com' } });
+  t.same(badUrl.body.details, { url: 'Must be an http(s) URL' });
+  const partialOauth = await api.request('POST', '/webhooks', { json: { trigger: 'payment', url: 'https://example.com', oauth_params: { auth_url: 'https://auth.example.com' } } });
+  t.same(partialOauth.body.details, { oauth_params: { client_id: 'Required', client_secret: 'Required', grant_type: 'Required' } });
+  const created = await api.request('POST', '/webhooks', {
+    json: { trigger: 'payment', url: 'https://example.com/hook', oauth_params: { auth_url: 'https://auth.example.com/token', client_id: 'id', client_secret: 'very-secret', grant_type: 'client_credentials' } },
+  });
+  t.equal(created.status, 200, JSON.stringify(created.body));
+  t.match(created.body.sender_secret, /^whsec_/);
+  t.equal(created.body.retries, 8);
+  t.equal(created.body.status, 'active');
+  t.equal(created.body.oauth_params.client_secret, '****');
+  const read = await api.request('GET', `/webhooks/${created.body.id}`);
+  t.equal(read.body.sender_secret, undefined, 'the secret is shown only in the create response');
+  t.equal(read.body.oauth_params.client_secret, '****');
+  t.equal(read.body.reference_object, undefined, 'reference_object is non-default');
+  const stored = await api.db('webhooks').where({ id: created.body.id }).first();
+  t.notMatch(JSON.stringify(stored.data), /very-secret/, 'the OAuth secret is stored sealed');
+  t.notMatch(JSON.stringify(stored.data), new RegExp(created.body.sender_secret.slice(6, 20).replace(/[+/]/g, '.')), 'the sender secret is stored sealed');
+  t.equal((await api.request('GET', `/webhooks/${created.body.id}/payment_link`)).status, 404);
+  t.equal((await api.request('POST', '/webhook_logs', { json: {} })).status, 400, 'logs are read-only');
+});
+
+t.test('a delivery is signed over the exact bytes, with the event id and Standard Webhooks headers', async (t) => {
+  const receiver = await startReceiver(t);
+  const webhook = await webhookFor(receiver.url + '/hook');
+  const eventId = await fireEvent();
+  const [request] = await receiver.waitFor(1);
+  t.ok(request, 'delivered');
+  const secret = webhook.sender_secret as string;
+  t.equal(request.headers['x-service-signature'], createHmac('sha256', secret).update(request.body).digest('hex'));
+  t.equal(request.headers['x-service-event-id'], eventId);
+  t.equal(request.headers['webhook-id'], eventId);
+  const timestamp = request.headers['webhook-timestamp'] as string;
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  t.equal(request.headers['webhook-signature'], `v1,${createHmac('sha256', key).update(`${eventId}.${timestamp}.${request.body}`).digest('base64')}`);
+  const body = JSON.parse(request.body);
+  t.match(body, { object: 'webhook_trigger', event_id: eventId, trigger: 'processing_status', triggered_on: { object: 'processing_account' } });
+  t.equal(request.headers['content-type'], 'application/json');
+  await new Promise((r) => setTimeout(r, 200));
+  const logs = await api.request('GET', `/webhooks/${webhook.id}/logs`);
+  t.equal(logs.body.values.length, 1, 'the successful attempt is logged too');
+  t.match(logs.body.values[0], { object: 'webhook_log', http_status: 200, attempt: 1, event_id: eventId });
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
+
+t.test('a receiver failing N times gets the event N+1 times with the same id; the logs show every attempt', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.respond = (_r, i) => ({ status: i < 3 ? 500 : 200, body: i < 3 ? 'not yet' : 'ok' });
+  const webhook = await webhookFor(receiver.url);
+  const eventId = await fireEvent();
+  const got = await receiver.waitFor(4);
+  t.equal(got.length, 4);
+  t.same(new Set(got.map((r) => r.headers['x-service-event-id'])), new Set([eventId]));
+  const gaps = got.slice(1).map((r, i) => r.at - got[i].at);
+  t.ok(gaps[0] >= 70 && gaps[1] >= 150 && gaps[2] >= 220, `retries follow the schedule with jitter (gaps ${gaps.join(', ')} ms)`);
+  await new Promise((r) => setTimeout(r, 200));
+  const logs = (await api.request('GET', `/webhooks/${webhook.id}?fields=*,logs`)).body.logs;
+  t.same(logs.map((l: any) => [l.attempt, l.http_status]), [[4, 200], [3, 500], [2, 500], [1, 500]], 'newest first');
+  t.equal(logs[3].response, 'not yet');
+  t.ok(logs[3].next_attempt_at, 'a failed attempt records when the next one is due');
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
+
+t.test('the schedule runs out after `retries`; 410 disables; redirects are failures; resend starts a new series', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.respond = () => ({ status: 500 });
+  const webhook = await webhookFor(receiver.url, { retries: 2 });
+  const eventId = await fireEvent();
+  await receiver.waitFor(3);
+  await new Promise((r) => setTimeout(r, 700));
+  t.equal(receiver.received.length, 3, 'one attempt plus two retries, then no more');
+
+  receiver.respond = () => ({ status: 200 });
+  const resent = await api.request('POST', `/webhooks/${webhook.id}/resend`, { json: { event_id: eventId } });
+  t.equal(resent.status, 200, JSON.stringify(resent.body));
+  t.equal(resent.body.values[0].series, 1);
+  await receiver.waitFor(4);
+  t.equal(receiver.received[3].headers['x-service-event-id'], eventId, 'a resend carries the same event id');
+
+  const redirecting = await startReceiver(t);
+  redirecting.respond = () => ({ status: 302, headers: { location: receiver.url + '/elsewhere' } });
+  const redirectHook = await webhookFor(redirecting.url, { retries: 0 });
+  const before = receiver.received.length;
+  await fireEvent();
+  await redirecting.waitFor(1);
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(receiver.received.filter((r) => r.url === '/elsewhere').length, 0, 'the redirect was not followed');
+  const log = (await api.request('GET', `/webhooks/${redirectHook.id}/logs`)).body.values[0];
+  t.match(log, { http_status: 302, error: 'redirects are not followed' });
+  t.ok(receiver.received.length >= before);
+
+  const gone = await startReceiver(t);
+  gone.respond = () => ({ status: 410 });
+  const goneHook = await webhookFor(gone.url);
+  await fireEvent();
+  await gone.waitFor(1);
+  await new Promise((r) => setTimeout(r, 300));
+  const after = await api.request('GET', `/webhooks/${goneHook.id}`);
+  t.equal(after.body.status, 'disabled', '410 Gone disables the webhook');
+  t.equal(after.body.disabled_reason, 'gone');
+  for (const id of [webhook.id, redirectHook.id]) await api.request('PUT', `/webhooks/${id}`, { json: { status: 'disabled' } });
+});
+
+t.test('OAuth: one token for many deliveries, refreshed after a 401 and after expiry', async (t) => {
+  const auth = await startReceiver(t);
+  let issued = 0;
+  auth.respond = () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ access_token: `tok${++issued}`, expires_in: 2 }) });
+  const receiver = await startReceiver(t);
+  let rejectOnce = true;
+  receiver.respond = (r) => {
+    if (r.headers.authorization === 'Bearer tok1' && rejectOnce && receiver.received.length > 5) {
+      rejectOnce = false;
+      return { status: 401 };
+    }
+    return { status: 200 };
+  };
+  const webhook = await webhookFor(receiver.url, { oauth_params: { auth_url: auth.url + '/token', client_id: 'cid', client_secret: 'csecret', grant_type: 'client_credentials', scope: 'hooks' } });
+  await Promise.all(Array.from({ length: 5 }, () => fireEvent()));
+  await receiver.waitFor(5);
+  t.equal(auth.received.length, 1, 'five concurrent deliveries shared one token request');
+  t.same(Object.fromEntries(new URLSearchParams(auth.received[0].body)), { grant_type: 'client_credentials', client_id: 'cid', client_secret: 'csecret', scope: 'hooks' });
+  t.ok(receiver.received.slice(0, 5).every((r) => r.headers.authorization === 'Bearer tok1'));
+  await fireEvent();
+  await receiver.waitFor(8);
+  t.equal(receiver.received[5].headers.authorization, 'Bearer tok1', 'the receiver rejected this one');
+  t.equal(receiver.received[6].headers.authorization, 'Bearer tok2', 'a 401 drops the token and retries at once with a new one');
+  await new Promise((r) => setTimeout(r, 2100));
+  await fireEvent();
+  await receiver.waitFor(9);
+  t.equal(receiver.received.at(-1)!.headers.authorization, 'Bearer tok3', 'an expired token is refreshed');
+  const logs = (await api.request('GET', `/webhooks/${webhook.id}/logs`)).body.values;
+  t.notMatch(JSON.stringify(logs), /tok\d|csecret/, 'tokens and secrets never reach the logs');
+  auth.respond = () => ({ status: 503 });
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { retries: 0, oauth_params: { auth_url: auth.url + '/token2', client_id: 'cid', client_secret: 'other', grant_type: 'client_credentials' } } });
+  await fireEvent();
+  await new Promise((r) => setTimeout(r, 500));
+  const failed = (await api.request('GET', `/webhooks/${webhook.id}/logs`)).body.values[0];
+  t.match(failed, { http_status: null, oauth_status: 503 });
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
