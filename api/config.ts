@@ -57,6 +57,28 @@ export interface Config {
   webhookDisableAfterMs: number;
   /** SETTLE_SHUTDOWN_TIMEOUT: ms a process waits for in-flight work on SIGTERM. Default 10000. */
   shutdownTimeoutMs: number;
+  /** CLICKHOUSE_URL: a ClickHouse server (`http://host:8123`). Default: embedded chdb in `<data dir>/clickhouse`. */
+  clickhouseUrl: string | undefined;
+  /** CLICKHOUSE_USER: user on that server. Default `default`. */
+  clickhouseUser: string;
+  /** CLICKHOUSE_PASSWORD: its password. Default empty. */
+  clickhousePassword: string;
+  /** CLICKHOUSE_DATABASE: database holding the mirror (created when missing). Default `settle`. */
+  clickhouseDatabase: string;
+  /** REPORTING_PORT: the reporting process's internal HTTP port. Default 8091. */
+  reportingPort: number;
+  /** REPORTING_HOST: its bind address; keep it private, the API's auth is in front of it. Default 127.0.0.1. */
+  reportingHost: string;
+  /** REPORTING_URL: where the web process sends transaction aggregates; `off` answers them from Postgres. Default `http://127.0.0.1:<REPORTING_PORT>`. */
+  reportingUrl: string | null;
+  /** REPORTING_SECRET: shared bearer token between web and reporting, required when set. Default none (loopback only). */
+  reportingSecret: string | undefined;
+  /** REPORTING_POLL_INTERVAL: ms between mirror passes when no NOTIFY arrives (also the standby's leader-lock retry). Default 1000. */
+  reportingPollIntervalMs: number;
+  /** REPORTING_BATCH_INTERVAL: minimum ms between mirror passes, so inserts batch under load. Default 100. */
+  reportingBatchIntervalMs: number;
+  /** REPORTING_WAIT: ms a query waits for the mirror to reach the API's position before 503. Default 5000. */
+  reportingWaitMs: number;
 }
 
 export function parseRateLimit(text: string | undefined): RateLimit | null {
@@ -108,8 +130,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookDisableAfterMs: parseDurations(env.WEBHOOK_DISABLE_AFTER ?? '5d', 'WEBHOOK_DISABLE_AFTER')[0],
     workerPollIntervalMs: intFromEnv(env, 'WORKER_POLL_INTERVAL', 250),
     shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
+    ...reportingConfig(env),
     vaultKey: env.SETTLE_VAULT_KEY || undefined,
     authorizationWindowMs: intFromEnv(env, 'SETTLE_AUTH_WINDOW', 120_000),
     processingDelayMs: intFromEnv(env, 'SETTLE_PROCESSING_DELAY', 200),
+  };
+}
+
+function reportingConfig(env: NodeJS.ProcessEnv) {
+  const reportingPort = intFromEnv(env, 'REPORTING_PORT', 8091);
+  const url = env.REPORTING_URL || `http://127.0.0.1:${reportingPort}`;
+  return {
+    clickhouseUrl: env.CLICKHOUSE_URL || undefined,
+    clickhouseUser: env.CLICKHOUSE_USER || 'default',
+    clickhousePassword: env.CLICKHOUSE_PASSWORD ?? '',
+    clickhouseDatabase: env.CLICKHOUSE_DATABASE || 'settle',
+    reportingPort,
+    reportingHost: env.REPORTING_HOST || '127.0.0.1',
+    reportingUrl: url === 'off' ? null : url.replace(/\/+$/, ''),
+    reportingSecret: env.REPORTING_SECRET || undefined,
+    reportingPollIntervalMs: intFromEnv(env, 'REPORTING_POLL_INTERVAL', 1000),
+    reportingBatchIntervalMs: intFromEnv(env, 'REPORTING_BATCH_INTERVAL', 100),
+    reportingWaitMs: intFromEnv(env, 'REPORTING_WAIT', 5000),
   };
 }

@@ -1,0 +1,341 @@
+/**
+ * Compiles the query AST (api/query/ast.ts) to ClickHouse SQL over the mirror table: the same
+ * language and the same answers as the Postgres compiler (api/query/toSql.ts), which is the
+ * reference the agreement test holds it to. Fields resolve through the family's schema for the
+ * request's version and must be mirrored columns; every value is a typed `{pN:Type}` parameter;
+ * operand types are checked here, so a mismatch is a 400 and never reaches ClickHouse.
+ */
+import { badRequest, invalidAttributes, type ApiError } from '../api/errors.ts';
+import type { Family, FieldSpec, FieldType, Version } from '../api/engine/family.ts';
+import { fieldsOf } from '../api/engine/view.ts';
+import { parseDateTime } from '../api/engine/values.ts';
+import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
+import { AGGREGATES } from '../api/query/toSql.ts';
+import { ATTRS_STORE, COLUMN_BY_STORE } from './columns.ts';
+
+export type ValueType = FieldType | 'date' | 'text' | 'aggregate';
+
+/** How a selected value comes back and is turned into its API form. */
+export type Exact =
+  /** Int64 money as text */
+  | 'money'
+  /** [sum as text, count] of Int64 money */
+  | 'money_avg'
+  /** [count, sum as text, sum of squares as text] of Int64 money */
+  | 'money_variance'
+  | 'money_stddev';
+
+export interface Typed {
+  sql: string;
+  type: ValueType;
+  field?: FieldSpec;
+  /** the SELECT expression when the value must travel exactly (money), and how to decode it */
+  exact?: { sql: string; kind: Exact };
+}
+
+type Category = 'number' | 'text' | 'time' | 'boolean' | 'other';
+
+function category(type: ValueType): Category {
+  switch (type) {
+    case 'money': case 'integer': case 'number': case 'aggregate': return 'number';
+    case 'string': case 'email': case 'id': case 'text': return 'text';
+    case 'datetime': case 'date': return 'time';
+    case 'boolean': return 'boolean';
+    default: return 'other';
+  }
+}
+
+/** ClickHouse's DateTime64 covers 1900-01-01 … 2299-12-31; a literal beyond compares like the bound. */
+const MIN_TIME = Date.UTC(1900, 0, 1);
+const MAX_TIME = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
+
+/** Every value is bound: a name per value, typed, never spliced into the SQL text. */
+export class Params {
+  readonly values: Record<string, unknown> = {};
+  #next = 0;
+
+  add(type: string, value: unknown): string {
+    const name = `p${this.#next++}`;
+    this.values[name] = value;
+    return `{${name}:${type}}`;
+  }
+}
+
+/** PG's text form of a value (`x::text`), for lower/upper/length and `?`. */
+function textOf(operand: Typed): string {
+  switch (category(operand.type)) {
+    case 'text': return operand.sql;
+    case 'time':
+      if (operand.type === 'date') return `toString(${operand.sql})`;
+      // timestamptz::text in UTC: trailing zeros of the fraction dropped, then the offset.
+      return `concat(replaceRegexpOne(toString(${operand.sql}), '\\\\.?0+$', ''), '+00')`;
+    default: return `toString(${operand.sql})`;
+  }
+}
+
+function asTime(operand: Typed): string {
+  return operand.type === 'date' ? `toDateTime64(${operand.sql}, 6, 'UTC')` : operand.sql;
+}
+
+type FunctionSpec = { args: Category | 'any'; type: ValueType; sql: (arg: Typed) => string };
+
+/** The scalar functions of CONTRACT §6, as the Postgres compiler defines them (UTC, ISO weeks, Sunday = 1). */
+const FUNCTIONS: Record<string, FunctionSpec> = {
+  lower: { args: 'any', type: 'text', sql: (a) => `lowerUTF8(${textOf(a)})` },
+  upper: { args: 'any', type: 'text', sql: (a) => `upperUTF8(${textOf(a)})` },
+  length: { args: 'any', type: 'number', sql: (a) => `lengthUTF8(${textOf(a)})` },
+  abs: { args: 'number', type: 'number', sql: (a) => `abs(${a.sql})` },
+  ceil: { args: 'number', type: 'number', sql: (a) => `ceil(${a.sql})` },
+  floor: { args: 'number', type: 'number', sql: (a) => `floor(${a.sql})` },
+  // Postgres rounds numeric halves away from zero; ClickHouse's round() would round them to even.
+  round: { args: 'number', type: 'number', sql: (a) => (a.type === 'money' ? a.sql : `if(${a.sql} >= 0, floor(${a.sql} + 0.5), ceil(${a.sql} - 0.5))`) },
+  year: { args: 'time', type: 'number', sql: (a) => `toYear(${asTime(a)})` },
+  month: { args: 'time', type: 'number', sql: (a) => `toMonth(${asTime(a)})` },
+  monthname: { args: 'time', type: 'text', sql: (a) => `monthName(${asTime(a)})` },
+  day: { args: 'time', type: 'number', sql: (a) => `toDayOfMonth(${asTime(a)})` },
+  dayname: { args: 'time', type: 'text', sql: (a) => `dateName('weekday', ${asTime(a)})` },
+  dayofweek: { args: 'time', type: 'number', sql: (a) => `toDayOfWeek(${asTime(a)}, 3)` },
+  dayofyear: { args: 'time', type: 'number', sql: (a) => `toDayOfYear(${asTime(a)})` },
+  weekofyear: { args: 'time', type: 'number', sql: (a) => `toISOWeek(${asTime(a)})` },
+  last_day: { args: 'time', type: 'date', sql: (a) => `toLastDayOfMonth(${asTime(a)})` },
+  hour: { args: 'time', type: 'number', sql: (a) => `toHour(${asTime(a)})` },
+  minute: { args: 'time', type: 'number', sql: (a) => `toMinute(${asTime(a)})` },
+  second: { args: 'time', type: 'number', sql: (a) => `toSecond(${asTime(a)})` },
+  unix_timestamp: { args: 'time', type: 'number', sql: (a) => `toUnixTimestamp(${asTime(a)})` },
+  date: { args: 'time', type: 'date', sql: (a) => `toDate(${asTime(a)})` },
+};
+
+const NUMERIC_AGGREGATES = new Set(['sum', 'avg', 'stddev', 'variance']);
+
+/** The text a client wrote for an operand, for error details. */
+function describe(node: Operand): string {
+  switch (node.kind) {
+    case 'field': return node.path.join('.');
+    case 'call': return `${node.fn}(${node.args.map(describe).join(', ')})`;
+    case 'date': return `date(${node.value})`;
+    case 'literal': return JSON.stringify(node.value);
+  }
+}
+
+export class ClickHouseCompiler {
+  readonly family: Family;
+  readonly version: Version;
+  readonly params: Params;
+  private readonly fields: Map<string, FieldSpec>;
+
+  constructor(family: Family, version: Version, params = new Params()) {
+    this.family = family;
+    this.version = version;
+    this.params = params;
+    this.fields = fieldsOf(family, version);
+  }
+
+  where(expr: Expr): string {
+    switch (expr.kind) {
+      case 'and':
+      case 'or':
+        return expr.items.map((item) => `(${this.where(item)})`).join(expr.kind === 'and' ? ' AND ' : ' OR ');
+      case 'not':
+        return `NOT coalesce((${this.where(expr.expr)}), 0)`;
+      case 'truthy':
+        return this.truthy(expr.operand);
+      case 'cmp':
+        return this.compare(expr.op, expr.left, expr.right);
+    }
+  }
+
+  private truthy(node: Operand): string {
+    if (node.kind === 'literal' && (typeof node.value === 'boolean' || node.value === 'true' || node.value === 'false')) {
+      return this.params.add('Bool', node.value === true || node.value === 'true');
+    }
+    const operand = node.kind === 'literal' ? null : this.operand(node, false);
+    if (operand?.type !== 'boolean') throw badRequest('Expected a condition', { q: `${describe(node)} is not true/false; compare it with a value` });
+    return operand.sql;
+  }
+
+  private compare(op: CompareOp, leftNode: Operand, rightNode: Operand): string {
+    // Keep the field on the left so the literal is typed by it.
+    if (isLiteralLike(leftNode) && !isLiteralLike(rightNode)) return this.compare(flip(op), rightNode, leftNode);
+    const left = this.operand(leftNode, false);
+    if (rightNode.kind === 'literal' && rightNode.value === null) {
+      if (op === '==') return `isNull(${left.sql})`;
+      if (op === '!=') return `isNotNull(${left.sql})`;
+      throw badRequest('null can only be compared with == or !=', { q: `null used with ${op}` });
+    }
+    if (op === '?') return this.like(left, rightNode);
+    let right: Typed;
+    if (isLiteralLike(rightNode)) {
+      right = this.literal(rightNode, left);
+    } else {
+      right = this.operand(rightNode, false);
+      if (category(left.type) !== category(right.type) || category(left.type) === 'other') {
+        throw badRequest('Cannot compare values of different types', { q: `${describe(leftNode)} and ${describe(rightNode)} have different types` });
+      }
+    }
+    const [l, r] = category(left.type) === 'time' ? [asTime(left), asTime(right)] : [left.sql, right.sql];
+    // `!=` is null-safe, as `is distinct from` in Postgres: a missing value differs from any value.
+    if (op === '!=') return `coalesce((${l}) != (${r}), isNull(${l}) != isNull(${r}))`;
+    return `(${l}) ${op === '==' ? '=' : op} (${r})`;
+  }
+
+  private like(left: Typed, pattern: Operand): string {
+    if (pattern.kind !== 'literal' || typeof pattern.value !== 'string') {
+      throw badRequest('The ? operator takes a string pattern', { q: 'expected a string pattern' });
+    }
+    const escaped = pattern.value.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');
+    return `ilike(${textOf(left)}, ${this.params.add('String', escaped)})`;
+  }
+
+  /** Types a literal by the operand it is compared with ("10.50" against money → 1050). */
+  private literal(node: Literal | Operand, against: Typed): Typed {
+    if (node.kind === 'date') return this.timeParam(toDate(node.value, 'date'), 'datetime');
+    if (node.kind !== 'literal') throw badRequest('Expected a value');
+    const value = node.value;
+    const name = against.field ? (this.pathOf(against.field) ?? 'value') : 'value';
+    const bad = (reason: string) => invalidAttributes({ [name]: reason });
+    switch (against.type) {
+      case 'money': {
+        const amount = Number(value);
+        if (typeof value === 'boolean' || !Number.isFinite(amount)) throw bad('Must be an amount');
+        const minor = Math.round(amount * 100);
+        if (!Number.isSafeInteger(minor)) throw outOfRange();
+        return { sql: this.params.add('Int64', minor), type: 'money' };
+      }
+      case 'integer':
+      case 'number':
+      case 'aggregate': {
+        const number = Number(value);
+        if (typeof value === 'boolean' || value === '' || !Number.isFinite(number)) throw bad('Must be a number');
+        return { sql: this.params.add('Float64', number), type: 'number' };
+      }
+      case 'boolean': {
+        if (value === true || value === 'true') return { sql: this.params.add('Bool', true), type: 'boolean' };
+        if (value === false || value === 'false') return { sql: this.params.add('Bool', false), type: 'boolean' };
+        throw bad('Must be true or false');
+      }
+      case 'datetime':
+        return this.timeParam(toDate(value, name), 'datetime');
+      case 'date':
+        return this.timeParam(toDate(value, name), 'date');
+      default: {
+        const text = String(value);
+        const renamed = against.field?.values?.[this.version]?.[text] ?? text;
+        return { sql: this.params.add('String', renamed), type: 'text' };
+      }
+    }
+  }
+
+  private timeParam(date: Date, type: 'datetime' | 'date'): Typed {
+    const clamped = new Date(Math.min(Math.max(date.getTime(), MIN_TIME), MAX_TIME)).toISOString();
+    if (type === 'date') return { sql: this.params.add('Date32', clamped.slice(0, 10)), type };
+    return { sql: this.params.add("DateTime64(6, 'UTC')", `${clamped.slice(0, 10)} ${clamped.slice(11, 23)}`), type };
+  }
+
+  /** Compiles a field, function call or literal used as a value. */
+  operand(node: Operand, allowAggregates: boolean): Typed {
+    switch (node.kind) {
+      case 'field':
+        return this.field(node.path);
+      case 'call':
+        return this.call(node, allowAggregates);
+      case 'date':
+        return this.timeParam(toDate(node.value, 'date'), 'datetime');
+      case 'literal':
+        return { sql: node.value === null ? 'NULL' : this.params.add('String', String(node.value)), type: 'text' };
+    }
+  }
+
+  private call(node: Call, allowAggregates: boolean): Typed {
+    const fn = node.fn.toLowerCase();
+    if (AGGREGATES.has(fn)) return this.aggregate(node, fn, allowAggregates);
+    const spec = FUNCTIONS[fn];
+    if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
+    const arg = this.singleArg(node);
+    if (spec.args !== 'any' && category(arg.type) !== spec.args) throw wrongArgument(node, spec.args);
+    return { sql: spec.sql(arg), type: spec.type };
+  }
+
+  private aggregate(node: Call, fn: string, allowAggregates: boolean): Typed {
+    if (!allowAggregates) throw badRequest(`Aggregate ${fn}() is not allowed here`, { [fn]: 'Aggregates are allowed in fields only' });
+    if (fn === 'count' && node.args.length === 0) return { sql: 'count()', type: 'aggregate' };
+    const arg = this.singleArg(node);
+    const kind = category(arg.type);
+    if (NUMERIC_AGGREGATES.has(fn) && kind !== 'number') throw wrongArgument(node, 'number');
+    if (kind === 'other') throw wrongArgument(node, 'any');
+    const x = arg.sql;
+    const some = (sql: string) => `if(count(${x}) > 0, ${sql}, NULL)`;
+    const money = arg.type === 'money';
+    switch (fn) {
+      case 'count':
+        return { sql: `count(${x})`, type: 'aggregate' };
+      case 'min':
+      case 'max':
+        return { sql: some(`${fn}(${x})`), type: arg.type, field: arg.field, exact: money ? { sql: some(`toString(${fn}(${x}))`), kind: 'money' } : undefined };
+      case 'sum':
+        return { sql: some(`sum(${x})`), type: money ? 'money' : 'aggregate', exact: money ? { sql: some(`toString(sum(${x}))`), kind: 'money' } : undefined };
+      case 'avg':
+        return { sql: `avg(${x})`, type: money ? 'money' : 'aggregate', exact: money ? { sql: `tuple(toString(sum(${x})), count(${x}))`, kind: 'money_avg' } : undefined };
+      default: {
+        const sql = fn === 'stddev' ? `stddevSamp(${x})` : `varSamp(${x})`;
+        const squares = `tuple(count(${x}), toString(sum(toInt128(${x}))), toString(sum(toInt128(${x}) * ${x})))`;
+        return { sql, type: money ? 'money' : 'aggregate', exact: money ? { sql: squares, kind: fn === 'stddev' ? 'money_stddev' : 'money_variance' } : undefined };
+      }
+    }
+  }
+
+  private singleArg(node: Call): Typed {
+    if (node.args.length !== 1) throw badRequest(`${node.fn}() takes one argument`, { [node.fn]: 'Takes one argument' });
+    const arg = node.args[0];
+    if (arg.kind === 'literal') throw badRequest(`${node.fn}() takes a field`, { [node.fn]: 'Expected a field or function, not a value' });
+    return this.operand(arg, false);
+  }
+
+  /** Resolves a client path (`status.value`, `attrs[region]`) to a mirrored column. */
+  field(path: string[]): Typed {
+    const dotted = path.join('.');
+    const exact = this.fields.get(dotted);
+    if (exact && !exact.writeOnly) {
+      const column = COLUMN_BY_STORE.get(exact.store);
+      if (!column) throw invalidAttributes({ [dotted]: 'Not available in reporting queries' });
+      return { sql: column.name, type: exact.type, field: exact };
+    }
+    for (let i = path.length - 1; i > 0; i--) {
+      const parent = this.fields.get(path.slice(0, i).join('.'));
+      if (parent?.type !== 'json') continue;
+      if (parent.store === ATTRS_STORE && i === path.length - 1) {
+        // A missing attribute is NULL, as `data #>> '{attrs,name}'` is in Postgres.
+        const key = this.params.add('String', path[i]);
+        return { sql: `if(mapContains(attrs, ${key}), attrs[${key}], NULL)`, type: 'text' };
+      }
+      throw invalidAttributes({ [dotted]: 'Not available in reporting queries' });
+    }
+    throw invalidAttributes({ [dotted || 'field']: 'Unknown field' });
+  }
+
+  private pathOf(field: FieldSpec): string | undefined {
+    return this.version === 'v1' ? field.v1 : field.v2;
+  }
+}
+
+function isLiteralLike(node: Operand): boolean {
+  return node.kind === 'literal' || node.kind === 'date';
+}
+
+function flip(op: CompareOp): CompareOp {
+  return ({ '<': '>', '>': '<', '<=': '>=', '>=': '<=' } as Record<string, CompareOp>)[op] ?? op;
+}
+
+function toDate(value: unknown, name: string): Date {
+  const date = typeof value === 'string' ? parseDateTime(value) : null;
+  if (!date) throw invalidAttributes({ [name]: 'Must be a date (YYYY-MM-DD, YYYY-MM-DD HH:MM:SS, ISO-8601 or M/D/YYYY)' });
+  return date;
+}
+
+function wrongArgument(node: Call, expected: Category | 'any'): ApiError {
+  const what = expected === 'number' ? 'a number' : expected === 'time' ? 'a date or time' : 'a field';
+  return badRequest(`${node.fn}() takes ${what}`, { [node.fn]: `Expected ${what}, got ${node.args.map(describe).join(', ')}` });
+}
+
+function outOfRange(): ApiError {
+  return badRequest('A value is out of range', { value: 'Out of range' });
+}

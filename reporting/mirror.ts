@@ -1,0 +1,238 @@
+/**
+ * The mirror loop (leader only): woken by NOTIFY after each committed change, by a poll timer as a
+ * fallback, and by queries waiting for a position. Each pass copies one snapshot window of changes
+ * (reporting/feed.ts) into ClickHouse, then records the new position there, next to the data it
+ * describes: a crash between the two replays the window (the same versions again, which the
+ * ReplacingMergeTree collapses), never skips it.
+ */
+import type { Logger } from 'pino';
+import type { Db } from '../api/db/connection.ts';
+import { tableDdl } from './columns.ts';
+import { readChanges, type FeedChunk } from './feed.ts';
+import type { ReportingStore } from './store.ts';
+
+export interface MirrorOptions {
+  pollIntervalMs: number;
+  batchIntervalMs: number;
+}
+
+export interface MirrorStatus {
+  position: bigint;
+  /** ms from a change's commit to its rows being in ClickHouse, worst of the last pass that copied rows */
+  lagMs: number;
+  lastPassAt: number;
+  rowsMirrored: number;
+}
+
+export interface RebuildProgress {
+  done: number;
+  total: number;
+}
+
+/** How long an idle position may stay unrecorded in ClickHouse (standbys read it from there). */
+const IDLE_RECORD_MS = 5000;
+const ERROR_BACKOFF_MS = 1000;
+const LAG_LOG_MS = 10_000;
+
+export class Mirror {
+  readonly #db: Db;
+  readonly #store: ReportingStore;
+  readonly #log: Logger;
+  readonly #options: MirrorOptions;
+  #status: MirrorStatus = { position: 0n, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
+  #recorded = 0n;
+  #recordedAt = 0;
+  #wakeRequested = false;
+  #recordRequested = false;
+  #wake: (() => void) | null = null;
+  #stopping = false;
+  #loop: Promise<void> | null = null;
+  #exclusive: Promise<unknown> | null = null;
+  #waiters = new Set<{ target: bigint; resolve: (reached: boolean) => void }>();
+  #lagWindow = { rows: 0, maxLagMs: 0, since: Date.now() };
+
+  constructor(db: Db, store: ReportingStore, log: Logger, options: MirrorOptions) {
+    this.#db = db;
+    this.#store = store;
+    this.#log = log;
+    this.#options = options;
+  }
+
+  get status(): MirrorStatus {
+    return { ...this.#status };
+  }
+
+  async start(): Promise<void> {
+    const { reset } = await this.#store.ensureSchema();
+    const state = await this.#store.readState();
+    this.#status.position = state?.position ?? 0n;
+    this.#recorded = this.#status.position;
+    this.#recordedAt = Date.now();
+    this.#log.info({ position: this.#status.position.toString(), reset }, reset ? 'mirror table (re)created: copying every transaction' : 'mirror resuming');
+    this.#loop = this.#run();
+  }
+
+  /** A change was committed, or someone waits: run a pass soon. */
+  wake(options: { record?: boolean } = {}): void {
+    this.#wakeRequested = true;
+    if (options.record) this.#recordRequested = true;
+    this.#wake?.();
+  }
+
+  /** Resolves true once the position reaches `target`, false after `timeoutMs`. */
+  waitFor(target: bigint, timeoutMs: number): Promise<boolean> {
+    if (this.#status.position >= target) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = {
+        target,
+        resolve: (reached: boolean) => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(reached);
+        },
+      };
+      const timer = setTimeout(() => waiter.resolve(false), timeoutMs);
+      this.#waiters.add(waiter);
+      this.wake();
+    });
+  }
+
+  /** Replaces the mirror with a fresh copy of every transaction, built beside the live table and swapped in. */
+  async rebuild(progress: (p: RebuildProgress) => void): Promise<RebuildProgress> {
+    return this.#runExclusive(async () => {
+      const shadow = `${this.#store.table}_rebuild`;
+      await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
+      await this.#store.command(tableDdl(shadow));
+      const counts: RebuildProgress = { done: 0, total: 0 };
+      const window = await readChanges(this.#db, null, async (chunk) => {
+        await this.#store.insertLines(chunk.lines, shadow);
+        counts.done += chunk.lines.length;
+        progress({ ...counts });
+      }, (total) => {
+        counts.total = total;
+        progress({ ...counts });
+      });
+      await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
+      await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
+      await this.#store.writePosition(window.to);
+      this.#recorded = window.to;
+      this.#recordedAt = Date.now();
+      this.#advance(window.to);
+      this.#log.info({ rows: counts.done, position: window.to.toString() }, 'mirror rebuilt');
+      return counts;
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    await this.#loop;
+    await this.#exclusive?.catch(() => {});
+    for (const waiter of this.#waiters) waiter.resolve(false);
+  }
+
+  /** Work that must not overlap a pass (a rebuild): the loop waits for it. */
+  async #runExclusive<T>(work: () => Promise<T>): Promise<T> {
+    while (this.#exclusive) await this.#exclusive.catch(() => {});
+    const running = (async () => {
+      await this.#passDone;
+      return work();
+    })();
+    this.#exclusive = running;
+    try {
+      return await running;
+    } finally {
+      this.#exclusive = null;
+      this.wake();
+    }
+  }
+
+  #passDone: Promise<void> = Promise.resolve();
+
+  async #run(): Promise<void> {
+    let delay = 0;
+    while (!this.#stopping) {
+      await this.#sleep(delay);
+      if (this.#stopping) break;
+      while (this.#exclusive) await this.#exclusive.catch(() => {});
+      this.#wakeRequested = false;
+      const started = Date.now();
+      let done!: () => void;
+      this.#passDone = new Promise((resolve) => (done = resolve));
+      try {
+        const inFlight = await this.#pass();
+        // Under load, wait a little so the next insert is a batch; with transactions still in
+        // flight, look again soon even without a notification (their commit may be the one awaited).
+        const elapsed = Date.now() - started;
+        const soon = Math.max(0, this.#options.batchIntervalMs - elapsed);
+        delay = this.#wakeRequested || (inFlight && this.#waiters.size > 0) ? Math.min(soon, 20)
+          : inFlight ? soon
+          : this.#options.pollIntervalMs;
+      } catch (error) {
+        this.#log.error({ err: error }, 'mirror pass failed; retrying');
+        delay = ERROR_BACKOFF_MS;
+      } finally {
+        done();
+      }
+    }
+  }
+
+  /** Sleeps up to `ms`, cut short by a wake-up. */
+  #sleep(ms: number): Promise<void> {
+    if (this.#wakeRequested || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(finish, ms);
+      function finish() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = null;
+        finish();
+      };
+    });
+  }
+
+  /** One window; returns whether transactions were still in flight at its snapshot. */
+  async #pass(): Promise<boolean> {
+    const from = this.#status.position;
+    let oldest = Infinity;
+    const window = await readChanges(this.#db, from, async (chunk: FeedChunk) => {
+      await this.#store.insertLines(chunk.lines);
+      oldest = Math.min(oldest, chunk.oldestChangeMs);
+    });
+    const now = Date.now();
+    this.#status.lastPassAt = now;
+    if (window.rows > 0) {
+      this.#status.lagMs = Math.max(0, now - oldest);
+      this.#status.rowsMirrored += window.rows;
+      this.#noteLag(window.rows, this.#status.lagMs);
+    } else {
+      this.#status.lagMs = 0;
+    }
+    const record = window.rows > 0 || this.#recordRequested || (window.to > this.#recorded && now - this.#recordedAt > IDLE_RECORD_MS);
+    if (record && window.to !== this.#recorded) {
+      this.#recordRequested = false;
+      await this.#store.writePosition(window.to);
+      this.#recorded = window.to;
+      this.#recordedAt = now;
+    }
+    this.#advance(window.to);
+    return window.inFlight;
+  }
+
+  #advance(position: bigint): void {
+    this.#status.position = position;
+    for (const waiter of this.#waiters) if (position >= waiter.target) waiter.resolve(true);
+  }
+
+  #noteLag(rows: number, lagMs: number): void {
+    const window = this.#lagWindow;
+    window.rows += rows;
+    window.maxLagMs = Math.max(window.maxLagMs, lagMs);
+    const now = Date.now();
+    if (now - window.since < LAG_LOG_MS) return;
+    this.#log.info({ rows: window.rows, maxLagMs: window.maxLagMs, position: this.#status.position.toString() }, 'mirror lag');
+    this.#lagWindow = { rows: 0, maxLagMs: 0, since: now };
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The ClickHouse side of reporting, through @clickhouse/client only: embedded chdb (plugged in with
+ * `createChdbConnection`, one data directory per process) by default, a ClickHouse server when
+ * CLICKHOUSE_URL is set. The DDL and every statement are the same text for both. Settings that
+ * matter travel in the SQL (`FINAL`, `SETTINGS …`), because a chdb session keeps session settings.
+ */
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../api/config.ts';
+import { schemaFingerprint, tableDdl } from './columns.ts';
+
+const STATE_NAME = 'transactions';
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export interface MirrorState {
+  /** every transaction change written by a database transaction with txid below this is mirrored */
+  position: bigint;
+  schema: string;
+}
+
+export interface StoreTarget {
+  /** what the leader lock is taken for: the data directory or the server and database */
+  identity: string;
+  embedded: boolean;
+}
+
+export function storeTarget(config: Config): StoreTarget {
+  if (config.clickhouseUrl) return { identity: `${config.clickhouseUrl}#${config.clickhouseDatabase}`, embedded: false };
+  return { identity: `chdb:${path.resolve(config.dataDir, 'clickhouse')}#${config.clickhouseDatabase}`, embedded: true };
+}
+
+export class ReportingStore {
+  readonly client: ClickHouseClient;
+  readonly database: string;
+  readonly table: string;
+  readonly embedded: boolean;
+  #lastStateWrite = 0n;
+
+  constructor(client: ClickHouseClient, database: string, embedded: boolean) {
+    if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
+    this.client = client;
+    this.database = database;
+    this.table = `${database}.transactions`;
+    this.embedded = embedded;
+  }
+
+  /** Creates the database and tables; a mirror table of another shape is replaced and the position reset. */
+  async ensureSchema(): Promise<{ reset: boolean }> {
+    await this.command(`CREATE DATABASE IF NOT EXISTS ${this.database}`);
+    await this.command(`CREATE TABLE IF NOT EXISTS ${this.database}.mirror_state (
+  name String,
+  position UInt64,
+  schema String,
+  updated_at DateTime64(6, 'UTC')
+) ENGINE = ReplacingMergeTree(updated_at) ORDER BY name`);
+    const state = await this.readState();
+    if (state?.schema === schemaFingerprint()) {
+      await this.command(tableDdl(this.table));
+      return { reset: false };
+    }
+    await this.command(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.command(tableDdl(this.table));
+    await this.writePosition(0n);
+    return { reset: true };
+  }
+
+  async readState(): Promise<MirrorState | null> {
+    const rows = await this.select<{ position: string; schema: string }>(
+      `SELECT toString(position) AS position, schema FROM ${this.database}.mirror_state FINAL WHERE name = {name:String}`,
+      { name: STATE_NAME },
+    );
+    return rows[0] ? { position: BigInt(rows[0].position), schema: rows[0].schema } : null;
+  }
+
+  async writePosition(position: bigint): Promise<void> {
+    // ReplacingMergeTree keeps the latest `updated_at`; make it strictly increasing within this process.
+    let stamp = BigInt(Date.now()) * 1000n;
+    if (stamp <= this.#lastStateWrite) stamp = this.#lastStateWrite + 1n;
+    this.#lastStateWrite = stamp;
+    await this.client.command({
+      query: `INSERT INTO ${this.database}.mirror_state (name, position, schema, updated_at)
+VALUES ({name:String}, {position:UInt64}, {schema:String}, fromUnixTimestamp64Micro({stamp:Int64}, 'UTC'))`,
+      query_params: { name: STATE_NAME, position: position.toString(), schema: schemaFingerprint(), stamp: stamp.toString() },
+    });
+  }
+
+  /** Inserts JSONEachRow lines; the data travels in the statement text, the same for chdb and a server. */
+  async insertLines(lines: string[], table = this.table): Promise<void> {
+    if (lines.length === 0) return;
+    await this.client.command({ query: `INSERT INTO ${table} FORMAT JSONEachRow\n${lines.join('\n')}\n` });
+  }
+
+  async select<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    const result = await this.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return (await result.json()) as T[];
+  }
+
+  async command(query: string): Promise<void> {
+    await this.client.command({ query });
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+export function openStore(config: Config): ReportingStore {
+  if (config.clickhouseUrl) {
+    const client = createClient({
+      url: config.clickhouseUrl,
+      username: config.clickhouseUser,
+      password: config.clickhousePassword,
+      request_timeout: 60_000,
+    });
+    return new ReportingStore(client, config.clickhouseDatabase, false);
+  }
+  const dir = path.join(config.dataDir, 'clickhouse');
+  fs.mkdirSync(dir, { recursive: true });
+  // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
+  const client = createClient({ connection: createChdbConnection({ path: dir }) } as Parameters<typeof createClient>[0]);
+  return new ReportingStore(client, config.clickhouseDatabase, true);
+}
