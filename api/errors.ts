@@ -46,7 +46,8 @@ export function conflict(description: string): ApiError {
 }
 
 export function payloadTooLarge(): ApiError {
-  return new ApiError(413, 'PayloadTooLarge', 'Request body exceeds the size limit');
+  // The rest of the body is never read, so the connection cannot carry another request.
+  return new ApiError(413, 'PayloadTooLarge', 'Request body exceeds the size limit', undefined, { Connection: 'close' });
 }
 
 export function tooManyRequests(retryAfterSeconds: number): ApiError {

@@ -30,9 +30,10 @@ export async function freePort(): Promise<number> {
 const USER = 'settle';
 const PASSWORD = 'settle';
 
-export async function startEmbeddedPostgres(dataDir: string, options: { persistent?: boolean; log?: (line: string) => void } = {}): Promise<EmbeddedServer> {
+export async function startEmbeddedPostgres(dataDir: string, options: { persistent?: boolean; log?: (line: string) => void; port?: number } = {}): Promise<EmbeddedServer> {
   const databaseDir = path.join(dataDir, 'postgres');
-  const port = await freePort();
+  // A fixed port lets a restart on the same data directory keep its clients' URLs.
+  const port = options.port ?? await freePort();
   const log = options.log ?? (() => {});
   const server = new EmbeddedPostgres({
     databaseDir,

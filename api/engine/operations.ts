@@ -30,7 +30,7 @@ export async function getOne(ctx: OperationContext, id: string, query: ListQuery
 }
 
 export async function list(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
-  if (isAggregateQuery(query)) return aggregate(ctx, query);
+  if (isAggregateQuery(query) || hasComputedFields(query)) return aggregate(ctx, query);
   const rows = await selectMatching(ctx, query, false);
   return { object: 'list', values: await shape(ctx, rows, query.fields) };
 }
@@ -54,16 +54,24 @@ function orderSql(compiler: SqlCompiler, query: ListQuery, allowAggregates = fal
   });
 }
 
-function isAggregateQuery(query: ListQuery): boolean {
+/** True when the answer is rows of aggregates/groups (CONTRACT §6); for transactions the reporting process answers. */
+export function isAggregateQuery(query: ListQuery): boolean {
   if (query.groupBy.length) return true;
   return (query.fields ?? []).some((term) => term.expr?.kind === 'call' && AGGREGATES.has(term.expr.fn.toLowerCase()));
 }
 
-/** `fields=status,sum(amount),count&group_by=status` → rows keyed by the expressions as requested. */
-async function aggregate(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
-  const compiler = new SqlCompiler(ctx.collection.family, ctx.version);
-  const terms = (query.fields ?? query.groupBy).filter((t): t is SelectTerm & { expr: NonNullable<SelectTerm['expr']> } => t.expr !== null);
+/** `fields=id,lower(name)`: scalar functions make the answer rows keyed by the expressions too. */
+export function hasComputedFields(query: ListQuery): boolean {
+  return (query.fields ?? []).some((term) => term.expr?.kind === 'call');
+}
+
+export type AggregateTerm = SelectTerm & { expr: NonNullable<SelectTerm['expr']> };
+
+/** The terms an aggregate query returns, each grouped or aggregated (checked the same way for Postgres and ClickHouse). */
+export function aggregateTerms(query: ListQuery): AggregateTerm[] {
+  const terms = (query.fields ?? query.groupBy).filter((t): t is AggregateTerm => t.expr !== null);
   if (terms.length === 0) throw badRequest('An aggregate query needs fields', { fields: 'Name the fields and aggregates to return' });
+  if (!isAggregateQuery(query)) return terms;
   const groupSources = new Set(query.groupBy.map((g) => g.source));
   for (const term of terms) {
     const isAggregate = term.expr.kind === 'call' && AGGREGATES.has(term.expr.fn.toLowerCase());
@@ -71,13 +79,35 @@ async function aggregate(ctx: OperationContext, query: ListQuery): Promise<ApiLi
       throw badRequest(`${term.source} must be grouped or aggregated`, { [term.source]: 'Add it to group_by or wrap it in an aggregate' });
     }
   }
+  return terms;
+}
+
+/**
+ * `fields=status,sum(amount),count&group_by=status` → rows keyed by the expressions as requested.
+ * The Postgres answer; transaction queries go to the reporting process instead (api/http/reportingProxy.ts),
+ * which the agreement test holds to this one.
+ */
+export async function aggregate(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
+  const compiler = new SqlCompiler(ctx.collection.family, ctx.version);
+  const terms = aggregateTerms(query);
   const compiled = terms.map((t) => compiler.operand(t.expr, true));
+  // Group and order by select-list position: the same expression bound twice would be two
+  // different parameters to Postgres, and no longer "the same" grouped expression.
+  const sources = terms.map((t) => t.source);
+  const hidden = query.groupBy.filter((g) => g.expr && !sources.includes(g.source));
+  const select = [...compiled, ...hidden.map((g) => compiler.operand(g.expr!, false))];
+  const position = (source: string) => [...sources, ...hidden.map((g) => g.source)].indexOf(source) + 1;
   const rows = await objects.aggregateObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
-    select: compiled,
+    select,
     where: query.where ? compiler.where(query.where) : null,
     type: ctx.collection.fixedType,
-    groupBy: query.groupBy.map((g) => (g.expr ? compiler.operand(g.expr, false) : { sql: '1', bindings: [] })),
-    orderBy: orderSql(compiler, query, true),
+    groupBy: query.groupBy.filter((g) => g.expr).map((g) => ({ sql: String(position(g.source)), bindings: [] })),
+    orderBy: query.orderBy.map((term) => {
+      const at = position(term.source.replace(/^(asc|desc)\((.*)\)$/, '$2'));
+      if (at > 0) return { sql: `${at} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: [] };
+      const operand = compiler.operand(term.expr, true);
+      return { sql: `${operand.sql} ${term.direction}`, bindings: operand.bindings };
+    }),
     limit: query.limit,
     offset: query.offset,
   });

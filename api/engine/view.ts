@@ -81,7 +81,8 @@ export function isKnownPath(family: Family, version: Version, dotted: string): b
 
 /** Keeps only the requested top-level or dotted paths of a rendered object (`fields=id,name`). */
 export function project(rendered: Json, paths: string[]): Json {
-  const out: Json = {};
+  // Every object in a response says what it is (client libraries map on `object`).
+  const out: Json = { object: rendered.object };
   for (const path of paths) {
     const value = getPath(rendered, path);
     if (value !== undefined) setPath(out, path, value);

@@ -57,7 +57,6 @@ export function createBodyParser(limit: number) {
   return async function parseBody(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
     if (ctx.method === 'GET' || ctx.method === 'HEAD') return next();
     const raw = await readRaw(ctx, limit);
-    ctx.state.rawBody = raw;
     let body: unknown = {};
     if (raw.length > 0) {
       const type = (ctx.get('Content-Type') || 'application/json').toLowerCase();

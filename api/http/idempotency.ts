@@ -13,10 +13,19 @@ import type { RequestState } from './state.ts';
 
 const STALE_AFTER_SECONDS = 60;
 
+/** Keys sorted at every level: the same request in any encoding (JSON, form, multipart) hashes the same. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
 function requestHash(ctx: Context & { state: RequestState }): string {
   return createHash('sha256')
     .update(`${ctx.method}\n${ctx.path}\n${ctx.querystring}\n${ctx.state.version}\n`)
-    .update(ctx.state.rawBody ?? Buffer.alloc(0))
+    .update(canonicalJson(ctx.state.body ?? {}))
     .digest('hex');
 }
 

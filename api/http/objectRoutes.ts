@@ -15,6 +15,7 @@ import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
 import { errorBody, toApiError } from './errorHandler.ts';
 import { completeInTransaction } from './idempotency.ts';
+import { answeredByReporting, queryReporting } from './reportingProxy.ts';
 import type { RequestState } from './state.ts';
 
 type Ctx = Context & { state: RequestState; params: Record<string, string> };
@@ -77,7 +78,16 @@ function requireQueryMode(query: ListQuery): void {
 
 export function objectRoutes(): Router {
   const router = new Router();
-  router.get('/:collection', (ctx) => read(ctx as Ctx, (op) => operations.list(op, listQueryOf(ctx as Ctx))));
+  router.get('/:collection', async (ctx) => {
+    const c = ctx as Ctx;
+    const query = listQueryOf(c);
+    const collection = collectionOf(c);
+    if (answeredByReporting(c, collection, query)) {
+      c.body = await queryReporting(c, collection);
+      return;
+    }
+    return read(c, (op) => operations.list(op, query));
+  });
   router.get('/:collection/:id', (ctx) => read(ctx as Ctx, (op) => operations.getOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
   router.post('/:collection', (ctx) => write(ctx as Ctx, (op) => operations.create(op, body(ctx as Ctx), listQueryOf(ctx as Ctx))));
   router.put('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => operations.updateOne(op, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx))));

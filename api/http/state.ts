@@ -28,6 +28,5 @@ export interface RequestState {
   principal?: Principal;
   version: Version;
   body?: Record<string, unknown>;
-  rawBody?: Buffer;
   idempotency?: IdempotencyClaim;
 }

@@ -102,6 +102,9 @@ export class SqlCompiler {
       throw badRequest('null can only be compared with == or !=', { q: `null used with ${op}` });
     }
     if (op === '?') return this.like(left, rightNode);
+    // Timestamps are shown to the second; compare them at that precision so an object's own
+    // rendered created_at finds it.
+    if (left.type === 'datetime' && isLiteralLike(rightNode)) left.sql = `date_trunc('second', ${left.sql})`;
     const right = isLiteralLike(rightNode) ? this.literal(rightNode, left) : this.operand(rightNode, false);
     const sqlOp = op === '==' ? '=' : op === '!=' ? '<>' : op;
     const sql = op === '!='
@@ -175,6 +178,7 @@ export class SqlCompiler {
       if (!allowAggregates) throw badRequest(`Aggregate ${fn}() is not allowed here`, { [fn]: 'Aggregates are allowed in fields only' });
       if (fn === 'count' && node.args.length === 0) return { sql: 'count(*)', bindings: [], type: 'aggregate' };
       const arg = this.singleArg(node, false);
+      requireArgType(fn, arg);
       const sqlFn = fn === 'stddev' ? 'stddev_samp' : fn === 'variance' ? 'var_samp' : fn;
       const type: ValueType = (fn === 'min' || fn === 'max') ? arg.type : fn === 'count' ? 'aggregate' : arg.type === 'money' ? 'money' : 'aggregate';
       return { sql: `${sqlFn}(${arg.sql})`, bindings: arg.bindings, type, field: arg.field };
@@ -182,7 +186,11 @@ export class SqlCompiler {
     const spec = FUNCTIONS[fn];
     if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
     const arg = this.singleArg(node, false);
-    return { sql: spec.sql(arg.sql), bindings: arg.bindings, type: spec.type };
+    requireArgType(fn, arg);
+    if (fn === 'abs' && arg.type === 'money') return { sql: spec.sql(arg.sql), bindings: arg.bindings, type: 'money', field: arg.field };
+    // Rounding money works on the decimal amount, not on minor units.
+    const input = arg.type === 'money' ? `(${arg.sql}) / 100.0` : arg.sql;
+    return { sql: spec.sql(input), bindings: arg.bindings, type: spec.type };
   }
 
   private singleArg(node: Call, allowAggregates: boolean): Typed {
@@ -215,6 +223,20 @@ export class SqlCompiler {
 
   private pathOf(field: FieldSpec): string | undefined {
     return this.version === 'v1' ? field.v1 : field.v2;
+  }
+}
+
+const DATE_FUNCTIONS = new Set(['year', 'month', 'monthname', 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'hour', 'minute', 'second', 'unix_timestamp', 'date']);
+const NUMERIC_FUNCTIONS = new Set(['abs', 'ceil', 'floor', 'round', 'sum', 'avg', 'stddev', 'variance']);
+const NUMERIC_TYPES = new Set<ValueType>(['integer', 'number', 'money', 'aggregate']);
+
+/** A function over the wrong kind of value is the client's mistake: 400, before Postgres sees it. */
+function requireArgType(fn: string, arg: Typed): void {
+  if (DATE_FUNCTIONS.has(fn) && arg.type !== 'datetime' && arg.type !== 'date') {
+    throw badRequest(`${fn}() takes a date or time`, { [fn]: 'Takes a date or time field' });
+  }
+  if (NUMERIC_FUNCTIONS.has(fn) && !NUMERIC_TYPES.has(arg.type)) {
+    throw badRequest(`${fn}() takes a number`, { [fn]: 'Takes a numeric field' });
   }
 }
 

@@ -34,33 +34,31 @@ export async function hasDependentCustomers(db: Db, tenant: Tenant, processingId
   return result.rows;
 }
 
-/** The paying default of each account: the method whose account_defaults.paying covers payments. */
-export async function payingDefaults(db: Db, tenant: Tenant, accountIds: string[]): Promise<Map<string, string>> {
-  const found = await rows<{ account_id: string; id: string }>(db,
-    `select distinct on (data->>'account_id') data->>'account_id' as account_id, id from payment_methods
-      where org_id = ? and environment = ? and data->>'account_id' = any(?::text[])
-        and data->'account_defaults'->>'paying' in ('payments', 'all')
-      order by data->>'account_id', modified_at desc`,
-    [tenant.orgId, tenant.environment, accountIds]);
-  return new Map(found.map((r) => [r.account_id, r.id]));
-}
-
-export async function clearPayingDefault(db: Db, tenant: Tenant, accountId: string): Promise<void> {
-  await rows(db,
-    `update payment_methods set data = data #- '{account_defaults,paying}', modified_at = now()
-      where org_id = ? and environment = ? and data->>'account_id' = ? and data->'account_defaults'->>'paying' is not null`,
-    [tenant.orgId, tenant.environment, accountId]);
-}
-
-/** Marks one of the account's methods as its paying default; false when it is not the account's. */
-export async function makePayingDefault(db: Db, tenant: Tenant, accountId: string, methodId: string): Promise<boolean> {
+export async function ownsMethod(db: Db, tenant: Tenant, accountId: string, methodId: string): Promise<boolean> {
   const owned = await rows(db, `select 1 from payment_methods where id = ? and org_id = ? and environment = ? and data->>'account_id' = ?`,
     [methodId, tenant.orgId, tenant.environment, accountId]);
-  if (owned.length === 0) return false;
-  await clearPayingDefault(db, tenant, accountId);
+  return owned.length > 0;
+}
+
+/**
+ * The account's paying default becomes `methodId` (or none): that method is marked
+ * `account_defaults.paying = all` unless it already covers payments, the others are unmarked, and
+ * the account's `default_payment_method` pointer follows, all in the caller's transaction.
+ */
+export async function setPayingDefault(db: Db, tenant: Tenant, accountId: string, methodId: string | null, options: { updateAccount: boolean }): Promise<void> {
   await rows(db,
-    `update payment_methods set data = jsonb_set(data, '{account_defaults}', coalesce(data->'account_defaults', '{}'::jsonb) || '{"paying": "all"}'), modified_at = now()
-      where id = ?`,
-    [methodId]);
-  return true;
+    `update payment_methods set data = data #- '{account_defaults,paying}', modified_at = now()
+      where org_id = ? and environment = ? and data->>'account_id' = ? and id is distinct from ?
+        and data->'account_defaults'->>'paying' is not null`,
+    [tenant.orgId, tenant.environment, accountId, methodId]);
+  if (methodId) {
+    await rows(db,
+      `update payment_methods set data = jsonb_set(data, '{account_defaults}', coalesce(data->'account_defaults', '{}'::jsonb) || '{"paying": "all"}'), modified_at = now()
+        where id = ? and coalesce(data->'account_defaults'->>'paying', '') not in ('payments', 'all')`,
+      [methodId]);
+  }
+  if (options.updateAccount) {
+    await rows(db, `update accounts set data = jsonb_set(data, '{default_payment_method}', to_jsonb(?::text)), modified_at = now() where id = ? and type = 'customer'`,
+      [methodId, accountId]);
+  }
 }

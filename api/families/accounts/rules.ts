@@ -2,33 +2,22 @@
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { clearPayingDefault, findProcessingAccount, hasDependentCustomers, makePayingDefault, payingDefaults } from './repository.ts';
+import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefault } from './repository.ts';
 
 /**
- * v1 `default_payment_method` is a view of the rule stored on payment methods
- * (`account_defaults.paying`): setting it marks that method and unmarks the others.
+ * v1 `default_payment_method` and v2 `account_defaults.paying` are one rule: setting either goes
+ * through setPayingDefault, which marks the method and keeps the customer's pointer in step.
  */
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
   const requested = next.data.default_payment_method;
-  const data = { ...next.data };
-  delete data.default_payment_method;
-  if (requested === undefined || (previous && requested === previous.data.default_payment_method)) return { ...next, data };
+  if (requested === undefined || (previous && requested === previous.data.default_payment_method)) return next;
   if (!previous) throw invalidAttributes({ default_payment_method: 'Attach a payment method to the customer first, then set it as default' });
-  if (requested === null) {
-    await clearPayingDefault(ctx.tx, ctx.tenant, next.id);
-    return { ...next, data };
-  }
-  if (!(await makePayingDefault(ctx.tx, ctx.tenant, next.id, String(requested)))) {
+  if (requested !== null && !(await ownsMethod(ctx.tx, ctx.tenant, next.id, String(requested)))) {
     throw invalidAttributes({ default_payment_method: 'No payment method with this id belongs to this customer' });
   }
-  return { ...next, data };
-}
-
-async function load(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
-  const customers = rows.filter((r) => r.type === 'customer');
-  if (ctx.version !== 'v1' || customers.length === 0) return;
-  const defaults = await payingDefaults(ctx.tx, ctx.tenant, customers.map((r) => r.id));
-  for (const row of customers) row.data = { ...row.data, default_payment_method: defaults.get(row.id) ?? null };
+  // This row is being written by the caller; only the methods need changing here.
+  await setPayingDefault(ctx.tx, ctx.tenant, next.id, requested === null ? null : String(requested), { updateAccount: false });
+  return next;
 }
 
 async function validate(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
@@ -67,4 +56,4 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   }];
 }
 
-export const accountRules: FamilyRules = { prepare, validate, beforeDelete, events, load };
+export const accountRules: FamilyRules = { prepare, validate, beforeDelete, events };

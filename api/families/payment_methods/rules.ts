@@ -4,6 +4,7 @@ import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engin
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { forbidden, invalidAttributes } from '../../errors.ts';
 import { spendClientToken } from '../transactions/repository.ts';
+import { setPayingDefault } from '../accounts/repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 
 function section(row: StoredObject, name: string): Json {
@@ -77,11 +78,26 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const accountId = next.data.account_id;
   if (typeof accountId !== 'string') return;
-  for (const kind of ['paying', 'funding'] as const) {
-    const value = section(next, 'account_defaults')[kind];
-    if (!value || (previous && section(previous, 'account_defaults')[kind] === value)) continue;
-    await clearDefault(ctx.tx, ctx.tenant, accountId, kind, next.id);
+  const paying = section(next, 'account_defaults').paying;
+  const wasPaying = previous ? section(previous, 'account_defaults').paying : undefined;
+  if (paying !== wasPaying) {
+    const covers = paying === 'payments' || paying === 'all';
+    if (covers) await setPayingDefault(ctx.tx, ctx.tenant, accountId, next.id, { updateAccount: true });
+    else if (wasPaying === 'payments' || wasPaying === 'all') await clearAccountPointer(ctx.tx, [next.id]);
   }
+  const funding = section(next, 'account_defaults').funding;
+  if (funding && (!previous || section(previous, 'account_defaults').funding !== funding)) {
+    await clearDefault(ctx.tx, ctx.tenant, accountId, 'funding', next.id);
+  }
+}
+
+async function beforeDelete(ctx: RuleContext, deleted: StoredObject[]): Promise<void> {
+  await clearAccountPointer(ctx.tx, deleted.map((m) => m.id));
+}
+
+/** Customers whose default was one of these methods have none now. */
+async function clearAccountPointer(db: Db, methodIds: string[]): Promise<void> {
+  await rows(db, `update accounts set data = data - 'default_payment_method', modified_at = now() where data->>'default_payment_method' = any(?::text[])`, [methodIds]);
 }
 
 export async function clearDefault(db: Db, tenant: Tenant, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
@@ -91,4 +107,4 @@ export async function clearDefault(db: Db, tenant: Tenant, accountId: string, ki
     [['account_defaults', kind], tenant.orgId, tenant.environment, accountId, keepId, kind]);
 }
 
-export const paymentMethodRules: FamilyRules = { prepare, afterWrite };
+export const paymentMethodRules: FamilyRules = { prepare, afterWrite, beforeDelete };

@@ -75,10 +75,10 @@ function snapshot(method: StoredObject): Json {
   const section = (name: string) => (isPlainObject(method.data[name]) ? (method.data[name] as Json) : {});
   if (method.type === 'card') {
     const card = section('card');
-    return { id: method.id, type: 'card', card: { card_number: card.card_number, card_brand: card.card_brand, expiry: card.expiry } };
+    return { object: 'payment_method', id: method.id, type: 'card', card: { card_number: card.card_number, card_brand: card.card_brand, expiry: card.expiry } };
   }
   const bank = section('bank_account');
-  return { id: method.id, type: 'bank_account', bank_account: { account_number: bank.account_number, routing_number: bank.routing_number, account_type: bank.account_type } };
+  return { object: 'payment_method', id: method.id, type: 'bank_account', bank_account: { account_number: bank.account_number, routing_number: bank.routing_number, account_type: bank.account_type } };
 }
 
 async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties: Parties): Promise<StoredObject | null> {

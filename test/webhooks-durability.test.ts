@@ -1,0 +1,250 @@
+/**
+ * At-least-once delivery across crashes (CONTRACT §8): the worker process is killed with SIGKILL
+ * mid-flight and replaced, and PostgreSQL itself is restarted during delivery. Every event
+ * reaches a real loopback receiver, which dedups on the event id (the receiver kit), so each id
+ * counts exactly once however many times it arrived.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { loadConfig, projectRoot } from '../api/config.ts';
+import { createDb, type Db } from '../api/db/connection.ts';
+import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
+import { recordEvents, type EventTenant } from '../api/db/events.ts';
+import { migrate } from '../api/db/migrate.ts';
+import { createKey, hashKey } from '../api/keys.ts';
+import { startWeb } from '../api/server.ts';
+import { createWebhookReceiver } from '../api/webhooks/receiver.ts';
+import { startWorker } from '../workers/main.ts';
+import { startTestApi } from './helpers/api.ts';
+
+const TRIGGER = 'processing_status';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean | Promise<boolean>, ms: number, every = 25): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await condition()) return true;
+    await sleep(every);
+  }
+  return condition();
+}
+
+interface DedupReceiver {
+  url: string;
+  /** every request that reached the receiver, duplicates included */
+  raw: number;
+  /** requests whose signature did not verify */
+  rejected: number;
+  /** event ids, each once */
+  unique: Set<string>;
+}
+
+/** A plain node:http receiver verifying signatures and deduplicating on X-Service-Event-Id. */
+async function startDedupReceiver(t: Test, secret: () => string, delayMs = 0): Promise<DedupReceiver> {
+  const unique = new Set<string>();
+  const receiver: DedupReceiver = { url: '', raw: 0, rejected: 0, unique };
+  let receive: ReturnType<typeof createWebhookReceiver> | null = null;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      receiver.raw += 1;
+      receive ??= createWebhookReceiver({ secret: secret(), seen: unique });
+      const { status } = receive(Buffer.concat(chunks), req.headers);
+      if (status !== 200) receiver.rejected += 1;
+      const answer = () => res.writeHead(status).end(status === 200 ? 'ok' : 'bad signature');
+      if (delayMs > 0) setTimeout(answer, delayMs);
+      else answer();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return receiver;
+}
+
+/** The worker as its own process (`node workers/main.ts`), output kept for a failure message. */
+function spawnWorker(t: Test, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<void> } {
+  const child = spawn(process.execPath, [path.join(projectRoot, 'workers/main.ts')], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-8000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  });
+  return { child, output: () => output, exited };
+}
+
+function drafts(count: number, from: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    trigger: TRIGGER,
+    objectType: 'processing_account',
+    objectId: `acct_durability_${from + i}`,
+    value: { status: 'active', n: from + i },
+  }));
+}
+
+/** Commits `total` events in transactions of `batch`; returns their ids. */
+async function enqueue(db: Db, tenant: EventTenant, total: number, batch: number, from = 0): Promise<string[]> {
+  const ids: string[] = [];
+  for (let done = 0; done < total; done += batch) {
+    const n = Math.min(batch, total - done);
+    ids.push(...(await db.transaction((tx) => recordEvents(tx, tenant, drafts(n, from + done)))));
+  }
+  return ids;
+}
+
+function missing(expected: Iterable<string>, got: Set<string>): string[] {
+  return [...expected].filter((id) => !got.has(id));
+}
+
+t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, each id exactly once after dedup', { timeout: 90_000 }, async (t) => {
+  const TOTAL = 2000;
+  const started = Date.now();
+  const api = await startTestApi(t);
+  let secret = '';
+  // A few ms per answer, so the kill finds deliveries in flight on the wire as well as locked jobs.
+  const receiver = await startDedupReceiver(t, () => secret, 3);
+  const created = await api.request('POST', '/webhooks', { json: { trigger: TRIGGER, url: receiver.url } });
+  t.equal(created.status, 200, JSON.stringify(created.body));
+  secret = created.body.sender_secret;
+  const key = await api.db('api_keys').where({ key_hash: hashKey(api.key) }).first();
+  const tenant = { orgId: key.org_id as string, environment: 'test' };
+
+  const env = { DATABASE_URL: api.databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: '2s', LOG_LEVEL: 'warn' };
+  const first = spawnWorker(t, env);
+  // Running once it has announced itself.
+  t.ok(await until(async () => Number((await api.db('worker_heartbeats').count({ n: '*' }))[0].n) > 0, 20_000, 50), 'the first worker is up');
+
+  const enqueuing = enqueue(api.db, tenant, TOTAL, 100);
+  t.ok(await until(() => receiver.unique.size >= 300, 30_000, 5), `deliveries began (${receiver.unique.size})`);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  const atKill = receiver.unique.size;
+  const ids = await enqueuing;
+  t.equal(ids.length, TOTAL, 'all events committed');
+  t.ok(atKill < TOTAL, `killed mid-flight: ${atKill} of ${TOTAL} had arrived`);
+  const lockedAtKill = Number((await api.db('graphile_worker._private_jobs').whereNotNull('locked_by').count({ n: '*' }))[0].n);
+  t.comment(`at the kill: ${atKill} delivered, ${lockedAtKill} jobs locked by the dead process`);
+
+  const second = spawnWorker(t, env);
+  const budget = 80_000 - (Date.now() - started);
+  const complete = await until(() => receiver.unique.size >= TOTAL, budget, 50);
+  t.ok(complete, `the new worker finished the rest (${receiver.unique.size} of ${TOTAL})\n${complete ? '' : second.output()}`);
+  const lost = missing(ids, receiver.unique);
+  t.same(lost.slice(0, 10), [], `no event lost (${lost.length} missing)`);
+  t.equal(receiver.unique.size, TOTAL, 'the dedup saw each event id exactly once');
+  t.ok(receiver.raw >= TOTAL, `at least once: ${receiver.raw} receipts for ${TOTAL} events (${receiver.raw - TOTAL} redeliveries)`);
+  t.equal(receiver.rejected, 0, 'every receipt carried a valid signature');
+  t.ok(missing(receiver.unique, new Set(ids)).length === 0, 'nothing arrived that was not enqueued');
+  // The bookkeeping catches up too: each delivery is recorded delivered.
+  const settled = await until(async () => Number((await api.db('webhook_deliveries').where({ state: 'delivered' }).count({ n: '*' }))[0].n) === TOTAL, 15_000, 100);
+  t.ok(settled, 'every delivery is marked delivered');
+  t.equal(second.child.exitCode, null, 'the new worker is still running');
+});
+
+t.test('PostgreSQL restarted during delivery: every event created before and after the restart arrives', { timeout: 120_000 }, async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-restart-pg-'));
+  // As root, the server runs as a `postgres` user that must be able to enter this directory.
+  fs.chmodSync(dir, 0o755);
+  const port = await freePort();
+  let server: EmbeddedServer | null = await startEmbeddedPostgres(dir, { persistent: true, port });
+  t.teardown(async () => {
+    if (server) await server.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  await server.createDatabase('settle');
+  const databaseUrl = server.url('settle');
+  await migrate(databaseUrl);
+
+  const db = createDb(databaseUrl, 4);
+  t.teardown(() => db.destroy());
+  const key = await createKey(db, 'acme', 'test');
+  const tenant = { orgId: key.orgId, environment: 'test' };
+  const web = await startWeb(loadConfig({ DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off' }), { keyCacheMs: 0 });
+  t.teardown(() => web.stop());
+  const worker = await startWorker(loadConfig({
+    DATABASE_URL: databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'silent', WORKER_DEAD_AFTER: '2s', WORKER_POLL_INTERVAL: '100',
+    WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,2s,2s,2s,2s,2s',
+  }));
+  t.teardown(() => worker.stop());
+
+  const authorization = `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`;
+  const call = (method: string, route: string, json: unknown) =>
+    fetch(web.url + route, { method, headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(json) });
+  let secret = '';
+  const receiver = await startDedupReceiver(t, () => secret, 2);
+  const created = await call('POST', '/webhooks', { trigger: TRIGGER, url: receiver.url });
+  const webhook = (await created.json()) as { id: string; sender_secret: string };
+  t.equal(created.status, 200, JSON.stringify(webhook));
+  secret = webhook.sender_secret;
+
+  // Before: 1,000 events committed, delivery under way when the server goes down.
+  const before = await enqueue(db, tenant, 1000, 50);
+  t.ok(await until(() => receiver.unique.size >= 100, 20_000, 5), 'deliveries began');
+  const atStop = receiver.unique.size;
+  await server.stop();
+  server = null;
+  t.ok(atStop < before.length, `the server stopped mid-delivery (${atStop} of ${before.length} had arrived)`);
+  await sleep(1500);
+  server = await startEmbeddedPostgres(dir, { persistent: true, port });
+  t.comment(`restarted on port ${server.port}; ${receiver.unique.size} had arrived`);
+
+  // After: events through the outbox (retrying while the pool finds its connections dead) and
+  // through the API (each processing account created emits one event).
+  const after: string[] = [];
+  for (let batch = 0; batch < 10; batch++) {
+    for (let tries = 0; ; tries++) {
+      try {
+        after.push(...(await enqueue(db, tenant, 50, 50, 1000 + batch * 50)));
+        break;
+      } catch (error) {
+        if (tries >= 50) throw error;
+        await sleep(100);
+      }
+    }
+  }
+  const accounts: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    for (let tries = 0; ; tries++) {
+      const response = await call('POST', '/processing_accounts', { name: `After restart ${i}` });
+      if (response.status === 200) {
+        accounts.push(((await response.json()) as { id: string }).id);
+        break;
+      }
+      if (tries >= 50) throw new Error(`POST /processing_accounts answered ${response.status}`);
+      await sleep(100);
+    }
+  }
+  const fromApi = (await db('events').whereIn('object_id', accounts).select('id')).map((e: { id: string }) => e.id);
+  t.equal(fromApi.length, accounts.length, 'one event per account created through the API');
+
+  const everything = [...before, ...after, ...fromApi];
+  const complete = await until(() => missing(everything, receiver.unique).length === 0, 60_000, 50);
+  const lost = missing(everything, receiver.unique);
+  t.ok(complete, `all ${everything.length} events arrived (${lost.length} missing)`);
+  t.same(lost.slice(0, 10), [], 'nothing lost across the restart');
+  const stored = (await db('events').where({ trigger: TRIGGER }).select('id')).map((e: { id: string }) => e.id);
+  t.same(missing(stored, receiver.unique), [], 'every committed event of the trigger reached the receiver');
+  t.equal(receiver.rejected, 0, 'every receipt carried a valid signature');
+  t.comment(`${receiver.raw} receipts for ${receiver.unique.size} events (${receiver.raw - receiver.unique.size} redeliveries)`);
+});
