@@ -165,3 +165,34 @@ t.test('OAuth: one token for many deliveries, refreshed after a 401 and after ex
   t.match(failed, { http_status: null, oauth_status: 503 });
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
+
+t.test('Retry-After on 429/503 sets the next attempt; a schedule exhausted for WEBHOOK_DISABLE_AFTER disables; PUT re-enables', async (t) => {
+  const separate = await startTestApi(t);
+  await startTestWorker(t, separate.databaseUrl, { ...WORKER, WEBHOOK_DISABLE_AFTER: '300ms' });
+  const receiver = await startReceiver(t);
+  receiver.respond = (_r, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 500 });
+  const webhook = (await separate.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: receiver.url, retries: 1 } })).body;
+  await separate.request('POST', '/processing_accounts', { json: { name: 'A' } });
+  const [first, second] = await receiver.waitFor(2, 5000);
+  t.ok(second.at - first.at >= 950, `Retry-After: 1 was honoured (${second.at - first.at} ms)`);
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal((await separate.request('GET', `/webhooks/${webhook.id}`)).body.status, 'active', 'one exhausted schedule starts the streak');
+  await new Promise((r) => setTimeout(r, 200));
+  await separate.request('POST', '/processing_accounts', { json: { name: 'B' } });
+  await receiver.waitFor(3, 5000);
+  await new Promise((r) => setTimeout(r, 400));
+  await receiver.waitFor(4, 3000);
+  await new Promise((r) => setTimeout(r, 300));
+  const disabled = (await separate.request('GET', `/webhooks/${webhook.id}`)).body;
+  t.same([disabled.status, disabled.disabled_reason], ['disabled', 'failing'], 'still failing past the limit: disabled');
+  const count = receiver.received.length;
+  await separate.request('POST', '/processing_accounts', { json: { name: 'C' } });
+  await new Promise((r) => setTimeout(r, 400));
+  t.equal(receiver.received.length, count, 'a disabled webhook gets nothing');
+  receiver.respond = () => ({ status: 200 });
+  const enabled = await separate.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'active' } });
+  t.same([enabled.body.status, enabled.body.disabled_reason], ['active', null]);
+  await separate.request('POST', '/processing_accounts', { json: { name: 'D' } });
+  await receiver.waitFor(count + 1, 3000);
+  t.equal(receiver.received.length, count + 1, 're-enabled: deliveries resume');
+});
