@@ -5,7 +5,11 @@
  */
 import t, { type Test } from 'tap';
 import http from 'node:http';
+import { loadConfig } from '../api/config.ts';
 import { revokeKeys } from '../api/db/keys.ts';
+import { createKey } from '../api/keys.ts';
+import { startWeb } from '../api/server.ts';
+import { freshDatabase } from './helpers/db.ts';
 import { startTestApi, type ApiResponse } from './helpers/api.ts';
 
 const api = await startTestApi(t);
@@ -273,6 +277,25 @@ t.test('a chunked body over 1 MiB (no Content-Length) is 413', async (t) => {
   });
   assertError(t, res, 413, 'PayloadTooLarge', 'chunked');
   t.same(await api.db('accounts').count({ n: '*' }).first(), before);
+});
+
+// The 413 is sent without reading the body, and the keep-alive connection is left half-read: it
+// is never idle, so a graceful stop (SIGTERM) waits the whole SETTLE_SHUTDOWN_TIMEOUT for it.
+t.test('a 413 over a keep-alive connection does not hold up a graceful shutdown', async (t) => {
+  const databaseUrl = await freshDatabase(t);
+  const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: databaseUrl, PORT: '0', SETTLE_SHUTDOWN_TIMEOUT: '2000' }), { keyCacheMs: 0 });
+  const { secret } = await createKey(web.db, 'acme', 'test');
+  const res = await fetch(`${web.url}/customers`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) }),
+  });
+  t.equal(res.status, 413);
+  await res.text();
+  const started = Date.now();
+  await web.stop();
+  const took = Date.now() - started;
+  t.ok(took < 1000, `stop() returned in ${took} ms`);
 });
 
 t.test('a body just under 1 MiB is accepted by the body parser', async (t) => {

@@ -71,6 +71,11 @@ export type AggregateTerm = SelectTerm & { expr: NonNullable<SelectTerm['expr']>
 export function aggregateTerms(query: ListQuery): AggregateTerm[] {
   const terms = (query.fields ?? query.groupBy).filter((t): t is AggregateTerm => t.expr !== null);
   if (terms.length === 0) throw badRequest('An aggregate query needs fields', { fields: 'Name the fields and aggregates to return' });
+  for (const group of query.groupBy) {
+    if (group.expr?.kind === 'call' && AGGREGATES.has(group.expr.fn.toLowerCase())) {
+      throw badRequest(`${group.source} cannot be grouped by`, { group_by: 'Group by fields or functions of fields, not aggregates' });
+    }
+  }
   if (!isAggregateQuery(query)) return terms;
   const groupSources = new Set(query.groupBy.map((g) => g.source));
   for (const term of terms) {
@@ -90,12 +95,12 @@ export function aggregateTerms(query: ListQuery): AggregateTerm[] {
 export async function aggregate(ctx: OperationContext, query: ListQuery): Promise<ApiList> {
   const compiler = new SqlCompiler(ctx.collection.family, ctx.version);
   const terms = aggregateTerms(query);
-  const compiled = terms.map((t) => compiler.operand(t.expr, true));
+  const compiled = terms.map((t) => compiler.term(t.expr, true));
   // Group and order by select-list position: the same expression bound twice would be two
   // different parameters to Postgres, and no longer "the same" grouped expression.
   const sources = terms.map((t) => t.source);
   const hidden = query.groupBy.filter((g) => g.expr && !sources.includes(g.source));
-  const select = [...compiled, ...hidden.map((g) => compiler.operand(g.expr!, false))];
+  const select = [...compiled, ...hidden.map((g) => compiler.term(g.expr!, false))];
   const position = (source: string) => [...sources, ...hidden.map((g) => g.source)].indexOf(source) + 1;
   const rows = await objects.aggregateObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
     select,

@@ -41,7 +41,9 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
   ctx.state.idempotency = claim;
   try {
     await next();
-    if (!claim.completed) await completeKey(db, tenant, key, ctx.status, ctx.body);
+    // No route answered (a 404 is made further out): nothing to keep under this key.
+    if (ctx.body === undefined) await releaseKey(db, tenant, key);
+    else if (!claim.completed) await completeKey(db, tenant, key, ctx.status, ctx.body);
   } catch (error) {
     const apiError = toApiError(error);
     // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.

@@ -105,7 +105,13 @@ export class SqlCompiler {
     // Timestamps are shown to the second; compare them at that precision so an object's own
     // rendered created_at finds it.
     if (left.type === 'datetime' && isLiteralLike(rightNode)) left.sql = `date_trunc('second', ${left.sql})`;
-    const right = isLiteralLike(rightNode) ? this.literal(rightNode, left) : this.operand(rightNode, false);
+    let right: Sql;
+    if (isLiteralLike(rightNode)) right = this.literal(rightNode, left);
+    else {
+      const other = this.operand(rightNode, false);
+      if (!comparable(left.type, other.type)) throw badRequest(`Cannot compare a ${left.type} with a ${other.type}`, { q: `${left.type} compared with ${other.type}` });
+      right = other;
+    }
     const sqlOp = op === '==' ? '=' : op === '!=' ? '<>' : op;
     const sql = op === '!='
       ? `(${left.sql}) is distinct from (${right.sql})`
@@ -195,7 +201,14 @@ export class SqlCompiler {
 
   private singleArg(node: Call, allowAggregates: boolean): Typed {
     if (node.args.length !== 1) throw badRequest(`${node.fn}() takes one argument`, { [node.fn]: 'Takes one argument' });
+    if (isLiteralLike(node.args[0])) throw badRequest(`${node.fn}() takes a field`, { [node.fn]: 'Takes a field, not a value' });
     return this.operand(node.args[0], allowAggregates);
+  }
+
+  /** A term of fields/group_by/order_by: a field or a function of one, never a bare value. */
+  term(node: Operand, allowAggregates: boolean): Typed {
+    if (isLiteralLike(node)) throw badRequest('Expected a field or a function of a field', { [String((node as Literal).value)]: 'Not a field' });
+    return this.operand(node, allowAggregates);
   }
 
   /** Resolves a client path (`contact_details.email`, `attrs.region`) to SQL over the row. */
@@ -238,6 +251,18 @@ function requireArgType(fn: string, arg: Typed): void {
   if (NUMERIC_FUNCTIONS.has(fn) && !NUMERIC_TYPES.has(arg.type)) {
     throw badRequest(`${fn}() takes a number`, { [fn]: 'Takes a numeric field' });
   }
+}
+
+const TYPE_GROUPS: Array<Set<ValueType>> = [
+  new Set<ValueType>(['integer', 'number', 'money', 'aggregate']),
+  new Set<ValueType>(['datetime', 'date']),
+  new Set<ValueType>(['string', 'email', 'id', 'text']),
+  new Set<ValueType>(['boolean']),
+];
+
+/** Two fields compare only when Postgres can compare their values (no text against a time). */
+function comparable(a: ValueType, b: ValueType): boolean {
+  return TYPE_GROUPS.some((group) => group.has(a) && group.has(b));
 }
 
 function isLiteralLike(node: Operand): boolean {

@@ -34,7 +34,7 @@ export interface ApiResponse {
 
 export async function startTestApi(t: Test, env: Record<string, string> = {}): Promise<TestApi> {
   const databaseUrl = await freshDatabase(t);
-  const config = loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
+  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
   const web = await startWeb(config, { keyCacheMs: 0 });
   const db = createDb(databaseUrl, 4);
   t.teardown(async () => {
