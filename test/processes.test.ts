@@ -1,0 +1,72 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import t from 'tap';
+import { projectRoot } from '../api/config.ts';
+import { freePort } from '../api/db/embedded.ts';
+import { freshDatabase } from './helpers/db.ts';
+
+const databaseUrl = await freshDatabase(t);
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function settle(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), ...args], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+t.test('settle keys: create prints the key once, list shows only prefixes, revoke shuts it out', async (t) => {
+  const created = await settle(['keys', 'create', '--org', 'cli-org', '--env', 'test', '--authorize-and-capture']);
+  t.equal(created.code, 0, created.stderr);
+  const secret = created.stdout.trim();
+  t.match(secret, /^test_secret_key_[0-9A-Za-z]{32}$/);
+  const listed = await settle(['keys', 'list']);
+  t.equal(listed.code, 0);
+  t.match(listed.stdout, /cli-org/);
+  t.notMatch(listed.stdout, new RegExp(secret), 'the full key is never shown again');
+  t.match(listed.stdout, /"authorize_and_capture":true/);
+  const prefix = secret.slice(0, secret.length - 24);
+  const revoked = await settle(['keys', 'revoke', prefix]);
+  t.equal(revoked.code, 0, revoked.stderr);
+  t.match(revoked.stdout, /revoked 1 key/);
+  t.match((await settle(['keys', 'list'])).stdout, /revoked/);
+});
+
+t.test('settle: bad arguments get a clear message and exit 2', async (t) => {
+  for (const args of [['keys', 'create', '--org', 'x'], ['keys', 'create', '--env', 'prod', '--org', 'x'], ['keys', 'create', '--bogus'], ['frobnicate'], ['keys', 'revoke']]) {
+    const run = await settle(args);
+    t.equal(run.code, 2, args.join(' '));
+    t.match(run.stderr, /^settle: .+\n\nusage: settle/, `${args.join(' ')}: ${run.stderr.split('\n')[0]}`);
+  }
+  t.equal((await settle(['migrate'])).code, 0, 'migrate on an up-to-date database is fine');
+});
+
+t.test('web and worker processes drain and exit 0 on SIGTERM', async (t) => {
+  const port = await freePort();
+  const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'info' };
+  for (const [script, ready] of [['api/server.ts', 'web listening'], ['workers/main.ts', 'worker running']]) {
+    const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (d) => (output += d));
+    child.stderr!.on('data', (d) => (output += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    for (let i = 0; i < 300 && !output.includes(ready); i++) await new Promise((r) => setTimeout(r, 50));
+    t.match(output, ready, `${script} started`);
+    if (script === 'api/server.ts') t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'web answers /healthz');
+    const started = Date.now();
+    child.kill('SIGTERM');
+    t.equal(await exited, 0, `${script} exits 0`);
+    t.ok(Date.now() - started < 10_000, `${script} stopped within 10 s`);
+  }
+});
