@@ -20,11 +20,16 @@ export interface EventTenant {
 export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDraft[]): Promise<string[]> {
   if (drafts.length === 0) return [];
   const ids = drafts.map(() => newId('evt'));
-  // One statement for the rows and one for the jobs, however many events: bulk writes stay cheap.
+  // One statement, however many events: the rows, then a dispatch job per row.
   await tx.raw(
-    `insert into events (id, org_id, environment, trigger, object_type, object_id, value)
-     select id, ?, ?, trigger, object_type, object_id, value
-       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)`,
+    `with inserted as (
+       insert into events (id, org_id, environment, trigger, object_type, object_id, value)
+       select id, ?, ?, trigger, object_type, object_id, value
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
+       returning id)
+     select graphile_worker.add_jobs(array(
+       select row('dispatch_event', json_build_object('event_id', id), null, null, null, null, null, null)::graphile_worker.job_spec
+         from inserted))`,
     [
       tenant.orgId,
       tenant.environment,
@@ -35,17 +40,5 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
       drafts.map((d) => JSON.stringify(d.value)),
     ],
   );
-  await tx.raw(
-    `select graphile_worker.add_jobs(array(
-       select row('dispatch_event', json_build_object('event_id', id), null, null, null, null, null, null)::graphile_worker.job_spec
-         from unnest(?::text[]) as id))`,
-    [ids],
-  );
   return ids;
-}
-
-/** Marks an event handed to dispatch; returns false when it was already dispatched or is unknown. */
-export async function markDispatched(db: Db, eventId: string): Promise<boolean> {
-  const result = await db.raw('update events set dispatched_at = now() where id = ? and dispatched_at is null', [eventId]);
-  return (result.rowCount ?? 0) > 0;
 }

@@ -16,10 +16,16 @@ async function readRaw(ctx: Context, limit: number): Promise<Buffer> {
   if (declared > limit) throw payloadTooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw payloadTooLarge();
-    chunks.push(chunk as Buffer);
+  try {
+    for await (const chunk of ctx.req) {
+      size += (chunk as Buffer).length;
+      if (size > limit) throw payloadTooLarge();
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    // A client that hangs up mid-body is not a server fault.
+    if ((error as { code?: string }).code === 'ECONNRESET' || (error as Error).message === 'aborted') throw badRequest('The request body was cut off', { body: 'Incomplete' });
+    throw error;
   }
   return Buffer.concat(chunks);
 }

@@ -95,21 +95,19 @@ async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties
   return null;
 }
 
-async function checkAccount(ctx: RuleContext, id: string | undefined, kind: 'customer' | 'processing', field: string): Promise<void> {
-  if (!id) return;
+async function checkAccount(ctx: RuleContext, id: string | undefined, kind: 'customer' | 'processing', field: string): Promise<StoredObject | null> {
+  if (!id) return null;
   const account = await repo.findAccount(ctx.tx, ctx.tenant, id);
   if (!account) throw invalidAttributes({ [field]: 'No account with this id' });
   if (kind === 'processing' && account.type !== 'processing') throw invalidAttributes({ [field]: 'Must be a processing account' });
+  return account;
 }
 
 /** A payment with no receiver goes to the payer's primary processing account, else the environment's default. */
-async function resolveProcessing(ctx: RuleContext, parties: Parties): Promise<string | undefined> {
+async function resolveProcessing(ctx: RuleContext, parties: Parties, customer: StoredObject | null): Promise<string | undefined> {
   if (parties.processingId) return parties.processingId;
-  if (parties.customerId) {
-    const customer = await repo.findAccount(ctx.tx, ctx.tenant, parties.customerId);
-    const primary = customer?.data.primary_processing_id;
-    if (typeof primary === 'string') return primary;
-  }
+  const primary = customer?.data.primary_processing_id;
+  if (typeof primary === 'string') return primary;
   return (await defaultProcessingAccount(ctx.tx, ctx.tenant))?.id;
 }
 
@@ -225,11 +223,11 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     parties = { customerId: o.customer_id as string, processingId: o.processing_id as string, methodId: o.payment_method_id as string };
     method = parties.methodId ? await repo.findMethod(ctx.tx, ctx.tenant, parties.methodId) : null;
   } else {
-    await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
+    const customer = await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
     await checkAccount(ctx, parties.processingId, 'processing', ctx.version === 'v1' ? 'processing_id' : 'receiver[account_id]');
     method = await resolveMethod(ctx, row.type, data, parties);
     if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method' : 'sender']: 'A payment method is required' });
-    parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties) };
+    parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties, customer) };
     if (!parties.processingId) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
     if (row.type === 'payment') plan = await planSplit(ctx, data);
   }
