@@ -125,7 +125,7 @@ t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, eac
   // A few ms per answer, so the kill finds deliveries in flight on the wire as well as locked jobs.
   const receiver = await startDedupReceiver(t, () => secret, 3);
   const created = await api.request('POST', '/webhooks', { json: { trigger: TRIGGER, url: receiver.url } });
-  t.equal(created.status, 200, JSON.stringify(created.body));
+  t.equal(created.status, 200, created.status === 200 ? 'webhook created' : JSON.stringify(created.body));
   secret = created.body.sender_secret;
   const key = await api.db('api_keys').where({ key_hash: hashKey(api.key) }).first();
   const tenant = { orgId: key.org_id as string, environment: 'test' };
@@ -147,8 +147,9 @@ t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, eac
   t.comment(`at the kill: ${atKill} delivered, ${lockedAtKill} jobs locked by the dead process`);
 
   const second = spawnWorker(t, env);
-  const budget = 80_000 - (Date.now() - started);
-  const complete = await until(() => receiver.unique.size >= TOTAL, budget, 50);
+  // Every wait below shares what is left of an 85 s budget (the test times out at 90 s).
+  const left = () => Math.max(0, started + 85_000 - Date.now());
+  const complete = await until(() => receiver.unique.size >= TOTAL, left() - 5000, 50);
   t.ok(complete, `the new worker finished the rest (${receiver.unique.size} of ${TOTAL})\n${complete ? '' : second.output()}`);
   const lost = missing(ids, receiver.unique);
   t.same(lost.slice(0, 10), [], `no event lost (${lost.length} missing)`);
@@ -157,7 +158,7 @@ t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, eac
   t.equal(receiver.rejected, 0, 'every receipt carried a valid signature');
   t.ok(missing(receiver.unique, new Set(ids)).length === 0, 'nothing arrived that was not enqueued');
   // The bookkeeping catches up too: each delivery is recorded delivered.
-  const settled = await until(async () => Number((await api.db('webhook_deliveries').where({ state: 'delivered' }).count({ n: '*' }))[0].n) === TOTAL, 15_000, 100);
+  const settled = await until(async () => Number((await api.db('webhook_deliveries').where({ state: 'delivered' }).count({ n: '*' }))[0].n) === TOTAL, left(), 100);
   t.ok(settled, 'every delivery is marked delivered');
   t.equal(second.child.exitCode, null, 'the new worker is still running');
 });
@@ -195,11 +196,11 @@ t.test('PostgreSQL restarted during delivery: every event created before and aft
   const receiver = await startDedupReceiver(t, () => secret, 2);
   const created = await call('POST', '/webhooks', { trigger: TRIGGER, url: receiver.url });
   const webhook = (await created.json()) as { id: string; sender_secret: string };
-  t.equal(created.status, 200, JSON.stringify(webhook));
+  t.equal(created.status, 200, created.status === 200 ? 'webhook created' : JSON.stringify(webhook));
   secret = webhook.sender_secret;
 
-  // Before: 1,000 events committed, delivery under way when the server goes down.
-  const before = await enqueue(db, tenant, 1000, 50);
+  // Before: 800 events committed, delivery under way when the server goes down.
+  const before = await enqueue(db, tenant, 800, 50);
   t.ok(await until(() => receiver.unique.size >= 100, 20_000, 5), 'deliveries began');
   const atStop = receiver.unique.size;
   await server.stop();
@@ -212,7 +213,7 @@ t.test('PostgreSQL restarted during delivery: every event created before and aft
   // After: events through the outbox (retrying while the pool finds its connections dead) and
   // through the API (each processing account created emits one event).
   const after: string[] = [];
-  for (let batch = 0; batch < 10; batch++) {
+  for (let batch = 0; batch < 8; batch++) {
     for (let tries = 0; ; tries++) {
       try {
         after.push(...(await enqueue(db, tenant, 50, 50, 1000 + batch * 50)));

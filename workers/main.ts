@@ -48,7 +48,9 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
   const workerIds = new Set<string>();
   events.on('pool:create', ({ workerPool }) => workerIds.add(workerPool.id));
   events.on('worker:create', ({ worker }) => workerIds.add(worker.workerId));
-  const runner = await run({
+  // Job completions and failures both go through graphile-worker's batcher: unbatched, a failure
+  // to record them (database restarting) is an unhandled rejection that kills the process.
+  const start = () => run({
     pgPool,
     events,
     // graphile-worker's own messages go through our structured log, at our level.
@@ -60,6 +62,7 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
       worker: {
         localQueue: config.workerLocalQueue > 1 ? { size: config.workerLocalQueue } : undefined,
         completeJobBatchDelay: config.workerCompleteBatchMs,
+        failJobBatchDelay: Math.max(0, config.workerCompleteBatchMs),
       },
     },
     crontab: '',
@@ -68,6 +71,40 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
     pollInterval: config.workerPollIntervalMs,
     taskList: taskList(db, config),
   });
+  // When the database goes away mid-job, graphile-worker shuts its pool down ("queue is in an
+  // inconsistent state"), and that shutdown can hang. Replace the pool at once; the old pool's ids
+  // stop being announced, so the jobs it still holds are released after WORKER_DEAD_AFTER like
+  // those of a dead process.
+  let stopped = false;
+  let currentPool = '';
+  events.on('pool:create', ({ workerPool }) => (currentPool = workerPool.id));
+  let runner = await start();
+  let replacing = false;
+  const replace = async (old: Runner, reason: string) => {
+    if (stopped || replacing || old !== runner) return;
+    replacing = true;
+    log.error({ err: reason }, 'job runner stopped; starting a new one');
+    workerIds.clear();
+    old.kill().catch(() => {});
+    while (!stopped) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      try {
+        const next = await start();
+        if (stopped) return void (await next.stop());
+        runner = next;
+        replacing = false;
+        next.promise.then(() => replace(next, 'ended'), (error: Error) => replace(next, error.message));
+        return;
+      } catch (error) {
+        log.warn({ err: (error as Error).message }, 'job runner restart failed; retrying');
+      }
+    }
+  };
+  events.on('pool:gracefulShutdown', ({ workerPool, message }) => {
+    if (workerPool.id === currentPool) void replace(runner, message);
+  });
+  const first = runner;
+  first.promise.then(() => replace(first, 'ended'), (error: Error) => replace(first, error.message));
   const beat = async () => {
     try {
       await heartbeat(db, [...workerIds]);
@@ -81,10 +118,14 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
   const beating = setInterval(beat, Math.max(200, Math.floor(config.workerDeadAfterMs / 4)));
   log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');
   return {
-    runner,
+    get runner() {
+      return runner;
+    },
     stop: async () => {
+      stopped = true;
       clearInterval(beating);
-      await runner.stop();
+      // (rejects only when this runner had already stopped on its own)
+      await runner.stop().catch(() => {});
       await Promise.all([db.destroy(), pgPool.end()]);
     },
   };
