@@ -2,32 +2,38 @@
 import { newId } from '../ids.ts';
 import { rows, type Db } from './connection.ts';
 
-/** Creates one delivery per matching active webhook (never twice for an event) and enqueues each. */
+/** Job specs for deliveries, as SQL over a set of delivery ids named `source`. */
+function deliveryJobs(source: string, runAt = 'null'): string {
+  return `graphile_worker.add_jobs(array(
+    select row('deliver_webhook', json_build_object('delivery_id', id), null, ${runAt}, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
+      from ${source}))`;
+}
+
+/**
+ * Creates one delivery per matching active webhook (never twice for an event), enqueues each and
+ * marks the event dispatched: one statement, so it is all or nothing without a transaction.
+ */
 export async function dispatchEventToWebhooks(db: Db, eventId: string): Promise<number> {
-  return db.transaction(async (tx) => {
-    const created = await rows<{ id: string }>(tx,
-      `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
+  const found = await rows<{ created: number }>(db,
+    `with created as (
+       insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
        select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, now()
          from events e join webhooks w
            on w.org_id = e.org_id and w.environment = e.environment
           and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active'
         where e.id = ?
        on conflict (webhook_id, event_id, series) do nothing
-       returning id`,
-      [eventId]);
-    await enqueueDeliveries(tx, created.map((d) => d.id));
-    await rows(tx, 'update events set dispatched_at = coalesce(dispatched_at, now()) where id = ?', [eventId]);
-    return created.length;
-  });
+       returning id),
+     jobs as (select ${deliveryJobs('created')} where exists (select 1 from created)),
+     marked as (update events set dispatched_at = coalesce(dispatched_at, now()) where id = ? returning 1)
+     select (select count(*) from created)::int as created, (select count(*) from jobs) as jobs, (select count(*) from marked) as marked`,
+    [eventId, eventId]);
+  return found[0].created;
 }
 
-export async function enqueueDeliveries(db: Db, deliveryIds: string[], runAt?: Date): Promise<void> {
+export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {
   if (deliveryIds.length === 0) return;
-  await rows(db,
-    `select graphile_worker.add_jobs(array(
-       select row('deliver_webhook', json_build_object('delivery_id', id), null, ?::timestamptz, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
-         from unnest(?::text[]) as id))`,
-    [runAt ? runAt.toISOString() : null, deliveryIds]);
+  await rows(db, `select ${deliveryJobs('unnest(?::text[]) as id')}`, [deliveryIds]);
 }
 
 export interface DeliveryContext {
@@ -72,25 +78,29 @@ export interface AttemptLog {
   nextAttemptAt: Date | null;
 }
 
-/** Records an attempt and moves the delivery on, in one transaction. */
+/** Records an attempt and moves the delivery on (next job, or the webhook's streak reset): one statement. */
 export async function recordAttempt(db: Db, delivery: DeliveryContext, log: AttemptLog, outcome: { state: 'pending' | 'delivered' | 'failed' }): Promise<void> {
-  await db.transaction(async (tx) => {
-    await rows(tx,
-      `insert into webhook_logs (id, org_id, environment, data) values (?, ?, ?, ?::jsonb)`,
-      [newId('whl'), delivery.org_id, delivery.environment, JSON.stringify({
-        webhook_id: log.webhookId, event_id: log.eventId, trigger: log.trigger, triggered_on: log.triggeredOn, url: log.url,
-        http_status: log.httpStatus, oauth_status: log.oauthStatus, attempt: log.attempt, duration_ms: log.durationMs,
-        response: log.response, error: log.error, next_attempt_at: log.nextAttemptAt?.toISOString() ?? null,
-      })]);
-    await rows(tx,
-      `update webhook_deliveries set attempts = ?, state = ?, next_attempt_at = ?, finished_at = case when ? = 'pending' then null else now() end
-        where id = ?`,
-      [log.attempt, outcome.state, log.nextAttemptAt, outcome.state, delivery.delivery_id]);
-    if (outcome.state === 'pending') await enqueueDeliveries(tx, [delivery.delivery_id], log.nextAttemptAt ?? undefined);
-    if (outcome.state === 'delivered') {
-      await rows(tx, `update webhooks set data = data - 'failing_since' where id = ? and jsonb_exists(data, 'failing_since')`, [delivery.webhook_id]);
-    }
-  });
+  const nextAt = log.nextAttemptAt?.toISOString() ?? null;
+  await rows(db,
+    `with logged as (
+       insert into webhook_logs (id, org_id, environment, data) values (?, ?, ?, ?::jsonb) returning 1),
+     moved as (
+       update webhook_deliveries set attempts = ?, state = ?, next_attempt_at = ?::timestamptz,
+              finished_at = case when ? = 'pending' then null else now() end
+        where id = ? returning id),
+     jobs as (select ${deliveryJobs('moved', '?::timestamptz')} where ? = 'pending'),
+     recovered as (
+       update webhooks set data = data - 'failing_since'
+        where id = ? and ? = 'delivered' and jsonb_exists(data, 'failing_since') returning 1)
+     select (select count(*) from logged) + (select count(*) from jobs) + (select count(*) from recovered) as n`,
+    [newId('whl'), delivery.org_id, delivery.environment, JSON.stringify({
+      webhook_id: log.webhookId, event_id: log.eventId, trigger: log.trigger, triggered_on: log.triggeredOn, url: log.url,
+      http_status: log.httpStatus, oauth_status: log.oauthStatus, attempt: log.attempt, duration_ms: log.durationMs,
+      response: log.response, error: log.error, next_attempt_at: nextAt,
+    }),
+    log.attempt, outcome.state, nextAt, outcome.state, delivery.delivery_id,
+    nextAt, outcome.state,
+    delivery.webhook_id, outcome.state]);
 }
 
 /** A schedule exhausted: the webhook's failure streak starts (or goes on); past the limit it is disabled. */
