@@ -6,7 +6,7 @@
  * database with the same settings.
  *
  * Events are committed through the outbox (`recordEvents` in a transaction, in batches), so every
- * delivery takes the production path: dispatch_event job → delivery row + deliver_webhook job →
+ * delivery takes the production path: a dispatch_events job (sharded, batched) → delivery row + deliver_webhook job →
  * signed POST → attempt log. Latency runs from the moment the event's transaction commit is
  * acknowledged to this process to the moment the receiver (in this process) has read the request.
  * For the anchor it runs from the commit of the add_jobs transaction to the no-op task starting.
@@ -532,7 +532,7 @@ async function main(): Promise<void> {
   const percentOfAnchor = max && anchorMax ? Math.round((max.donePerSec / anchorMax.donePerSec) * 1000) / 10 : null;
   if (max && anchorMax) {
     console.log(`\nat max: ${max.donePerSec.toFixed(0)} deliveries/s = ${percentOfAnchor} % of the anchor's ${anchorMax.donePerSec.toFixed(0)} no-op jobs/s `
-      + '(each delivery is two jobs: dispatch_event and deliver_webhook)');
+      + '(each delivery is a deliver_webhook job; dispatch_events jobs each take a batch of events)');
   }
   if (max && low) {
     console.log(`receiver: ${received} events, ${duplicates} duplicates, ${verified} signatures checked, ${badSignatures} bad; ${logged} attempt logs written`);

@@ -96,8 +96,9 @@ t.test('processing status changes record processing_status events', async (t) =>
   const events = await api.db('events').where({ object_id: created.body.id }).orderBy('seq');
   t.same(events.map((e: any) => [e.trigger, e.value.status]), [['processing_status', 'pending'], ['processing_status', 'active']]);
   const jobs = await api.db.raw(`select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id
-      where k.identifier = 'dispatch_event' and j.payload->>'event_id' = any(?)`, [events.map((e: any) => e.id)]);
-  t.equal(jobs.rows[0].n, 2, 'each event enqueued its dispatch job in the same transaction');
+      where k.identifier = 'dispatch_events'`);
+  t.ok(jobs.rows[0].n >= 1, 'the events enqueued their dispatch in the same transaction');
+  t.same(events.map((e: any) => e.dispatched_at), [null, null], 'no worker runs here: not yet dispatched');
   const active = await api.request('GET', '/processing_accounts/?status=active');
   t.same(active.body.values.map((a: any) => a.id), [created.body.id]);
 });

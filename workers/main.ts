@@ -12,7 +12,7 @@ import { exitOnSignals } from '../api/server.ts';
 import { heartbeat, releaseDeadWorkers } from '../api/db/webhooks.ts';
 import { createDomainServices } from '../api/domain.ts';
 import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';
-import { deliverWebhook, dispatchEvent } from './webhooks/deliver.ts';
+import { deliverWebhook, dispatchEvents } from './webhooks/deliver.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
 
@@ -20,7 +20,7 @@ export function taskList(db: Db, config: Config): TaskList {
   const http = createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const { vault } = createDomainServices(config);
   return {
-    dispatch_event: dispatchEvent(db),
+    dispatch_events: dispatchEvents(db),
     deliver_webhook: deliverWebhook({ db, http, oauth: new OAuthTokens(http), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs }),
     complete_processing: completeProcessing(db),
     bank_reject: bankReject(db),

@@ -1,9 +1,17 @@
 /**
  * The transactional outbox. `recordEvents` runs inside the caller's database transaction: the
- * event rows and their graphile-worker jobs commit or roll back with the change itself.
+ * event rows and a dispatch job commit or roll back with the change itself.
+ *
+ * The job is keyed to one of DISPATCH_SHARDS shards in preserve_run_at mode: while a shard's job
+ * waits, more events only touch it (no new row, no NOTIFY); once it runs, the next event adds a
+ * fresh one. A NOTIFY per event would make every committing transaction queue on Postgres's
+ * notification lock; this way a burst of events costs a handful of jobs, each dispatching a batch.
  */
 import { newId } from '../ids.ts';
 import type { Db } from './connection.ts';
+
+/** Dispatch jobs events spread over; more shards, less waiting on one job row under concurrent writes. */
+export const DISPATCH_SHARDS = 32;
 
 export interface EventDraft {
   trigger: string;
@@ -20,16 +28,15 @@ export interface EventTenant {
 export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDraft[]): Promise<string[]> {
   if (drafts.length === 0) return [];
   const ids = drafts.map(() => newId('evt'));
-  // One statement, however many events: the rows, then a dispatch job per row.
+  // One statement, however many events: the rows, then the shard's dispatch job.
   await tx.raw(
     `with inserted as (
        insert into events (id, org_id, environment, trigger, object_type, object_id, value)
        select id, ?, ?, trigger, object_type, object_id, value
          from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
        returning id)
-     select graphile_worker.add_jobs(array(
-       select row('dispatch_event', json_build_object('event_id', id), null, null, null, null, null, null)::graphile_worker.job_spec
-         from inserted))`,
+     select (select count(*) from inserted) as n,
+            (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ?, job_key_mode => 'preserve_run_at')).id as job`,
     [
       tenant.orgId,
       tenant.environment,
@@ -38,6 +45,7 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
       drafts.map((d) => d.objectType),
       drafts.map((d) => d.objectId),
       drafts.map((d) => JSON.stringify(d.value)),
+      `dispatch:${Math.floor(Math.random() * DISPATCH_SHARDS)}`,
     ],
   );
   return ids;

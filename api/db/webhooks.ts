@@ -10,25 +10,28 @@ function deliveryJobs(source: string, runAt = 'null'): string {
 }
 
 /**
- * Creates one delivery per matching active webhook (never twice for an event), enqueues each and
- * marks the event dispatched: one statement, so it is all or nothing without a transaction.
+ * Dispatches up to `limit` undispatched events in commit order: one delivery per matching active
+ * webhook (never twice for an event), each enqueued, the events marked. One statement; concurrent
+ * dispatchers take disjoint batches (skip locked). Returns how many events it took.
  */
-export async function dispatchEventToWebhooks(db: Db, eventId: string): Promise<number> {
-  const found = await rows<{ created: number }>(db,
-    `with created as (
+export async function dispatchPendingEvents(db: Db, limit: number): Promise<number> {
+  const found = await rows<{ taken: number }>(db,
+    `with batch as (
+       select id, org_id, environment, trigger from events
+        where dispatched_at is null order by seq limit ? for update skip locked),
+     created as (
        insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
        select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, now()
-         from events e join webhooks w
+         from batch e join webhooks w
            on w.org_id = e.org_id and w.environment = e.environment
           and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active'
-        where e.id = ?
        on conflict (webhook_id, event_id, series) do nothing
        returning id),
      jobs as (select ${deliveryJobs('created')} where exists (select 1 from created)),
-     marked as (update events set dispatched_at = coalesce(dispatched_at, now()) where id = ? returning 1)
-     select (select count(*) from created)::int as created, (select count(*) from jobs) as jobs, (select count(*) from marked) as marked`,
-    [eventId, eventId]);
-  return found[0].created;
+     marked as (update events set dispatched_at = now() from batch where events.id = batch.id returning 1)
+     select (select count(*) from marked)::int as taken, (select count(*) from jobs) as jobs`,
+    [limit]);
+  return found[0].taken;
 }
 
 export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * `dispatch_event` and `deliver_webhook`: an event becomes one delivery per matching webhook; a
+ * `dispatch_events` and `deliver_webhook`: an event becomes one delivery per matching webhook; a
  * delivery is attempted, logged, and on failure retried on the webhook's schedule (jitter,
  * Retry-After, 410 disables). At least once: the attempt's log and the next job commit together,
  * and a receiver dedups on the event id.
@@ -8,7 +8,7 @@ import type { Got } from 'got';
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
 import {
-  cancelDelivery, disableWebhook, dispatchEventToWebhooks, loadDelivery, noteExhausted, recordAttempt, type DeliveryContext,
+  cancelDelivery, disableWebhook, dispatchPendingEvents, loadDelivery, noteExhausted, recordAttempt, type DeliveryContext,
 } from '../../api/db/webhooks.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
@@ -29,11 +29,12 @@ export interface DeliveryDeps {
 
 const RESPONSE_KEPT = 16 * 1024;
 
-export function dispatchEvent(db: Db): Task {
-  return async (payload) => {
-    const eventId = (payload as { event_id?: unknown }).event_id;
-    if (typeof eventId !== 'string') throw new Error('dispatch_event needs an event_id');
-    await dispatchEventToWebhooks(db, eventId);
+const DISPATCH_BATCH = 500;
+
+/** Dispatches every waiting event, batch after batch, until none is left. */
+export function dispatchEvents(db: Db): Task {
+  return async () => {
+    while ((await dispatchPendingEvents(db, DISPATCH_BATCH)) === DISPATCH_BATCH);
   };
 }
 
