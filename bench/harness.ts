@@ -15,12 +15,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { projectRoot } from '../api/config.ts';
 import { createDb } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey } from '../api/keys.ts';
+import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 
 export function positive(name: string, fallback: number, zeroOk = false): number {
   const raw = process.env[name];
@@ -35,22 +35,6 @@ export const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', 2, true);
 export const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
 export const resultsDir = path.join(projectRoot, 'bench/results');
 export const profileDir = path.join(resultsDir, 'profiles');
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const client = new pg.Client(url);
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 // ---- cleanup, in reverse order of setup, also on Ctrl-C ------------------------------------
 const cleanups: Array<() => Promise<void>> = [];
@@ -138,26 +122,26 @@ export async function startServers(bench: string): Promise<BenchEnv> {
   }
   const adminUrl = serverUrl;
   const database = `settle_bench_${process.pid}_${Date.now().toString(36)}`;
-  await admin(adminUrl, `create database ${database}`);
-  cleanups.push(() => admin(adminUrl, `drop database if exists ${database} with (force)`));
-  const databaseUrl = withDatabase(serverUrl, database);
-  await migrate(databaseUrl);
+  await adminQuery(adminUrl, `create database ${database}`);
+  cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
+  const benchUrl = databaseUrl(serverUrl, database);
+  await migrate(benchUrl);
 
-  const db = createDb(databaseUrl, 2);
+  const db = createDb(benchUrl, 2);
   const key = await createKey(db, 'bench', 'test');
   await db.destroy();
 
   const settlePort = await freePort();
   const anchorPort = await freePort();
   const settle = startChild(bench, 'settle web', 'api/server.ts', {
-    DATABASE_URL: databaseUrl,
+    DATABASE_URL: benchUrl,
     PORT: String(settlePort),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     SETTLE_RATE_LIMIT: 'off',
   });
   const anchor = startChild(bench, 'anchor', 'bench/anchor-server.ts', {
-    DATABASE_URL: databaseUrl,
+    DATABASE_URL: benchUrl,
     PORT: String(anchorPort),
     ANCHOR_ORG_ID: key.orgId,
     ANCHOR_POOL: '10',

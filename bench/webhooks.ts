@@ -41,6 +41,7 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { startEmbeddedPostgres } from '../api/db/embedded.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { migrate } from '../api/db/migrate.ts';
+import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { verifyServiceSignature } from '../api/webhooks/receiver.ts';
@@ -337,23 +338,13 @@ async function main(): Promise<void> {
     serverUrl = embedded.url('postgres');
   }
   const database = `settle_bench_${process.pid}_${Date.now().toString(36)}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client(serverUrl);
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`create database ${database}`);
-  cleanups.push(() => admin(`drop database if exists ${database} with (force)`));
-  const parsed = new URL(serverUrl);
-  parsed.pathname = `/${database}`;
-  const databaseUrl = parsed.toString();
-  await migrate(databaseUrl);
+  const adminUrl = serverUrl;
+  await adminQuery(adminUrl, `create database ${database}`);
+  cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
+  const benchUrl = databaseUrl(serverUrl, database);
+  await migrate(benchUrl);
 
-  const db: Db = createDb(databaseUrl, 4);
+  const db: Db = createDb(benchUrl, 4);
   cleanups.push(() => db.destroy());
   const key = await createKey(db, 'bench', 'test');
   const tenant: EventTenant = { orgId: key.orgId, environment: 'test' };
@@ -401,7 +392,7 @@ async function main(): Promise<void> {
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
 
   // ---- the webhook, created through the API (the web process briefly, in this process) ----------
-  const web = await startWeb(loadConfig({ DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'warn', SETTLE_RATE_LIMIT: 'off', SETTLE_VAULT_KEY: vaultKey }));
+  const web = await startWeb(loadConfig({ DATABASE_URL: benchUrl, PORT: '0', LOG_LEVEL: 'warn', SETTLE_RATE_LIMIT: 'off', SETTLE_VAULT_KEY: vaultKey }));
   const response = await fetch(`${web.url}/webhooks`, {
     method: 'POST',
     headers: { authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`, 'content-type': 'application/json' },
@@ -412,7 +403,7 @@ async function main(): Promise<void> {
   if (response.status !== 200 || !webhook.sender_secret) throw new Error(`creating the webhook: ${response.status} ${JSON.stringify(webhook)}`);
   secret = webhook.sender_secret;
 
-  const workerEnv = { ...SETTINGS, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
+  const workerEnv = { ...SETTINGS, DATABASE_URL: benchUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
   fs.mkdirSync(profileDir, { recursive: true });
 
   const results: PhaseResult[] = [];

@@ -7,26 +7,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { projectRoot } from '../api/config.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
-
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const client = new pg.Client(url);
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
+import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 
 const given = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
 let embedded: EmbeddedServer | null = null;
@@ -42,8 +26,8 @@ if (given) {
 }
 
 const template = `settle_tpl_${process.pid}_${Date.now().toString(36)}`;
-await admin(serverUrl, `create database ${template}`);
-await migrate(withDatabase(serverUrl, template));
+await adminQuery(serverUrl, `create database ${template}`);
+await migrate(databaseUrl(serverUrl, template));
 
 const tapArgs = process.argv.slice(2);
 const tap = spawn(path.join(projectRoot, 'node_modules/.bin/tap'), tapArgs, {
@@ -57,7 +41,7 @@ const tap = spawn(path.join(projectRoot, 'node_modules/.bin/tap'), tapArgs, {
 });
 const code = await new Promise<number>((resolve) => tap.on('exit', (c) => resolve(c ?? 1)));
 try {
-  await admin(serverUrl, `drop database if exists ${template} with (force)`);
+  await adminQuery(serverUrl, `drop database if exists ${template} with (force)`);
 } catch {
   // the template goes with the embedded server anyway
 }

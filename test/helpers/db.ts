@@ -1,6 +1,6 @@
 /** A fresh database per test file, cloned from the migrated template that test/run.ts made. */
 import type { Test } from 'tap';
-import pg from 'pg';
+import { adminQuery, databaseUrl } from '../../api/db/admin.ts';
 import { randomBytes } from 'node:crypto';
 
 export function testServerUrl(): string {
@@ -10,19 +10,11 @@ export function testServerUrl(): string {
 }
 
 function urlFor(database: string): string {
-  const parsed = new URL(testServerUrl());
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
+  return databaseUrl(testServerUrl(), database);
 }
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client(testServerUrl());
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
+function admin(sql: string): Promise<void> {
+  return adminQuery(testServerUrl(), sql);
 }
 
 /** Creates a database for this test file and drops it when the test ends. */
