@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The operator CLI: `settle up | migrate | keys create | keys list | keys revoke`.
+ * The operator CLI: `settle up | migrate | keys create | keys list | keys revoke | reporting rebuild`.
  * Without DATABASE_URL it reaches the embedded database of this project directory: the one a
  * running `settle up` serves, or one it starts for the duration of the command.
  */
@@ -24,7 +24,9 @@ const USAGE = `usage: settle <command>
   keys create --org NAME --env test|live [--authorize-and-capture]
                                        create an API key (printed once; only its hash is stored)
   keys list                            list keys (prefixes only)
-  keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX`;
+  keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX
+  reporting rebuild                    copy every transaction into ClickHouse afresh (through the
+                                       running reporting process, or in this one)`;
 
 class UsageError extends Error {}
 
@@ -112,6 +114,25 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
   throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`);
 }
 
+async function reportingCommand(config: Config, args: string[]): Promise<void> {
+  if (args.length !== 1 || args[0] !== 'rebuild') throw new UsageError(`unknown reporting command: ${args.join(' ') || '(none)'}`);
+  // Loaded here only: it brings in ClickHouse (chdb), which the other commands do not need.
+  const { progressPrinter, rebuildInProcess, rebuildThroughProcess, RebuildRefused } = await import('../reporting/rebuild.ts');
+  const progress = progressPrinter();
+  try {
+    const viaProcess = config.reportingUrl ? await rebuildThroughProcess(config, progress.update) : null;
+    const final = viaProcess ?? await withDatabase(config, async (url) => {
+      await migrate(url);
+      return rebuildInProcess({ ...config, databaseUrl: url }, progress.update);
+    });
+    progress.done(final);
+    console.log(`rebuilt the reporting mirror: ${final.done} transactions${viaProcess ? ` (by the reporting process at ${config.reportingUrl})` : ''}`);
+  } catch (error) {
+    if (error instanceof RebuildRefused) throw new UsageError(`reporting rebuild: ${error.message}`);
+    throw error;
+  }
+}
+
 // ---------- settle up ----------
 
 function prefixLines(child: ChildProcess, name: string): void {
@@ -161,6 +182,7 @@ async function up(config: Config): Promise<void> {
   if (allowPrivate === 'true') console.log('notice   | WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
   const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
   const children = [startChild('web', 'api/server.ts', env), startChild('worker', 'workers/main.ts', env)];
+  if (config.reportingUrl) children.push(startChild('reporting', 'reporting/main.ts', env));
   const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log('');
   console.log('Settle is running. API URL and test secret key:');
@@ -212,6 +234,8 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys':
       return keysCommand(config, args);
+    case 'reporting':
+      return reportingCommand(config, args);
     case undefined:
     case 'help':
     case '--help':

@@ -88,13 +88,15 @@ const FUNCTIONS: Record<string, FunctionSpec> = {
   ceil: { args: 'number', type: 'number', sql: (a) => `ceil(${a.sql})` },
   floor: { args: 'number', type: 'number', sql: (a) => `floor(${a.sql})` },
   // Postgres rounds numeric halves away from zero; ClickHouse's round() would round them to even.
-  round: { args: 'number', type: 'number', sql: (a) => (a.type === 'money' ? a.sql : `if(${a.sql} >= 0, floor(${a.sql} + 0.5), ceil(${a.sql} - 0.5))`) },
+  round: { args: 'number', type: 'number', sql: (a) => `if(${a.sql} >= 0, floor(${a.sql} + 0.5), ceil(${a.sql} - 0.5))` },
   year: { args: 'time', type: 'number', sql: (a) => `toYear(${asTime(a)})` },
   month: { args: 'time', type: 'number', sql: (a) => `toMonth(${asTime(a)})` },
   monthname: { args: 'time', type: 'text', sql: (a) => `monthName(${asTime(a)})` },
   day: { args: 'time', type: 'number', sql: (a) => `toDayOfMonth(${asTime(a)})` },
   dayname: { args: 'time', type: 'text', sql: (a) => `dateName('weekday', ${asTime(a)})` },
-  dayofweek: { args: 'time', type: 'number', sql: (a) => `toDayOfWeek(${asTime(a)}, 3)` },
+  // Sunday = 1. Not toDayOfWeek(x, 3): ClickHouse 26.7 prunes granules as if that were monotonic
+  // over a Friday–Sunday range and drops matching rows (reporting-agreement.test.ts found it).
+  dayofweek: { args: 'time', type: 'number', sql: (a) => `(toDayOfWeek(${asTime(a)}) % 7 + 1)` },
   dayofyear: { args: 'time', type: 'number', sql: (a) => `toDayOfYear(${asTime(a)})` },
   weekofyear: { args: 'time', type: 'number', sql: (a) => `toISOWeek(${asTime(a)})` },
   last_day: { args: 'time', type: 'date', sql: (a) => `toLastDayOfMonth(${asTime(a)})` },
@@ -172,7 +174,9 @@ export class ClickHouseCompiler {
         throw badRequest('Cannot compare values of different types', { q: `${describe(leftNode)} and ${describe(rightNode)} have different types` });
       }
     }
-    const [l, r] = category(left.type) === 'time' ? [asTime(left), asTime(right)] : [left.sql, right.sql];
+    // Timestamps are shown to the second; against a literal they compare at that precision.
+    const leftSql = left.type === 'datetime' && isLiteralLike(rightNode) ? `toStartOfSecond(${left.sql})` : left.sql;
+    const [l, r] = category(left.type) === 'time' ? [asTime({ ...left, sql: leftSql }), asTime(right)] : [leftSql, right.sql];
     // `!=` is null-safe, as `is distinct from` in Postgres: a missing value differs from any value.
     if (op === '!=') return `coalesce((${l}) != (${r}), isNull(${l}) != isNull(${r}))`;
     return `(${l}) ${op === '==' ? '=' : op} (${r})`;
@@ -252,6 +256,13 @@ export class ClickHouseCompiler {
     if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
     const arg = this.singleArg(node);
     if (spec.args !== 'any' && category(arg.type) !== spec.args) throw wrongArgument(node, spec.args);
+    if (arg.type === 'money') {
+      // abs keeps money; the others work on the decimal amount, as the Postgres compiler does.
+      if (fn === 'abs') return { sql: spec.sql(arg), type: 'money', field: arg.field };
+      // Postgres would print the numeric quotient (`10.5000000000000000`); no stable text to agree on.
+      if (spec.args === 'any') throw badRequest(`${node.fn}() takes text`, { [node.fn]: 'Not available for amounts in reporting queries' });
+      return { sql: spec.sql({ sql: `(${arg.sql}) / 100`, type: 'number' }), type: spec.type };
+    }
     return { sql: spec.sql(arg), type: spec.type };
   }
 

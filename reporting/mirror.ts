@@ -27,6 +27,18 @@ export interface MirrorStatus {
 export interface RebuildProgress {
   done: number;
   total: number;
+  /** when finished: ms copying rows, ms merging parts before the swap */
+  copyMs?: number;
+  mergeMs?: number;
+}
+
+function logProgress(log: Logger): (p: RebuildProgress) => void {
+  let next = 0;
+  return (p) => {
+    if (p.total === 0 || p.done < next) return;
+    log.info({ done: p.done, total: p.total }, 'mirror copying');
+    next = p.done + Math.max(1, Math.ceil(p.total / 10));
+  };
 }
 
 /** How long an idle position may stay unrecorded in ClickHouse (standbys read it from there). */
@@ -62,13 +74,21 @@ export class Mirror {
     return { ...this.#status };
   }
 
-  async start(): Promise<void> {
+  /** Creates the tables when needed and reads the recorded position; `start` also begins following. */
+  async open(): Promise<{ reset: boolean }> {
     const { reset } = await this.#store.ensureSchema();
     const state = await this.#store.readState();
     this.#status.position = state?.position ?? 0n;
     this.#recorded = this.#status.position;
     this.#recordedAt = Date.now();
+    return { reset };
+  }
+
+  async start(): Promise<void> {
+    const { reset } = await this.open();
     this.#log.info({ position: this.#status.position.toString(), reset }, reset ? 'mirror table (re)created: copying every transaction' : 'mirror resuming');
+    // A new table is filled the way a rebuild does it: big inserts, merged before it goes live.
+    if (reset) await this.rebuild(logProgress(this.#log));
     this.#loop = this.#run();
   }
 
@@ -104,7 +124,9 @@ export class Mirror {
       await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
       await this.#store.command(tableDdl(shadow));
       const counts: RebuildProgress = { done: 0, total: 0 };
+      const started = Date.now();
       const window = await readChanges(this.#db, null, async (chunk) => {
+        if (this.#stopping) throw new Error('rebuild abandoned: shutting down');
         await this.#store.insertLines(chunk.lines, shadow);
         counts.done += chunk.lines.length;
         progress({ ...counts });
@@ -112,13 +134,17 @@ export class Mirror {
         counts.total = total;
         progress({ ...counts });
       });
+      counts.copyMs = Date.now() - started;
+      // One part per month before it goes live, so FINAL has little to merge at query time.
+      await this.#store.command(`OPTIMIZE TABLE ${shadow} FINAL`);
+      counts.mergeMs = Date.now() - started - counts.copyMs;
       await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
       await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
       await this.#store.writePosition(window.to);
       this.#recorded = window.to;
       this.#recordedAt = Date.now();
       this.#advance(window.to);
-      this.#log.info({ rows: counts.done, position: window.to.toString() }, 'mirror rebuilt');
+      this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: window.to.toString() }, 'mirror rebuilt');
       return counts;
     });
   }

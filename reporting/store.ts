@@ -9,7 +9,7 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
-import { schemaFingerprint, tableDdl } from './columns.ts';
+import { insertStatement, schemaFingerprint, tableDdl } from './columns.ts';
 
 const STATE_NAME = 'transactions';
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -86,10 +86,10 @@ VALUES ({name:String}, {position:UInt64}, {schema:String}, fromUnixTimestamp64Mi
     });
   }
 
-  /** Inserts JSONEachRow lines; the data travels in the statement text, the same for chdb and a server. */
+  /** Inserts feed lines (reporting/columns.ts); the data travels in the statement text, the same for chdb and a server. */
   async insertLines(lines: string[], table = this.table): Promise<void> {
     if (lines.length === 0) return;
-    await this.client.command({ query: `INSERT INTO ${table} FORMAT JSONEachRow\n${lines.join('\n')}\n` });
+    await this.client.command({ query: `${insertStatement(table)}\n${lines.join('\n')}\n` });
   }
 
   async select<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {

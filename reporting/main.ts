@@ -1,0 +1,185 @@
+/**
+ * The `reporting` process: mirrors transactions into ClickHouse and answers transaction
+ * aggregates for the web process.
+ *
+ * Roles. The process that holds the leader lock (reporting/leader.ts) mirrors; the others retry the
+ * lock every REPORTING_POLL_INTERVAL. With a ClickHouse server a standby answers queries from the
+ * shared tables, waiting on the leader's recorded position; with embedded chdb the data directory
+ * belongs to one process, so a standby opens it only once it holds the lock (a hot standby that
+ * resumes from the recorded position when the leader dies).
+ *
+ * SIGTERM: stop taking requests, finish the ones in flight and the current mirror pass, record the
+ * position, close ClickHouse (never while a query runs) and exit 0.
+ */
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { loadConfig, type Config } from '../api/config.ts';
+import { rows, createDb } from '../api/db/connection.ts';
+import { createLogger } from '../api/logger.ts';
+import { exitOnSignals } from '../api/server.ts';
+import { LeaderLock, WAKE_CHANNEL } from './leader.ts';
+import { Mirror, type RebuildProgress } from './mirror.ts';
+import { createReportingApp, type Health, type ReportingEngine } from './server.ts';
+import { openStore, storeTarget, type ReportingStore } from './store.ts';
+
+export interface RunningReporting {
+  url: string;
+  server: Server;
+  role: () => 'leader' | 'standby';
+  mirror: () => Mirror | null;
+  stop: () => Promise<void>;
+}
+
+export interface ReportingOptions {
+  log?: Logger;
+  /** called when leadership over an embedded store is lost: the process must not touch the data directory again */
+  onFatal?: (error: Error) => void;
+}
+
+const STANDBY_POLL_MS = 50;
+const STALE_PASS_MS = 30_000;
+
+export async function startReporting(config: Config, options: ReportingOptions = {}): Promise<RunningReporting> {
+  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
+  const log = options.log ?? createLogger(config.logLevel, 'reporting');
+  const db = createDb(config.databaseUrl, 4);
+  const target = storeTarget(config);
+  const lock = new LeaderLock(config.databaseUrl, target.identity);
+  let store: ReportingStore | null = target.embedded ? null : openStore(config);
+  let mirror: Mirror | null = null;
+  let stopping = false;
+  let becoming: Promise<void> | null = null;
+
+  const fatal = options.onFatal ?? ((error: Error) => {
+    log.fatal({ err: error.message }, 'lost the mirror lock on an embedded store; exiting');
+    process.exit(1);
+  });
+
+  /** A mirror still starting (its first copy can take minutes): stop() must reach it too. */
+  let starting: Mirror | null = null;
+
+  async function lead(): Promise<void> {
+    store ??= openStore(config);
+    starting = new Mirror(db, store, log, { pollIntervalMs: config.reportingPollIntervalMs, batchIntervalMs: config.reportingBatchIntervalMs });
+    log.info({ target: target.identity }, 'mirror leader');
+    try {
+      await starting.start();
+      if (!stopping) mirror = starting;
+    } finally {
+      starting = null;
+    }
+  }
+
+  async function lostLead(error: Error): Promise<void> {
+    log.warn({ err: error.message }, 'mirror leadership lost');
+    const previous = mirror;
+    mirror = null;
+    await previous?.stop();
+    if (target.embedded) fatal(error);
+  }
+
+  async function contend(): Promise<void> {
+    if (stopping || becoming) return;
+    becoming = (async () => {
+      try {
+        if (lock.held) return void (await lock.check());
+        const acquired = await lock.tryAcquire({
+          onNotify: (channel) => mirror?.wake({ record: channel === WAKE_CHANNEL }),
+          onLost: (error) => void lostLead(error),
+        });
+        if (acquired && !stopping) await lead();
+      } catch (error) {
+        log.error({ err: error }, 'leader election failed; retrying');
+        if (lock.held && !mirror) await lock.release();
+      } finally {
+        becoming = null;
+      }
+    })();
+    await becoming;
+  }
+
+  /** A standby reads the leader's recorded position, nudging it to record a fresh one. */
+  async function standbyReach(targetPosition: bigint, timeoutMs: number): Promise<bigint | null> {
+    const deadline = Date.now() + timeoutMs;
+    let nudged = false;
+    for (;;) {
+      const state = await store!.readState();
+      if (state && state.position >= targetPosition) return state.position;
+      if (Date.now() >= deadline) return null;
+      if (!nudged) {
+        await rows(db, 'select pg_notify(?, ?)', [WAKE_CHANNEL, targetPosition.toString()]);
+        nudged = true;
+      }
+      await new Promise((resolve) => setTimeout(resolve, STANDBY_POLL_MS));
+    }
+  }
+
+  const engine: ReportingEngine = {
+    store: () => (target.embedded && !mirror ? null : store),
+    reach: async (targetPosition, timeoutMs) => {
+      const current = mirror;
+      if (current) return (await current.waitFor(targetPosition, timeoutMs)) ? current.status.position : null;
+      return store ? standbyReach(targetPosition, timeoutMs) : null;
+    },
+    get rebuild() {
+      const current = mirror;
+      return current ? (progress: (p: RebuildProgress) => void) => current.rebuild(progress) : null;
+    },
+    health: async (): Promise<Health> => health(),
+  };
+
+  async function health(): Promise<Health> {
+    const current = mirror;
+    if (current) {
+      const status = current.status;
+      const sincePass = status.lastPassAt ? Date.now() - status.lastPassAt : null;
+      return {
+        healthy: sincePass !== null && sincePass < STALE_PASS_MS,
+        body: { object: 'health', role: 'leader', position: Number(status.position), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: status.rowsMirrored },
+      };
+    }
+    if (starting) return { healthy: false, body: { object: 'health', role: 'leader', detail: 'copying every transaction into a new mirror table' } };
+    if (!store || target.embedded) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'waiting for the mirror lock' } };
+    const state = await store.readState().catch(() => null);
+    return { healthy: state !== null, body: { object: 'health', role: 'standby', position: state ? Number(state.position) : null } };
+  }
+
+  const app = createReportingApp(engine, { secret: config.reportingSecret, waitMs: config.reportingWaitMs, log });
+  const server = app.listen(config.reportingPort, config.reportingHost);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.reportingPort;
+  const url = `http://${config.reportingHost}:${port}`;
+  log.info({ url, clickhouse: target.embedded ? 'embedded chdb' : config.clickhouseUrl }, 'reporting listening');
+
+  await contend();
+  const timer = setInterval(() => void contend(), config.reportingPollIntervalMs);
+
+  const stop = async () => {
+    stopping = true;
+    clearInterval(timer);
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+    await closed;
+    clearTimeout(force);
+    await starting?.stop();
+    await becoming;
+    await mirror?.stop();
+    mirror = null;
+    await lock.release();
+    await store?.close();
+    store = null;
+    await db.destroy();
+  };
+  return { url, server, role: () => (mirror ? 'leader' : 'standby'), mirror: () => mirror, stop };
+}
+
+if (import.meta.main) {
+  const reporting = await startReporting(loadConfig());
+  exitOnSignals(reporting.stop, (message) => console.error(message));
+}

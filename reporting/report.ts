@@ -1,0 +1,177 @@
+/**
+ * Answers one aggregate query (`fields` with aggregates and/or `group_by`) from the mirror: the
+ * ClickHouse counterpart of `aggregate` in api/engine/operations.ts, with the same checks and the
+ * same rows, keyed by the expressions exactly as requested. The tenant (and a collection's fixed
+ * type) filter the rows outside the client's expression; `FINAL` reads each transaction's latest
+ * version only, deleted ones dropped.
+ */
+import type { Tenant, Version } from '../api/engine/family.ts';
+import { aggregateTerms } from '../api/engine/operations.ts';
+import type { Json } from '../api/engine/view.ts';
+import { toApi } from '../api/engine/values.ts';
+import { badRequest } from '../api/errors.ts';
+import { transactions } from '../api/families/transactions/family.ts';
+import type { ListQuery, Operand } from '../api/query/ast.ts';
+import { AGGREGATES } from '../api/query/toSql.ts';
+import { ClickHouseCompiler, type Exact, type Typed } from './compiler.ts';
+import type { ReportingStore } from './store.ts';
+
+export interface ReportRequest {
+  tenant: Tenant;
+  version: Version;
+  /** the collection's fixed type, if any */
+  type?: string;
+  query: ListQuery;
+}
+
+export interface CompiledReport {
+  sql: string;
+  params: Record<string, unknown>;
+  /** result key and decoder per requested term, in order */
+  columns: Array<{ key: string; alias: string; decode: (raw: unknown) => unknown }>;
+}
+
+/** Canonical text of an operand, positions left out: equal expressions, equal keys. */
+function expressionKey(node: Operand): string {
+  switch (node.kind) {
+    case 'field': return `f:${JSON.stringify(node.path)}`;
+    case 'call': return `c:${node.fn.toLowerCase()}(${node.args.map(expressionKey).join(',')})`;
+    case 'date': return `d:${JSON.stringify(node.value)}`;
+    case 'literal': return `l:${JSON.stringify(node.value)}`;
+  }
+}
+
+function isAggregate(node: Operand): boolean {
+  return node.kind === 'call' && AGGREGATES.has(node.fn.toLowerCase());
+}
+
+export function compileReport(request: ReportRequest, table: string): CompiledReport {
+  const { query, version } = request;
+  const terms = aggregateTerms(query);
+  const compiler = new ClickHouseCompiler(transactions, version);
+  const params = compiler.params;
+  const select: string[] = [];
+
+  // Group keys are compiled once and referred to by alias, so a key holding parameters
+  // (`attrs[region]`) is the very same expression in SELECT, GROUP BY and ORDER BY.
+  const groups = new Map<string, { alias: string; typed: Typed }>();
+  query.groupBy.forEach((term, i) => {
+    if (!term.expr) throw badRequest('group_by needs an expression', { group_by: 'Name a field or function' });
+    const key = expressionKey(term.expr);
+    if (groups.has(key)) return;
+    const alias = `_g${i}`;
+    const typed = compiler.operand(term.expr, false);
+    groups.set(key, { alias, typed });
+    select.push(`${typed.sql} AS ${alias}`);
+  });
+
+  const columns = terms.map((term, i) => {
+    const alias = `_c${i}`;
+    const group = groups.get(expressionKey(term.expr));
+    const typed = group ? { ...group.typed, sql: group.alias } : compiler.operand(term.expr, true);
+    const exactSql = group && typed.type === 'money' ? `toString(${group.alias})` : typed.exact?.sql;
+    const kind: Exact | undefined = group && typed.type === 'money' ? 'money' : typed.exact?.kind;
+    select.push(`${exactSql ?? outputSql(typed)} AS ${alias}`);
+    return { key: term.source, alias, decode: decoder(typed, kind, version) };
+  });
+
+  const order = query.orderBy.map((term) => {
+    const group = groups.get(expressionKey(term.expr));
+    if (!group && !isAggregate(term.expr)) {
+      throw badRequest(`${term.source} must be grouped or aggregated`, { [term.source]: 'Order by a group_by expression or an aggregate' });
+    }
+    // Nulls as the Postgres path places them: first ascending for a returned or grouped
+    // expression, and Postgres's own default (last ascending) for any other aggregate.
+    const shown = group || terms.some((t) => t.source === term.source.replace(/^(asc|desc)\((.*)\)$/, '$2'));
+    const nullsFirst = shown ? term.direction === 'asc' : term.direction === 'desc';
+    const sql = group ? group.alias : compiler.operand(term.expr, true).sql;
+    return `${sql} ${term.direction.toUpperCase()} NULLS ${nullsFirst ? 'FIRST' : 'LAST'}`;
+  });
+  // No order asked for: group order, so an answer is the same from one call to the next.
+  if (order.length === 0) for (const { alias } of groups.values()) order.push(`${alias} ASC NULLS FIRST`);
+
+  const conditions = [`org_id = ${params.add('String', request.tenant.orgId)}`, `environment = ${params.add('String', request.tenant.environment)}`];
+  if (request.type) conditions.push(`type = ${params.add('String', request.type)}`);
+  if (query.where) conditions.push(`(${compiler.where(query.where)})`);
+  const groupBy = groups.size ? `\nGROUP BY ${[...groups.values()].map((g) => g.alias).join(', ')}` : '';
+  const orderBy = order.length ? `\nORDER BY ${order.join(', ')}` : '';
+  const sql = `SELECT ${select.join(', ')}
+FROM ${table} FINAL
+WHERE ${conditions.join(' AND ')}${groupBy}${orderBy}
+LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}
+SETTINGS max_execution_time = 60`;
+  return { sql, params: params.values, columns };
+}
+
+/** Times travel as text and are read back as instants; everything else as ClickHouse gives it. */
+function outputSql(typed: Typed): string {
+  return typed.type === 'datetime' ? `toString(${typed.sql})` : typed.sql;
+}
+
+export function decodeRows(compiled: CompiledReport, rows: Array<Record<string, unknown>>): Json[] {
+  return rows.map((row) => {
+    const out: Json = {};
+    for (const column of compiled.columns) out[column.key] = column.decode(row[column.alias]);
+    return out;
+  });
+}
+
+export async function runReport(store: ReportingStore, request: ReportRequest): Promise<Json[]> {
+  const compiled = compileReport(request, store.table);
+  return decodeRows(compiled, await store.select<Record<string, unknown>>(compiled.sql, compiled.params));
+}
+
+// ---------- values: the same API forms as the Postgres path, money exact from integers ----------
+
+function decoder(typed: Typed, exact: Exact | undefined, version: Version): (raw: unknown) => unknown {
+  return (raw) => {
+    if (raw === null || raw === undefined) return null;
+    if (exact) return exactMoney(exact, raw);
+    if (typed.type === 'datetime') raw = new Date(`${String(raw).replace(' ', 'T')}Z`);
+    if (typed.field && typed.type !== 'aggregate') return toApi(typed.field, version, raw);
+    if (raw instanceof Date) return toApi({ store: '', type: 'datetime' }, version, raw);
+    if (typed.type === 'date') return String(raw);
+    const number = Number(raw);
+    return typeof raw === 'string' && Number.isFinite(number) && /^-?\d/.test(raw) && typed.type !== 'text' ? number : raw;
+  };
+}
+
+/** Minor units → the API's 2-decimal number, rounding a fraction of a cent half up (as Math.round). */
+function exactMoney(kind: Exact, raw: unknown): number | null {
+  switch (kind) {
+    case 'money':
+      return Number(BigInt(String(raw))) / 100;
+    case 'money_avg': {
+      const [sum, count] = raw as [string, number | string];
+      const n = BigInt(count);
+      return n === 0n ? null : Number(roundedQuotient(BigInt(sum), n)) / 100;
+    }
+    default: {
+      const [count, sum, squares] = raw as [number | string, string, string];
+      const n = BigInt(count);
+      if (n < 2n) return null;
+      // Sample variance = (n·Σx² − (Σx)²) / (n(n−1)), kept as an exact fraction.
+      const numerator = n * BigInt(squares) - BigInt(sum) ** 2n;
+      const denominator = n * (n - 1n);
+      if (kind === 'money_variance') return Number(roundedQuotient(numerator, denominator)) / 100;
+      // round(√(num/den)) = the largest k with (2k−1)² ≤ 4·num/den.
+      const root = integerSqrt((4n * numerator) / denominator);
+      return Number((root + 1n) / 2n) / 100;
+    }
+  }
+}
+
+/** a / b rounded half up, for b > 0. */
+function roundedQuotient(a: bigint, b: bigint): bigint {
+  const twice = 2n * a + b;
+  const q = twice / (2n * b);
+  return twice < 0n && q * 2n * b !== twice ? q - 1n : q;
+}
+
+function integerSqrt(n: bigint): bigint {
+  if (n < 2n) return n < 0n ? 0n : n;
+  let x = BigInt(Math.floor(Math.sqrt(Number(n))));
+  while (x * x > n) x -= 1n;
+  while ((x + 1n) * (x + 1n) <= n) x += 1n;
+  return x;
+}

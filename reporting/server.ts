@@ -1,0 +1,142 @@
+/**
+ * The reporting process's internal HTTP interface. Only the web process calls it (the client's
+ * key was checked there; the tenant arrives in the body), so it binds to loopback by default and
+ * takes REPORTING_SECRET as a bearer token when set.
+ *
+ *   POST /query    {tenant, version, type?, params, position} → {object: 'list', values, reporting_position}
+ *   POST /rebuild  → NDJSON progress lines, then {done: true, rows}
+ *   GET  /healthz  → position, lag and role; 503 when this process cannot answer queries
+ */
+import Koa, { type Context, type Next } from 'koa';
+import { PassThrough } from 'node:stream';
+import { timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Version } from '../api/engine/family.ts';
+import { ApiError, badRequest, serviceUnavailable, unauthorized } from '../api/errors.ts';
+import { errorBody } from '../api/http/errorHandler.ts';
+import type { ReportingQuery } from '../api/http/reportingProxy.ts';
+import { parseListQuery } from '../api/query/listQuery.ts';
+import { compileReport, decodeRows } from './report.ts';
+import type { ReportingStore } from './store.ts';
+import type { RebuildProgress } from './mirror.ts';
+
+const BODY_LIMIT = 1024 * 1024;
+
+export interface Health {
+  healthy: boolean;
+  body: Record<string, unknown>;
+}
+
+/** What the HTTP layer needs from the process: its store, position and mirror, whichever role it has. */
+export interface ReportingEngine {
+  store: () => ReportingStore | null;
+  /** resolves with the position once it reaches `target`, or null after `timeoutMs` */
+  reach: (target: bigint, timeoutMs: number) => Promise<bigint | null>;
+  rebuild: ((progress: (p: RebuildProgress) => void) => Promise<RebuildProgress>) | null;
+  health: () => Promise<Health>;
+}
+
+export interface ServerOptions {
+  secret?: string;
+  waitMs: number;
+  log: Logger;
+}
+
+export function createReportingApp(engine: ReportingEngine, options: ServerOptions): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  app.use(async (ctx: Context, next: Next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'NotFound', `No route for ${ctx.method} ${ctx.path}`);
+    } catch (error) {
+      // Only our own errors carry their words out; a ClickHouse message stays in the log.
+      const apiError = error instanceof ApiError ? error : new ApiError(500, 'InternalServerError', 'Internal server error');
+      if (apiError.status === 500) options.log.error({ err: error, req: ctx.get('X-Request-Id') || undefined }, 'reporting request failed');
+      ctx.status = apiError.status;
+      ctx.body = errorBody(apiError);
+    }
+  });
+  app.use(async (ctx: Context, next: Next) => {
+    if (ctx.method === 'GET' && ctx.path === '/healthz') {
+      const health = await engine.health();
+      ctx.status = health.healthy ? 200 : 503;
+      ctx.body = health.body;
+      return;
+    }
+    authorize(ctx, options.secret);
+    if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);
+    if (ctx.method === 'POST' && ctx.path === '/rebuild') return streamRebuild(ctx, engine);
+    return next();
+  });
+  return app;
+}
+
+function authorize(ctx: Context, secret: string | undefined): void {
+  if (!secret) return;
+  const given = Buffer.from(ctx.get('Authorization'));
+  const expected = Buffer.from(`Bearer ${secret}`);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw unauthorized('Missing or invalid reporting secret');
+}
+
+async function readJson(ctx: Context): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > BODY_LIMIT) throw new ApiError(413, 'PayloadTooLarge', 'Request body exceeds the size limit');
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw badRequest('Malformed JSON');
+  }
+}
+
+function queryBody(raw: unknown): ReportingQuery {
+  const body = raw as Partial<ReportingQuery> | null;
+  const valid = body && typeof body === 'object'
+    && typeof body.tenant?.orgId === 'string' && (body.tenant.environment === 'test' || body.tenant.environment === 'live')
+    && (body.version === 'v1' || body.version === 'v2')
+    && (body.type === undefined || typeof body.type === 'string')
+    && Array.isArray(body.params) && body.params.every((p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string'))
+    && typeof body.position === 'string' && /^\d{1,20}$/.test(body.position);
+  if (!valid) throw badRequest('Malformed reporting query');
+  return body as ReportingQuery;
+}
+
+async function answerQuery(ctx: Context, engine: ReportingEngine, options: ServerOptions): Promise<void> {
+  const body = queryBody(await readJson(ctx));
+  const store = engine.store();
+  if (!store) throw serviceUnavailable('Reporting is starting or on standby; retry shortly');
+  // Compile first: a bad query is a 400 at once, not after waiting for the mirror.
+  const compiled = compileReport({
+    tenant: { orgId: body.tenant.orgId, environment: body.tenant.environment as 'test' | 'live' },
+    version: body.version as Version,
+    type: body.type,
+    query: parseListQuery(body.params),
+  }, store.table);
+  const position = await engine.reach(BigInt(body.position), options.waitMs);
+  if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
+  const rows = await store.select<Record<string, unknown>>(compiled.sql, compiled.params);
+  ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: Number(position) };
+}
+
+function streamRebuild(ctx: Context, engine: ReportingEngine): void {
+  const rebuild = engine.rebuild;
+  if (!rebuild) throw new ApiError(409, 'Conflict', 'This reporting process is not the mirror leader');
+  const out = new PassThrough();
+  ctx.type = 'application/x-ndjson';
+  ctx.body = out;
+  let last = 0;
+  rebuild((progress) => {
+    const now = Date.now();
+    if (now - last < 200 && progress.done < progress.total) return;
+    last = now;
+    out.write(`${JSON.stringify(progress)}\n`);
+  }).then(
+    (final) => out.end(`${JSON.stringify({ ...final, finished: true })}\n`),
+    (error: unknown) => out.end(`${JSON.stringify({ error: error instanceof ApiError ? error.message : 'rebuild failed; see the reporting log' })}\n`),
+  );
+}
