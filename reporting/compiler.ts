@@ -96,7 +96,7 @@ const FUNCTIONS: Record<string, FunctionSpec> = {
   dayname: { args: 'time', type: 'text', sql: (a) => `dateName('weekday', ${asTime(a)})` },
   // Sunday = 1. Not toDayOfWeek(x, 3): ClickHouse 26.7 prunes granules as if that were monotonic
   // over a Friday–Sunday range and drops matching rows (reporting-agreement.test.ts found it).
-  dayofweek: { args: 'time', type: 'number', sql: (a) => `(toDayOfWeek(${asTime(a)}) % 7 + 1)` },
+  dayofweek: { args: 'time', type: 'number', sql: (a) => `(modulo(toDayOfWeek(${asTime(a)}), 7) + 1)` },
   dayofyear: { args: 'time', type: 'number', sql: (a) => `toDayOfYear(${asTime(a)})` },
   weekofyear: { args: 'time', type: 'number', sql: (a) => `toISOWeek(${asTime(a)})` },
   last_day: { args: 'time', type: 'date', sql: (a) => `toLastDayOfMonth(${asTime(a)})` },

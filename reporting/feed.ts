@@ -1,16 +1,51 @@
 /**
- * Reading transaction changes out of Postgres for the mirror, behind a snapshot guard.
+ * Reading transaction changes out of Postgres for the mirror, guarded by snapshots.
  *
- * A pass runs in one REPEATABLE READ snapshot. Its `xmin` is the oldest transaction still running,
- * so every change written by a transaction with txid < xmin is final and visible in the snapshot;
- * the pass copies the changes whose txid lies in [position, xmin) and the new position is xmin.
- * A transaction that commits late has txid >= the xmin of every pass that ran before it finished,
- * so it lands in a later window, never behind the position. Rows are read as ClickHouse
- * JSONEachRow text built by Postgres, through a cursor, in chunks.
+ * The position of the mirror is a Postgres snapshot (`xmin:xmax:xip`): every change visible in it
+ * has been copied. A pass opens a new REPEATABLE READ snapshot and copies the changes whose
+ * writing transaction was not visible in the previous one: txid ≥ the previous xmax, or in the
+ * previous in-progress list. A transaction that commits late was in progress (or not yet started)
+ * at every earlier snapshot, so its changes are picked up by the first pass that sees them; none
+ * is skipped, and an old transaction still open elsewhere holds nothing back.
+ *
+ * Rows are read as ClickHouse feed lines built by Postgres (reporting/columns.ts), through a
+ * cursor, in chunks; the next chunk is fetched while the previous one is inserted.
  */
 import type { Knex } from 'knex';
 import { rows, type Db } from '../api/db/connection.ts';
 import { pgRowJson } from './columns.ts';
+
+export interface Snapshot {
+  xmin: bigint;
+  xmax: bigint;
+  /** transactions in progress at the snapshot, all in [xmin, xmax) */
+  xip: bigint[];
+}
+
+export const EMPTY_SNAPSHOT: Snapshot = { xmin: 0n, xmax: 0n, xip: [] };
+
+const SNAPSHOT_TEXT = /^(\d{1,20}):(\d{1,20}):((?:\d{1,20})(?:,\d{1,20})*)?$/;
+
+/** `pg_snapshot` text form (`10:20:10,14`). */
+export function parseSnapshot(text: string): Snapshot | null {
+  const match = SNAPSHOT_TEXT.exec(text);
+  if (!match) return null;
+  return { xmin: BigInt(match[1]), xmax: BigInt(match[2]), xip: match[3] ? match[3].split(',').map(BigInt) : [] };
+}
+
+export function formatSnapshot(snapshot: Snapshot): string {
+  return `${snapshot.xmin}:${snapshot.xmax}:${snapshot.xip.join(',')}`;
+}
+
+/**
+ * Whether everything committed before `target` was taken is visible in `mirrored`: nothing that
+ * had finished by `target` may still be in progress at `mirrored`, and `mirrored` must not be older.
+ */
+export function covers(mirrored: Snapshot, target: Snapshot): boolean {
+  if (mirrored.xmax < target.xmax) return false;
+  const openAtTarget = new Set(target.xip);
+  return mirrored.xip.every((txid) => txid >= target.xmax || openAtTarget.has(txid));
+}
 
 export interface FeedChunk {
   lines: string[];
@@ -18,39 +53,27 @@ export interface FeedChunk {
   oldestChangeMs: number;
 }
 
-export interface FeedWindow {
-  from: bigint;
-  to: bigint;
-  /** transactions were still running at the snapshot, so a later pass will find more */
-  inFlight: boolean;
+export interface FeedPass {
+  /** the snapshot the pass read in: its new position */
+  snapshot: Snapshot;
   rows: number;
 }
 
-/** Rows per fetch and per ClickHouse insert: large, since each insert writes a part per month it touches. */
 const CHUNK_ROWS = 100_000;
 
-interface SnapshotBounds {
-  xmin: string;
-  xmax: string;
-}
-
-async function snapshotBounds(trx: Knex.Transaction): Promise<SnapshotBounds> {
-  const [bounds] = await rows<SnapshotBounds>(trx, 'select pg_snapshot_xmin(s)::text as xmin, pg_snapshot_xmax(s)::text as xmax from pg_current_snapshot() s');
-  return bounds;
-}
-
 /**
- * Copies the changes of the window starting at `from` to `sink`, chunk by chunk; `sink` runs while
- * the next chunk is fetched. `from === null` is a full copy of the current rows (a rebuild).
+ * Copies to `sink` the changes made visible since `since` (every current row when `since` is null:
+ * a rebuild), chunk by chunk. `sink` runs while the next chunk is fetched.
  */
-export async function readChanges(db: Db, from: bigint | null, sink: (chunk: FeedChunk) => Promise<void>, onTotal?: (total: number) => void): Promise<FeedWindow> {
+export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: FeedChunk) => Promise<void>, onTotal?: (total: number) => void): Promise<FeedPass> {
   return db.transaction(async (trx) => {
-    const bounds = await snapshotBounds(trx);
-    const to = BigInt(bounds.xmin);
-    const window: FeedWindow = { from: from ?? 0n, to, inFlight: bounds.xmin !== bounds.xmax, rows: 0 };
-    if (from !== null && to <= from) return { ...window, to: from };
-    const where = from === null ? 'not c.deleted' : 'c.txid >= ?::xid8 and c.txid < ?::xid8';
-    const bindings = from === null ? [] : [from.toString(), to.toString()];
+    const [{ snapshot: text }] = await rows<{ snapshot: string }>(trx, 'select pg_current_snapshot()::text as snapshot');
+    const snapshot = parseSnapshot(text)!;
+    const pass: FeedPass = { snapshot, rows: 0 };
+    if (since && formatSnapshot(since) === text) return pass;
+    const [where, bindings] = since === null
+      ? ['not c.deleted', []]
+      : ['(c.txid >= ?::xid8 or c.txid = any(?::xid8[]))', [since.xmax.toString(), since.xip.map(String)]];
     if (onTotal) {
       const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total from reporting_changes c where ${where}`, bindings);
       onTotal(Number(total));
@@ -59,19 +82,23 @@ export async function readChanges(db: Db, from: bigint | null, sink: (chunk: Fee
       select ${pgRowJson()} as line, extract(epoch from c.changed_at) * 1000 as changed_ms
         from reporting_changes c left join transactions t on t.id = c.transaction_id
        where ${where}`, bindings);
-    let pending: Promise<void> = Promise.resolve();
-    for (;;) {
-      const fetched = await rows<{ line: string; changed_ms: string }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
-      await pending;
-      if (fetched.length === 0) break;
-      window.rows += fetched.length;
-      let oldest = Infinity;
-      for (const row of fetched) oldest = Math.min(oldest, Number(row.changed_ms));
-      pending = sink({ lines: fetched.map((row) => row.line), oldestChangeMs: oldest });
-      // Awaited after the next fetch; until then a failure must not count as unhandled.
-      pending.catch(() => {});
-    }
-    await pending;
-    return window;
+    await copyCursor(trx, pass, sink);
+    return pass;
   }, { isolationLevel: 'repeatable read', readOnly: true });
+}
+
+async function copyCursor(trx: Knex.Transaction, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
+  let pending: Promise<void> = Promise.resolve();
+  for (;;) {
+    const fetched = await rows<{ line: string; changed_ms: string }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
+    await pending;
+    if (fetched.length === 0) break;
+    pass.rows += fetched.length;
+    let oldest = Infinity;
+    for (const row of fetched) oldest = Math.min(oldest, Number(row.changed_ms));
+    pending = sink({ lines: fetched.map((row) => row.line), oldestChangeMs: oldest });
+    // Awaited after the next fetch; until then a failure must not count as unhandled.
+    pending.catch(() => {});
+  }
+  await pending;
 }

@@ -8,8 +8,8 @@
  * belongs to one process, so a standby opens it only once it holds the lock (a hot standby that
  * resumes from the recorded position when the leader dies).
  *
- * SIGTERM: stop taking requests, finish the ones in flight and the current mirror pass, record the
- * position, close ClickHouse (never while a query runs) and exit 0.
+ * SIGTERM: stop taking requests, finish the ones in flight and the current mirror pass (its
+ * position is recorded with its rows), close ClickHouse (never while a query runs) and exit 0.
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -17,6 +17,7 @@ import { loadConfig, type Config } from '../api/config.ts';
 import { rows, createDb } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/server.ts';
+import { covers, formatSnapshot, type Snapshot } from './feed.ts';
 import { LeaderLock, WAKE_CHANNEL } from './leader.ts';
 import { Mirror, type RebuildProgress } from './mirror.ts';
 import { createReportingApp, type Health, type ReportingEngine } from './server.ts';
@@ -99,15 +100,15 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   /** A standby reads the leader's recorded position, nudging it to record a fresh one. */
-  async function standbyReach(targetPosition: bigint, timeoutMs: number): Promise<bigint | null> {
+  async function standbyReach(target: Snapshot, timeoutMs: number): Promise<Snapshot | null> {
     const deadline = Date.now() + timeoutMs;
     let nudged = false;
     for (;;) {
       const state = await store!.readState();
-      if (state && state.position >= targetPosition) return state.position;
+      if (state && covers(state.position, target)) return state.position;
       if (Date.now() >= deadline) return null;
       if (!nudged) {
-        await rows(db, 'select pg_notify(?, ?)', [WAKE_CHANNEL, targetPosition.toString()]);
+        await rows(db, 'select pg_notify(?, ?)', [WAKE_CHANNEL, formatSnapshot(target)]);
         nudged = true;
       }
       await new Promise((resolve) => setTimeout(resolve, STANDBY_POLL_MS));
@@ -116,10 +117,10 @@ export async function startReporting(config: Config, options: ReportingOptions =
 
   const engine: ReportingEngine = {
     store: () => (target.embedded && !mirror ? null : store),
-    reach: async (targetPosition, timeoutMs) => {
+    reach: async (target, timeoutMs) => {
       const current = mirror;
-      if (current) return (await current.waitFor(targetPosition, timeoutMs)) ? current.status.position : null;
-      return store ? standbyReach(targetPosition, timeoutMs) : null;
+      if (current) return (await current.waitFor(target, timeoutMs)) ? current.status.position : null;
+      return store ? standbyReach(target, timeoutMs) : null;
     },
     get rebuild() {
       const current = mirror;
@@ -135,13 +136,13 @@ export async function startReporting(config: Config, options: ReportingOptions =
       const sincePass = status.lastPassAt ? Date.now() - status.lastPassAt : null;
       return {
         healthy: sincePass !== null && sincePass < STALE_PASS_MS,
-        body: { object: 'health', role: 'leader', position: Number(status.position), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: status.rowsMirrored },
+        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: status.rowsMirrored },
       };
     }
     if (starting) return { healthy: false, body: { object: 'health', role: 'leader', detail: 'copying every transaction into a new mirror table' } };
     if (!store || target.embedded) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'waiting for the mirror lock' } };
     const state = await store.readState().catch(() => null);
-    return { healthy: state !== null, body: { object: 'health', role: 'standby', position: state ? Number(state.position) : null } };
+    return { healthy: state !== null, body: { object: 'health', role: 'standby', position: state ? formatSnapshot(state.position) : null } };
   }
 
   const app = createReportingApp(engine, { secret: config.reportingSecret, waitMs: config.reportingWaitMs, log });

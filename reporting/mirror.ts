@@ -1,14 +1,14 @@
 /**
  * The mirror loop (leader only): woken by NOTIFY after each committed change, by a poll timer as a
- * fallback, and by queries waiting for a position. Each pass copies one snapshot window of changes
- * (reporting/feed.ts) into ClickHouse, then records the new position there, next to the data it
- * describes: a crash between the two replays the window (the same versions again, which the
- * ReplacingMergeTree collapses), never skips it.
+ * fallback, and by queries waiting for a position. Each pass copies the changes that became
+ * visible since the last one (reporting/feed.ts) into ClickHouse, then records the pass's
+ * snapshot there, next to the data it describes: a crash between the two replays the changes (the
+ * same versions again, which the ReplacingMergeTree collapses), never skips them.
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
 import { tableDdl } from './columns.ts';
-import { readChanges, type FeedChunk } from './feed.ts';
+import { covers, EMPTY_SNAPSHOT, formatSnapshot, readChanges, type FeedChunk, type Snapshot } from './feed.ts';
 import type { ReportingStore } from './store.ts';
 
 export interface MirrorOptions {
@@ -17,7 +17,8 @@ export interface MirrorOptions {
 }
 
 export interface MirrorStatus {
-  position: bigint;
+  /** everything visible in this Postgres snapshot is in ClickHouse */
+  position: Snapshot;
   /** ms from a change's commit to its rows being in ClickHouse, worst of the last pass that copied rows */
   lagMs: number;
   lastPassAt: number;
@@ -45,14 +46,21 @@ function logProgress(log: Logger): (p: RebuildProgress) => void {
 const IDLE_RECORD_MS = 5000;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
+/** The longest a waiting reader's pass is held back for batching. */
+const WAITING_RETRY_MS = 20;
+
+interface Waiter {
+  target: Snapshot;
+  resolve: (reached: boolean) => void;
+}
 
 export class Mirror {
   readonly #db: Db;
   readonly #store: ReportingStore;
   readonly #log: Logger;
   readonly #options: MirrorOptions;
-  #status: MirrorStatus = { position: 0n, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
-  #recorded = 0n;
+  #status: MirrorStatus = { position: EMPTY_SNAPSHOT, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
+  #recorded = '';
   #recordedAt = 0;
   #wakeRequested = false;
   #recordRequested = false;
@@ -60,7 +68,8 @@ export class Mirror {
   #stopping = false;
   #loop: Promise<void> | null = null;
   #exclusive: Promise<unknown> | null = null;
-  #waiters = new Set<{ target: bigint; resolve: (reached: boolean) => void }>();
+  #passDone: Promise<void> = Promise.resolve();
+  #waiters = new Set<Waiter>();
   #lagWindow = { rows: 0, maxLagMs: 0, since: Date.now() };
 
   constructor(db: Db, store: ReportingStore, log: Logger, options: MirrorOptions) {
@@ -78,15 +87,15 @@ export class Mirror {
   async open(): Promise<{ reset: boolean }> {
     const { reset } = await this.#store.ensureSchema();
     const state = await this.#store.readState();
-    this.#status.position = state?.position ?? 0n;
-    this.#recorded = this.#status.position;
+    this.#status.position = state?.position ?? EMPTY_SNAPSHOT;
+    this.#recorded = formatSnapshot(this.#status.position);
     this.#recordedAt = Date.now();
     return { reset };
   }
 
   async start(): Promise<void> {
     const { reset } = await this.open();
-    this.#log.info({ position: this.#status.position.toString(), reset }, reset ? 'mirror table (re)created: copying every transaction' : 'mirror resuming');
+    this.#log.info({ position: formatSnapshot(this.#status.position), reset }, reset ? 'mirror table (re)created: copying every transaction' : 'mirror resuming');
     // A new table is filled the way a rebuild does it: big inserts, merged before it goes live.
     if (reset) await this.rebuild(logProgress(this.#log));
     this.#loop = this.#run();
@@ -99,13 +108,13 @@ export class Mirror {
     this.#wake?.();
   }
 
-  /** Resolves true once the position reaches `target`, false after `timeoutMs`. */
-  waitFor(target: bigint, timeoutMs: number): Promise<boolean> {
-    if (this.#status.position >= target) return Promise.resolve(true);
+  /** Resolves true once everything committed before `target` is mirrored, false after `timeoutMs`. */
+  waitFor(target: Snapshot, timeoutMs: number): Promise<boolean> {
+    if (covers(this.#status.position, target)) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const waiter = {
+      const waiter: Waiter = {
         target,
-        resolve: (reached: boolean) => {
+        resolve: (reached) => {
           clearTimeout(timer);
           this.#waiters.delete(waiter);
           resolve(reached);
@@ -125,7 +134,7 @@ export class Mirror {
       await this.#store.command(tableDdl(shadow));
       const counts: RebuildProgress = { done: 0, total: 0 };
       const started = Date.now();
-      const window = await readChanges(this.#db, null, async (chunk) => {
+      const pass = await readChanges(this.#db, null, async (chunk) => {
         if (this.#stopping) throw new Error('rebuild abandoned: shutting down');
         await this.#store.insertLines(chunk.lines, shadow);
         counts.done += chunk.lines.length;
@@ -140,11 +149,9 @@ export class Mirror {
       counts.mergeMs = Date.now() - started - counts.copyMs;
       await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
       await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
-      await this.#store.writePosition(window.to);
-      this.#recorded = window.to;
-      this.#recordedAt = Date.now();
-      this.#advance(window.to);
-      this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: window.to.toString() }, 'mirror rebuilt');
+      await this.#record(pass.snapshot);
+      this.#advance(pass.snapshot);
+      this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
       return counts;
     });
   }
@@ -173,8 +180,6 @@ export class Mirror {
     }
   }
 
-  #passDone: Promise<void> = Promise.resolve();
-
   async #run(): Promise<void> {
     let delay = 0;
     while (!this.#stopping) {
@@ -186,14 +191,11 @@ export class Mirror {
       let done!: () => void;
       this.#passDone = new Promise((resolve) => (done = resolve));
       try {
-        const inFlight = await this.#pass();
-        // Under load, wait a little so the next insert is a batch; with transactions still in
-        // flight, look again soon even without a notification (their commit may be the one awaited).
-        const elapsed = Date.now() - started;
-        const soon = Math.max(0, this.#options.batchIntervalMs - elapsed);
-        delay = this.#wakeRequested || (inFlight && this.#waiters.size > 0) ? Math.min(soon, 20)
-          : inFlight ? soon
-          : this.#options.pollIntervalMs;
+        await this.#pass();
+        // Under load, wait a little so the next insert is a batch, but not long for a waiting
+        // reader. Each commit that changes a transaction NOTIFYs; the poll is only a fallback.
+        const soon = Math.max(0, this.#options.batchIntervalMs - (Date.now() - started));
+        delay = this.#wakeRequested || this.#waiters.size > 0 ? Math.min(soon, WAITING_RETRY_MS) : this.#options.pollIntervalMs;
       } catch (error) {
         this.#log.error({ err: error }, 'mirror pass failed; retrying');
         delay = ERROR_BACKOFF_MS;
@@ -219,37 +221,38 @@ export class Mirror {
     });
   }
 
-  /** One window; returns whether transactions were still in flight at its snapshot. */
-  async #pass(): Promise<boolean> {
-    const from = this.#status.position;
+  async #pass(): Promise<void> {
     let oldest = Infinity;
-    const window = await readChanges(this.#db, from, async (chunk: FeedChunk) => {
+    const pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
       await this.#store.insertLines(chunk.lines);
       oldest = Math.min(oldest, chunk.oldestChangeMs);
     });
     const now = Date.now();
     this.#status.lastPassAt = now;
-    if (window.rows > 0) {
+    if (pass.rows > 0) {
       this.#status.lagMs = Math.max(0, now - oldest);
-      this.#status.rowsMirrored += window.rows;
-      this.#noteLag(window.rows, this.#status.lagMs);
+      this.#status.rowsMirrored += pass.rows;
+      this.#noteLag(pass.rows, this.#status.lagMs);
     } else {
       this.#status.lagMs = 0;
     }
-    const record = window.rows > 0 || this.#recordRequested || (window.to > this.#recorded && now - this.#recordedAt > IDLE_RECORD_MS);
-    if (record && window.to !== this.#recorded) {
+    const changed = formatSnapshot(pass.snapshot) !== this.#recorded;
+    if (changed && (pass.rows > 0 || this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS)) {
       this.#recordRequested = false;
-      await this.#store.writePosition(window.to);
-      this.#recorded = window.to;
-      this.#recordedAt = now;
+      await this.#record(pass.snapshot);
     }
-    this.#advance(window.to);
-    return window.inFlight;
+    this.#advance(pass.snapshot);
   }
 
-  #advance(position: bigint): void {
+  async #record(snapshot: Snapshot): Promise<void> {
+    await this.#store.writePosition(snapshot);
+    this.#recorded = formatSnapshot(snapshot);
+    this.#recordedAt = Date.now();
+  }
+
+  #advance(position: Snapshot): void {
     this.#status.position = position;
-    for (const waiter of this.#waiters) if (position >= waiter.target) waiter.resolve(true);
+    for (const waiter of this.#waiters) if (covers(position, waiter.target)) waiter.resolve(true);
   }
 
   #noteLag(rows: number, lagMs: number): void {
@@ -258,7 +261,7 @@ export class Mirror {
     window.maxLagMs = Math.max(window.maxLagMs, lagMs);
     const now = Date.now();
     if (now - window.since < LAG_LOG_MS) return;
-    this.#log.info({ rows: window.rows, maxLagMs: window.maxLagMs, position: this.#status.position.toString() }, 'mirror lag');
+    this.#log.info({ rows: window.rows, maxLagMs: window.maxLagMs, position: formatSnapshot(this.#status.position) }, 'mirror lag');
     this.#lagWindow = { rows: 0, maxLagMs: 0, since: now };
   }
 }

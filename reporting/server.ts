@@ -3,7 +3,7 @@
  * key was checked there; the tenant arrives in the body), so it binds to loopback by default and
  * takes REPORTING_SECRET as a bearer token when set.
  *
- *   POST /query    {tenant, version, type?, params, position} → {object: 'list', values, reporting_position}
+ *   POST /query    {tenant, version, type?, params, snapshot} → {object: 'list', values, reporting_position}
  *   POST /rebuild  → NDJSON progress lines, then {done: true, rows}
  *   GET  /healthz  → position, lag and role; 503 when this process cannot answer queries
  */
@@ -16,6 +16,7 @@ import { ApiError, badRequest, serviceUnavailable, unauthorized } from '../api/e
 import { errorBody } from '../api/http/errorHandler.ts';
 import type { ReportingQuery } from '../api/http/reportingProxy.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
+import { formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
 import { compileReport, decodeRows } from './report.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
@@ -30,8 +31,8 @@ export interface Health {
 /** What the HTTP layer needs from the process: its store, position and mirror, whichever role it has. */
 export interface ReportingEngine {
   store: () => ReportingStore | null;
-  /** resolves with the position once it reaches `target`, or null after `timeoutMs` */
-  reach: (target: bigint, timeoutMs: number) => Promise<bigint | null>;
+  /** resolves with the position once it covers `target`, or null after `timeoutMs` */
+  reach: (target: Snapshot, timeoutMs: number) => Promise<Snapshot | null>;
   rebuild: ((progress: (p: RebuildProgress) => void) => Promise<RebuildProgress>) | null;
   health: () => Promise<Health>;
 }
@@ -101,7 +102,7 @@ function queryBody(raw: unknown): ReportingQuery {
     && (body.version === 'v1' || body.version === 'v2')
     && (body.type === undefined || typeof body.type === 'string')
     && Array.isArray(body.params) && body.params.every((p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string'))
-    && typeof body.position === 'string' && /^\d{1,20}$/.test(body.position);
+    && typeof body.snapshot === 'string' && parseSnapshot(body.snapshot) !== null;
   if (!valid) throw badRequest('Malformed reporting query');
   return body as ReportingQuery;
 }
@@ -117,10 +118,10 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
     type: body.type,
     query: parseListQuery(body.params),
   }, store.table);
-  const position = await engine.reach(BigInt(body.position), options.waitMs);
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
   const rows = await store.select<Record<string, unknown>>(compiled.sql, compiled.params);
-  ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: Number(position) };
+  ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: formatSnapshot(position) };
 }
 
 function streamRebuild(ctx: Context, engine: ReportingEngine): void {

@@ -10,13 +10,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
 import { insertStatement, schemaFingerprint, tableDdl } from './columns.ts';
+import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
 
 const STATE_NAME = 'transactions';
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface MirrorState {
-  /** every transaction change written by a database transaction with txid below this is mirrored */
-  position: bigint;
+  /** every transaction change visible in this Postgres snapshot is mirrored */
+  position: Snapshot;
   schema: string;
 }
 
@@ -51,7 +52,7 @@ export class ReportingStore {
     await this.command(`CREATE DATABASE IF NOT EXISTS ${this.database}`);
     await this.command(`CREATE TABLE IF NOT EXISTS ${this.database}.mirror_state (
   name String,
-  position UInt64,
+  snapshot String,
   schema String,
   updated_at DateTime64(6, 'UTC')
 ) ENGINE = ReplacingMergeTree(updated_at) ORDER BY name`);
@@ -62,27 +63,28 @@ export class ReportingStore {
     }
     await this.command(`DROP TABLE IF EXISTS ${this.table}`);
     await this.command(tableDdl(this.table));
-    await this.writePosition(0n);
+    await this.writePosition(EMPTY_SNAPSHOT);
     return { reset: true };
   }
 
   async readState(): Promise<MirrorState | null> {
-    const rows = await this.select<{ position: string; schema: string }>(
-      `SELECT toString(position) AS position, schema FROM ${this.database}.mirror_state FINAL WHERE name = {name:String}`,
+    const rows = await this.select<{ snapshot: string; schema: string }>(
+      `SELECT snapshot, schema FROM ${this.database}.mirror_state FINAL WHERE name = {name:String}`,
       { name: STATE_NAME },
     );
-    return rows[0] ? { position: BigInt(rows[0].position), schema: rows[0].schema } : null;
+    const position = rows[0] ? parseSnapshot(rows[0].snapshot) : null;
+    return rows[0] ? { position: position ?? EMPTY_SNAPSHOT, schema: position ? rows[0].schema : '' } : null;
   }
 
-  async writePosition(position: bigint): Promise<void> {
+  async writePosition(position: Snapshot): Promise<void> {
     // ReplacingMergeTree keeps the latest `updated_at`; make it strictly increasing within this process.
     let stamp = BigInt(Date.now()) * 1000n;
     if (stamp <= this.#lastStateWrite) stamp = this.#lastStateWrite + 1n;
     this.#lastStateWrite = stamp;
     await this.client.command({
-      query: `INSERT INTO ${this.database}.mirror_state (name, position, schema, updated_at)
-VALUES ({name:String}, {position:UInt64}, {schema:String}, fromUnixTimestamp64Micro({stamp:Int64}, 'UTC'))`,
-      query_params: { name: STATE_NAME, position: position.toString(), schema: schemaFingerprint(), stamp: stamp.toString() },
+      query: `INSERT INTO ${this.database}.mirror_state (name, snapshot, schema, updated_at)
+VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Micro({stamp:Int64}, 'UTC'))`,
+      query_params: { name: STATE_NAME, snapshot: formatSnapshot(position), schema: schemaFingerprint(), stamp: stamp.toString() },
     });
   }
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { projectRoot } from '../api/config.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { loadConfig } from '../api/config.ts';
+import { formatSnapshot } from '../reporting/feed.ts';
 import { openStore } from '../reporting/store.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { positionNow, reservePort, tempDataDir } from './reporting-support.ts';
@@ -77,7 +78,7 @@ async function totals(child: Child): Promise<{ status: number; body: any }> {
   const res = await fetch(`${child.url}/query`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ tenant, version: 'v1', params: [['fields', 'count,sum(amount)']], position: (await positionNow(db)).toString() }),
+    body: JSON.stringify({ tenant, version: 'v1', params: [['fields', 'count,sum(amount)']], snapshot: formatSnapshot(await positionNow(db)) }),
   });
   return { status: res.status, body: await res.json() };
 }

@@ -9,6 +9,7 @@ import type { Test } from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { rows, type Db } from '../api/db/connection.ts';
 import { freePort } from '../api/db/embedded.ts';
+import { parseSnapshot, type Snapshot } from '../reporting/feed.ts';
 import { startReporting, type RunningReporting } from '../reporting/main.ts';
 
 export function tempDataDir(t: Test): string {
@@ -41,9 +42,9 @@ export async function reservePort(): Promise<number> {
 }
 
 /** The position a query must reflect to include everything committed so far (what the API sends). */
-export async function positionNow(db: Db): Promise<bigint> {
-  const [row] = await rows<{ p: string }>(db, 'select pg_snapshot_xmax(pg_current_snapshot())::text as p');
-  return BigInt(row.p);
+export async function positionNow(db: Db): Promise<Snapshot> {
+  const [row] = await rows<{ p: string }>(db, 'select pg_current_snapshot()::text as p');
+  return parseSnapshot(row.p)!;
 }
 
 /** Texts that would show a ClickHouse or SQL error leaking into a response. */

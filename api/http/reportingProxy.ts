@@ -1,7 +1,7 @@
 /**
  * Transaction aggregates (`fields` with aggregates, `group_by`) go to the reporting process over
  * internal HTTP (CONTRACT §6). The API has authenticated the key and fixed the tenant; it passes
- * them with its outbox position, so the answer includes every transaction committed before this
+ * them with its read position (a Postgres snapshot), so the answer includes every transaction committed before this
  * request started, or is a 503 after REPORTING_WAIT. The reporting process never sees a client's
  * credentials, and its errors reach the client only as our own error types.
  */
@@ -21,8 +21,8 @@ export interface ReportingQuery {
   type?: string;
   /** the request's query string, decoded pairs in order */
   params: Array<[string, string]>;
-  /** the outbox position the answer must reflect (decimal) */
-  position: string;
+  /** the request's Postgres snapshot (`xmin:xmax:xip`): the answer must reflect every transaction committed before it */
+  snapshot: string;
 }
 
 const SLACK_MS = 1000;
@@ -33,12 +33,13 @@ export function answeredByReporting(ctx: Context & { state: RequestState }, coll
 }
 
 /**
- * The read-your-writes position: every transaction committed before now has a txid below it
- * (the reporting mirror's position counts in the same txids).
+ * The read-your-writes position: a snapshot taken now. Everything committed before the request
+ * started is visible in it; the reporting mirror's position is a snapshot too, and answers once
+ * its own covers this one.
  */
-export async function outboxPosition(db: Db): Promise<string> {
-  const [row] = await rows<{ position: string }>(db, 'select pg_snapshot_xmax(pg_current_snapshot())::text as position');
-  return row.position;
+export async function currentSnapshot(db: Db): Promise<string> {
+  const [row] = await rows<{ snapshot: string }>(db, 'select pg_current_snapshot()::text as snapshot');
+  return row.snapshot;
 }
 
 export async function queryReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<Record<string, unknown>> {
@@ -48,7 +49,7 @@ export async function queryReporting(ctx: Context & { state: RequestState }, col
     version: ctx.state.version,
     type: collection.fixedType,
     params: [...new URLSearchParams(ctx.querystring)],
-    position: await outboxPosition(db),
+    snapshot: await currentSnapshot(db),
   };
   const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Request-Id': ctx.state.requestId };
   if (config.reportingSecret) headers.Authorization = `Bearer ${config.reportingSecret}`;
