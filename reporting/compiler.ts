@@ -8,10 +8,10 @@
 import { badRequest, invalidAttributes, type ApiError } from '../api/errors.ts';
 import type { Family, FieldSpec, FieldType, Version } from '../api/engine/family.ts';
 import { fieldsOf } from '../api/engine/view.ts';
-import { parseDateTime } from '../api/engine/values.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
 import { AGGREGATES } from '../api/query/toSql.ts';
 import { ATTRS_STORE, COLUMN_BY_STORE } from './columns.ts';
+import { flip, isLiteralLike, toDate } from '../api/query/operands.ts';
 
 export type ValueType = FieldType | 'date' | 'text' | 'aggregate';
 
@@ -326,20 +326,6 @@ export class ClickHouseCompiler {
   private pathOf(field: FieldSpec): string | undefined {
     return this.version === 'v1' ? field.v1 : field.v2;
   }
-}
-
-function isLiteralLike(node: Operand): boolean {
-  return node.kind === 'literal' || node.kind === 'date';
-}
-
-function flip(op: CompareOp): CompareOp {
-  return ({ '<': '>', '>': '<', '<=': '>=', '>=': '<=' } as Record<string, CompareOp>)[op] ?? op;
-}
-
-function toDate(value: unknown, name: string): Date {
-  const date = typeof value === 'string' ? parseDateTime(value) : null;
-  if (!date) throw invalidAttributes({ [name]: 'Must be a date (YYYY-MM-DD, YYYY-MM-DD HH:MM:SS, ISO-8601 or M/D/YYYY)' });
-  return date;
 }
 
 function wrongArgument(node: Call, expected: Category | 'any'): ApiError {

@@ -6,8 +6,8 @@
 import { badRequest, invalidAttributes } from '../errors.ts';
 import { COLUMNS, type Family, type FieldSpec, type FieldType, type Version } from '../engine/family.ts';
 import { fieldsOf } from '../engine/view.ts';
-import { parseDateTime } from '../engine/values.ts';
 import type { Call, Expr, Literal, Operand } from './ast.ts';
+import { flip, isLiteralLike, toDate } from './operands.ts';
 
 export interface Sql {
   sql: string;
@@ -263,20 +263,6 @@ const TYPE_GROUPS: Array<Set<ValueType>> = [
 /** Two fields compare only when Postgres can compare their values (no text against a time). */
 function comparable(a: ValueType, b: ValueType): boolean {
   return TYPE_GROUPS.some((group) => group.has(a) && group.has(b));
-}
-
-function isLiteralLike(node: Operand): boolean {
-  return node.kind === 'literal' || node.kind === 'date';
-}
-
-function flip(op: string): string {
-  return ({ '<': '>', '>': '<', '<=': '>=', '>=': '<=' } as Record<string, string>)[op] ?? op;
-}
-
-function toDate(value: unknown, name: string): Date {
-  const date = typeof value === 'string' ? parseDateTime(value) : null;
-  if (!date) throw invalidAttributes({ [name]: 'Must be a date (YYYY-MM-DD, YYYY-MM-DD HH:MM:SS, ISO-8601 or M/D/YYYY)' });
-  return date;
 }
 
 export function join(parts: Sql[], separator: string): Sql {
