@@ -8,13 +8,18 @@ import { insertAccessToken } from './db/accessTokens.ts';
 import type { Tenant } from './engine/family.ts';
 import { setPath } from './engine/view.ts';
 import { invalidAttributes, type ErrorDetails } from './errors.ts';
-import { formatTimestamp } from './engine/values.ts';
+import { formatTimestamp, parseMoney } from './engine/values.ts';
 import { randomBase62 } from './ids.ts';
 import { hashKey } from './keys.ts';
 
 export const CLIENT_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
 
-const money = z.union([z.number(), z.string()]);
+/** Amounts follow the API's own money rule (positive, at most two decimals), checked when the token is made. */
+const money = z.union([z.number(), z.string()]).superRefine((value, check) => {
+  const parsed = parseMoney(value);
+  if (!parsed.ok) check.addIssue({ code: 'custom', message: parsed.reason });
+});
+const authorizedStatus = z.union([z.literal('authorized'), z.strictObject({ value: z.literal('authorized') })]);
 const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
 const id = z.string().max(64);
 
@@ -33,22 +38,33 @@ const checkoutPlugin = z.strictObject({
   keep_active_toggle: flag.default(false),
   payment_method_preview: flag.default(false),
   attrs: z.record(z.string(), z.unknown()).optional(),
-  status: z.literal('authorized').optional(),
+  status: authorizedStatus.optional(),
   conv_fee: flag.optional(),
 }).refine((o) => o.amount !== undefined || o.invoice_id !== undefined, { path: ['amount'], message: 'Required unless invoice_id is given' });
 
-const paymentPreset = z.looseObject({ amount: money, description: z.string().min(1).max(1024) });
+/** Presets of the payment a token creates; the typed keys are fixed for that payment (api/families/transactions/clientIntent.ts). */
+const presetKeys = {
+  description: z.string().min(1).max(1024).optional(),
+  order_number: z.string().max(128).optional(),
+  customer_id: id.optional(),
+  processing_id: id.optional(),
+  status: authorizedStatus.optional(),
+};
+const paymentPreset = z.looseObject({ ...presetKeys, amount: money, description: z.string().min(1).max(1024) });
 
 const INTENTS = {
   checkout_plugin: checkoutPlugin,
   checkout_page: z.strictObject({
     payment: paymentPreset,
+    customer_id: id.optional(),
+    processing_id: id.optional(),
+    status: authorizedStatus.optional(),
     redirects: z.strictObject({ completed_url: z.string().max(2048).optional(), return_url: z.string().max(2048).optional() }).optional(),
     card_payments: flag.default(true),
     bank_account_payments: flag.default(false),
     billing_address: flag.default(false),
   }),
-  payment_form: z.strictObject({ payment: z.record(z.string(), z.unknown()).default({}) }),
+  payment_form: z.strictObject({ payment: z.looseObject({ ...presetKeys, amount: money.optional() }).default({}) }),
   payment_method_form: z.strictObject({
     payment_method: z.looseObject({ transfer_type: z.enum(['send-only', 'receive-only', 'two-way']).optional() }).default({}),
   }),

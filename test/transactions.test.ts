@@ -227,7 +227,7 @@ t.test('a capture racing the expiry deadline either wins or loses, never both', 
   const outcomes: string[] = [];
   for (let i = 0; i < 4; i++) {
     const minted = await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { checkout_plugin: { amount: 3, description: 'race', status: 'authorized' } } } });
-    const auth = await api.request('POST', '/transactions', { key: minted.body.id, json: { type: 'payment', customer_id: customer.id, payment_method: CARD } });
+    const auth = await api.request('POST', '/transactions', { key: minted.body.id, json: { type: 'payment', payment_method: CARD } });
     await new Promise((r) => setTimeout(r, 1450 + i * 30));
     const capture = await api.request('PUT', `/transactions/${auth.body.id}`, { json: { status: 'processed' } });
     const final = await waitFor(() => api.request('GET', `/transactions/${auth.body.id}`), (r) => r.body.status !== 'authorized', 4000);

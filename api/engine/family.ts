@@ -93,6 +93,8 @@ export interface RuleContext {
   domain: DomainServices;
   /** Values shown once, in this response only (a generated secret), by object id. */
   revealed?: Map<string, Record<string, unknown>>;
+  /** Refund amounts already planned in this request, by original payment id (bulk items, repeated links). */
+  plannedRefunds?: Map<string, number>;
   /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */
   deferredError?: (rendered: Record<string, unknown>) => Error;
 }

@@ -287,7 +287,14 @@ async function lockRows(ctx: OperationContext, ids: Array<string | null>): Promi
   if (ids.length > MAX_BATCH) throw invalidAttributes({ values: `At most ${MAX_BATCH} objects per request` });
   const locked = await objects.lockObjectsByIds(ctx.tx, family.table, ctx.tenant, ids.filter((id): id is string => id !== null), fixedType);
   const rows = new Map(locked.map((r) => [r.id, r]));
-  const failures = ids.map((id): ErrorDetails => (id === null ? { id: 'Required' } : rows.has(id) ? {} : { id: 'Not found' }));
+  // One change per object per request: a repeated id would apply (and announce) two changes to one row.
+  const seen = new Set<string>();
+  const failures = ids.map((id): ErrorDetails => {
+    if (id === null) return { id: 'Required' };
+    if (seen.has(id)) return { id: 'Named more than once in this request' };
+    seen.add(id);
+    return rows.has(id) ? {} : { id: 'Not found' };
+  });
   if (failures.some((f) => Object.keys(f).length)) throw invalidAttributes({ object: 'list', values: failures });
   return rows;
 }

@@ -2,7 +2,8 @@
  * A version's view of a family: rendering stored rows as API objects and mapping client input
  * onto storage. One storage model, two renderings and two input mappings.
  */
-import { invalidAttributes, type ErrorDetails } from '../errors.ts';
+import { badRequest, invalidAttributes, type ErrorDetails } from '../errors.ts';
+import { isForbiddenKey } from './untrustedInput.ts';
 import { COLUMNS, apiPath, appliesTo, type Family, type FieldSpec, type StoredObject, type Version } from './family.ts';
 import { toApi, toStored } from './values.ts';
 
@@ -12,20 +13,23 @@ export function isPlainObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Reads own properties only: a path never reaches into a prototype. */
 export function getPath(source: unknown, dotted: string): unknown {
   let current = source;
   for (const key of dotted.split('.')) {
-    if (!isPlainObject(current)) return undefined;
+    if (!isPlainObject(current) || !Object.hasOwn(current, key)) return undefined;
     current = current[key];
   }
   return current;
 }
 
+/** Writes through a dotted path; a prototype-reaching segment is refused, never followed. */
 export function setPath(target: Json, dotted: string, value: unknown): void {
   const keys = dotted.split('.');
+  if (keys.some(isForbiddenKey)) throw badRequest(`${dotted}: not allowed as a name`, { [dotted]: 'Not allowed as a name' });
   let current = target;
   for (const key of keys.slice(0, -1)) {
-    if (!isPlainObject(current[key])) current[key] = {};
+    if (!Object.hasOwn(current, key) || !isPlainObject(current[key])) current[key] = {};
     current = current[key] as Json;
   }
   current[keys[keys.length - 1]] = value;
@@ -139,12 +143,13 @@ function walkUnknown(body: Json, prefix: string, fields: Map<string, FieldSpec>,
   for (const [key, value] of Object.entries(body)) {
     const path = prefix ? `${prefix}.${key}` : key;
     if (path === 'object') continue;
-    const field = fields.get(path);
+    const field = key.includes('.') ? undefined : fields.get(path);
     if (field) {
       if (!appliesTo(field, type)) setPath(details, path, `Not a field of ${type}`);
       continue;
     }
-    const isContainer = [...fields.keys()].some((known) => known.startsWith(`${path}.`));
+    // A dotted key is not a path: `{"address.city": …}` would otherwise be read as nothing.
+    const isContainer = !key.includes('.') && [...fields.keys()].some((known) => known.startsWith(`${path}.`));
     if (!isContainer) setPath(details, path, 'Unknown field');
     else if (!isPlainObject(value)) setPath(details, path, 'Must be an object');
     else walkUnknown(value, path, fields, type, details);

@@ -6,6 +6,7 @@ import busboy from 'busboy';
 import type { Context, Next } from 'koa';
 import qs from 'qs';
 import { Readable } from 'node:stream';
+import { assertSafeInput, assertSafeKeys } from '../engine/untrustedInput.ts';
 import { badRequest, payloadTooLarge } from '../errors.ts';
 import type { RequestState } from './state.ts';
 
@@ -38,8 +39,13 @@ function parseJson(raw: Buffer): unknown {
   }
 }
 
+function parseForm(text: string): Record<string, unknown> {
+  assertSafeKeys(new URLSearchParams(text).keys());
+  return qs.parse(text, QS_OPTIONS);
+}
+
 async function parseMultipart(raw: Buffer, contentType: string): Promise<Record<string, unknown>> {
-  const pairs: Record<string, string> = {};
+  const pairs = new Map<string, string>();
   await new Promise<void>((resolve, reject) => {
     let parser: busboy.Busboy;
     try {
@@ -49,14 +55,15 @@ async function parseMultipart(raw: Buffer, contentType: string): Promise<Record<
       return;
     }
     parser.on('field', (name, value) => {
-      pairs[name] = value;
+      pairs.set(name, value);
     });
     parser.on('file', (_name, stream) => stream.resume());
     parser.on('error', () => reject(badRequest('Malformed multipart body', { body: 'Malformed multipart body' })));
     parser.on('close', resolve);
     Readable.from([raw]).pipe(parser);
   });
-  return qs.parse(qs.stringify(pairs, { encode: true }), QS_OPTIONS) as Record<string, unknown>;
+  assertSafeKeys(pairs.keys());
+  return qs.parse(qs.stringify(Object.fromEntries(pairs), { encode: true }), QS_OPTIONS) as Record<string, unknown>;
 }
 
 export function createBodyParser(limit: number) {
@@ -67,13 +74,14 @@ export function createBodyParser(limit: number) {
     if (raw.length > 0) {
       const type = (ctx.get('Content-Type') || 'application/json').toLowerCase();
       if (type.includes('json')) body = parseJson(raw);
-      else if (type.startsWith('application/x-www-form-urlencoded')) body = qs.parse(raw.toString('utf8'), QS_OPTIONS);
+      else if (type.startsWith('application/x-www-form-urlencoded')) body = parseForm(raw.toString('utf8'));
       else if (type.startsWith('multipart/form-data')) body = await parseMultipart(raw, ctx.get('Content-Type'));
       else throw badRequest('Unsupported Content-Type', { 'Content-Type': 'Use application/json, application/x-www-form-urlencoded or multipart/form-data' });
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw badRequest('The body must be a JSON object', { body: 'Must be an object' });
     }
+    assertSafeInput(body);
     ctx.state.body = body as Record<string, unknown>;
     await next();
   };

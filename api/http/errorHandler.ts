@@ -37,6 +37,8 @@ function fromDatabaseError(error: unknown): ApiError | null {
   if ((typeof code === 'string' && UNAVAILABLE_CODES.has(code)) || name === 'KnexTimeoutError') {
     return new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; retry shortly');
   }
+  // Two requests locking the same rows in opposite orders: one is chosen to fail; it may retry.
+  if (code === '40P01' || code === '40001') return new ApiError(409, 'Conflict', 'The request conflicted with a concurrent change; retry it');
   // Class 22 (data exception): a bound value out of range for its type, e.g. year 99999.
   if (typeof code === 'string' && code.startsWith('22')) return new ApiError(400, 'BadRequest', 'A value is out of range', { value: 'Out of range' });
   return null;

@@ -29,10 +29,31 @@ function requestHash(ctx: Context & { state: RequestState }): string {
     .digest('hex');
 }
 
+/**
+ * The stored key: an account's secret keys share its keys (one integrator, as on the platforms
+ * integrators know); a client token's keys are its own, so a browser can never replay a
+ * response made for a secret key (or for another token).
+ */
+function scopedKey(ctx: Context & { state: RequestState }, key: string): string {
+  const principal = ctx.state.principal;
+  return principal?.kind === 'client' ? `client:${principal.tokenId}:${key}` : key;
+}
+
+/** Responses can hold values shown once (a webhook's sender_secret): they are stored sealed. */
+function sealResponse(ctx: Context & { state: RequestState }, body: unknown): { sealed: string } {
+  return { sealed: ctx.state.services.domain.vault.encrypt(JSON.stringify(body)) };
+}
+
+function openResponse(ctx: Context & { state: RequestState }, stored: unknown): unknown {
+  const sealed = (stored as { sealed?: unknown } | null)?.sealed;
+  return typeof sealed === 'string' ? JSON.parse(ctx.state.services.domain.vault.decrypt(sealed)) : stored;
+}
+
 export async function idempotency(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
-  const key = ctx.get('Idempotency-Key');
-  if (!key || (ctx.method !== 'POST' && ctx.method !== 'PUT')) return next();
-  if (key.length > 255) throw badRequest('Idempotency-Key', { 'Idempotency-Key': 'At most 255 characters' });
+  const given = ctx.get('Idempotency-Key');
+  if (!given || (ctx.method !== 'POST' && ctx.method !== 'PUT')) return next();
+  if (given.length > 255) throw badRequest('Idempotency-Key', { 'Idempotency-Key': 'At most 255 characters' });
+  const key = scopedKey(ctx, given);
   const { db } = ctx.state.services;
   const tenant = ctx.state.tenant!;
   const hash = requestHash(ctx);
@@ -43,12 +64,12 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
     await next();
     // No route answered (a 404 is made further out): nothing to keep under this key.
     if (ctx.body === undefined) await releaseKey(db, tenant, key);
-    else if (!claim.completed) await completeKey(db, tenant, key, ctx.status, ctx.body);
+    else if (!claim.completed) await completeKey(db, tenant, key, ctx.status, sealResponse(ctx, ctx.body));
   } catch (error) {
     const apiError = toApiError(error);
     // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.
     if (claim.completed) throw error;
-    if (apiError.status < 500) await completeKey(db, tenant, key, apiError.status, errorBody(apiError));
+    if (apiError.status < 500) await completeKey(db, tenant, key, apiError.status, sealResponse(ctx, errorBody(apiError)));
     else await releaseKey(db, tenant, key);
     throw error;
   }
@@ -61,13 +82,13 @@ async function replay(ctx: Context & { state: RequestState }, db: Db, key: strin
   if (record.state !== 'done') throw conflict('A request with this Idempotency-Key is still in flight');
   ctx.status = record.response_status ?? 200;
   ctx.set('Idempotent-Replayed', 'true');
-  ctx.body = record.response_body;
+  ctx.body = openResponse(ctx, record.response_body);
 }
 
 /** Stores the response inside the write's transaction, so the effect and "done" commit together. */
 export async function completeInTransaction(ctx: Context & { state: RequestState }, tx: Db, status: number, body: unknown): Promise<void> {
   const claim = ctx.state.idempotency;
   if (!claim) return;
-  await completeKey(tx, ctx.state.tenant!, claim.key, status, body);
+  await completeKey(tx, ctx.state.tenant!, claim.key, status, sealResponse(ctx, body));
   claim.completed = true;
 }

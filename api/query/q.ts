@@ -4,6 +4,7 @@
  * time, because two spots are not token sequences: bare dates (`date(2024-01-31 10:20:30)`) and
  * bracketed path segments (`attrs[my-region]`); those are read as raw text.
  */
+import { isForbiddenKey } from '../engine/untrustedInput.ts';
 import { badRequest, type ApiError } from '../errors.ts';
 import type { Call, CompareOp, DateLiteral, Expr, FieldRef, Literal, Not, Operand } from './ast.ts';
 
@@ -216,6 +217,8 @@ class Parser {
     for (let ch = this.src[this.pos]; ch === '.' || ch === '['; ch = this.src[this.pos]) {
       path.push(ch === '.' ? this.dotSegment() : this.bracketSegment());
     }
+    // Paths are later walked through rendered objects: a prototype-reaching name is never a field.
+    if (path.some(isForbiddenKey)) throw new SyntaxProblem(`"${path.join('.')}" is not a field name`, name.start);
     return { kind: 'field', path, pos: this.at(name.start) };
   }
 

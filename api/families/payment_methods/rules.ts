@@ -4,6 +4,7 @@ import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engin
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { forbidden, invalidAttributes } from '../../errors.ts';
 import { spendClientToken } from '../transactions/repository.ts';
+import { applyClientAccount } from '../transactions/clientIntent.ts';
 import { setPayingDefault } from '../accounts/repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 
@@ -53,6 +54,10 @@ async function accountExists(db: Db, tenant: Tenant, id: string): Promise<boolea
 }
 
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
+  if (ctx.principal.kind === 'client' && !previous) {
+    next = { ...next, data: { ...next.data } };
+    applyClientAccount(ctx.principal.intent, next.data, ctx.version === 'v1' ? 'customer_id' : 'account_id');
+  }
   const accountId = next.data.account_id;
   if (typeof accountId === 'string' && accountId !== previous?.data.account_id && !(await accountExists(ctx.tx, ctx.tenant, accountId))) {
     throw invalidAttributes({ [ctx.version === 'v1' ? 'customer_id' : 'account_id']: 'No account with this id' });

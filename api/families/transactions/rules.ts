@@ -8,11 +8,12 @@ import { insertObjects } from '../../db/objects.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { applyValues, decodeInput, isPlainObject, type Json } from '../../engine/view.ts';
 import { parseMoney } from '../../engine/values.ts';
-import { invalidAttributes, forbidden, transactionDeclined } from '../../errors.ts';
+import { invalidAttributes, transactionDeclined } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { bankWillReject, cardOutcome } from './sandbox.ts';
+import { applyClientIntent } from './clientIntent.ts';
 import { canTransition, creationEvents, statusCodeFor, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
@@ -129,32 +130,48 @@ function linksFromInput(ctx: RuleContext, data: Data): Link[] {
   });
 }
 
-/**
- * A linked refund: each original is locked, so concurrent refunds of one payment run one at a
- * time and each sees the others' committed totals. Never more than the processed amount.
- */
-async function planRefund(ctx: RuleContext, data: Data, links: Link[]): Promise<{ plan: Json[]; original: StoredObject }> {
-  const plan: Json[] = [];
-  let original: StoredObject | null = null;
-  let total = 0;
-  for (const link of links) {
-    const found = await repo.lockTransaction(ctx.tx, ctx.tenant, link.assoc_transaction_id);
+/** Locks each original once, in id order (so two requests naming the same payments cannot deadlock). */
+async function lockOriginals(ctx: RuleContext, links: Link[]): Promise<Map<string, StoredObject>> {
+  const originals = new Map<string, StoredObject>();
+  for (const id of [...new Set(links.map((l) => l.assoc_transaction_id))].sort()) {
+    const found = await repo.lockTransaction(ctx.tx, ctx.tenant, id);
     if (!found) throw invalidAttributes({ assoc_transaction_id: 'No transaction with this id' });
     if (found.type !== 'payment' || found.data.status !== 'processed') {
       throw invalidAttributes({ assoc_transaction_id: `Only a processed payment can be refunded (this one is ${String(found.data.status)})` });
     }
-    const refundable = Number(found.data.amount) - (await repo.refundedAmount(ctx.tx, found.id));
+    originals.set(id, found);
+  }
+  return originals;
+}
+
+/**
+ * A linked refund: each original is locked, so concurrent refunds of one payment run one at a
+ * time and each sees the others' committed totals. Within one request, every refund already
+ * planned (earlier links, earlier bulk items) counts too. Never more than the processed amount.
+ */
+async function planRefund(ctx: RuleContext, data: Data, links: Link[]): Promise<{ plan: Json[]; original: StoredObject }> {
+  const originals = await lockOriginals(ctx, links);
+  const planned = (ctx.plannedRefunds ??= new Map());
+  const mine = new Map<string, number>();
+  const plan: Json[] = [];
+  let total = 0;
+  for (const link of links) {
+    const found = originals.get(link.assoc_transaction_id)!;
+    const alreadyPlanned = (planned.get(found.id) ?? 0) + (mine.get(found.id) ?? 0);
+    const refundable = Number(found.data.amount) - (await repo.refundedAmount(ctx.tx, found.id)) - alreadyPlanned;
     const amount = link.amount ?? (links.length === 1 && typeof data.amount === 'number' ? data.amount : refundable);
     if (amount <= 0 || amount > refundable) {
-      throw invalidAttributes({ amount: `Refunds of ${found.id} may total at most its processed amount; ${(refundable / 100).toFixed(2)} remains` });
+      throw invalidAttributes({ amount: `Refunds of ${found.id} may total at most its processed amount; ${(Math.max(refundable, 0) / 100).toFixed(2)} remains` });
     }
     total += amount;
-    original ??= found;
+    mine.set(found.id, (mine.get(found.id) ?? 0) + amount);
     plan.push({ id: newId('trf'), entry_type: 'refund', assoc_transaction_id: found.id, amount, account_id: found.data.customer_id ?? null });
   }
   if (typeof data.amount === 'number' && data.amount !== total) throw invalidAttributes({ amount: 'Must equal the sum of the linked amounts' });
+  // Only a refund that passed every check holds back money for the request's later items.
+  for (const [id, amount] of mine) planned.set(id, (planned.get(id) ?? 0) + amount);
   data.amount = total;
-  return { plan, original: original! };
+  return { plan, original: originals.get(links[0].assoc_transaction_id)! };
 }
 
 async function planSplit(ctx: RuleContext, data: Data): Promise<Json[]> {
@@ -172,25 +189,6 @@ async function planSplit(ctx: RuleContext, data: Data): Promise<Json[]> {
   }
   if (total > Number(data.amount)) throw invalidAttributes({ transfers: 'The transfers add up to more than the amount' });
   return plan;
-}
-
-/** The intent presets a client token imposes on the one payment it may create. */
-async function applyClientIntent(ctx: RuleContext, type: string, data: Data): Promise<{ automatic: boolean }> {
-  if (ctx.principal.kind !== 'client') return { automatic: false };
-  const [kind, options] = Object.entries(ctx.principal.intent)[0] as [string, Json];
-  if (type !== 'payment' || !['payment_form', 'checkout_plugin', 'checkout_page'].includes(kind)) throw forbidden('This client token may not create this transaction');
-  const preset = (kind === 'checkout_plugin' ? options : isPlainObject(options.payment) ? options.payment : {}) as Json;
-  if (preset.amount !== undefined) {
-    const amount = parseMoney(preset.amount);
-    if (amount.ok && data.amount === undefined) data.amount = amount.value;
-    else if (amount.ok && data.amount !== amount.value && !options.amount_editable) throw invalidAttributes({ amount: 'Fixed by the client token' });
-  }
-  for (const key of ['description', 'order_number', 'processing_id', 'customer_id'] as const) {
-    if (typeof preset[key] === 'string' && data[key] === undefined) data[key] = preset[key];
-  }
-  if (!(await repo.spendClientToken(ctx.tx, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
-  const status = preset.status ?? options.status;
-  return { automatic: status === 'authorized' || (isPlainObject(status) && status.value === 'authorized') };
 }
 
 function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject | null, automatic: boolean): Json {
