@@ -5,6 +5,7 @@
 import type { StoredObject, Tenant } from '../engine/family.ts';
 import type { Sql } from '../query/toSql.ts';
 import { rows as query, type Db } from './connection.ts';
+import { tenantCheck, tenantScan } from './tenant.ts';
 
 export interface SelectSpec {
   where: Sql | null;
@@ -18,10 +19,18 @@ export interface SelectSpec {
 
 const ROW_COLUMNS = 'id, type, data, created_at, modified_at';
 
+/** A scan of the tenant's rows (lists, aggregates): served by the tenant indexes. */
 function tenantWhere(tenant: Tenant, type: string | undefined): Sql {
-  return type
-    ? { sql: 'org_id = ? and environment = ? and type = ?', bindings: [tenant.orgId, tenant.environment, type] }
-    : { sql: 'org_id = ? and environment = ?', bindings: [tenant.orgId, tenant.environment] };
+  return withType(tenantScan(tenant), type);
+}
+
+/** The tenant of a lookup by id: served by the primary key only (api/db/tenant.ts). */
+function tenantOfId(tenant: Tenant, type: string | undefined): Sql {
+  return withType(tenantCheck(tenant), type);
+}
+
+function withType(base: Sql, type: string | undefined): Sql {
+  return type ? { sql: `${base.sql} and type = ?`, bindings: [...base.bindings, type] } : base;
 }
 
 function conditions(tenant: Tenant, spec: Pick<SelectSpec, 'where' | 'type'>): Sql {
@@ -63,18 +72,21 @@ export async function aggregateObjects(db: Db, table: string, tenant: Tenant, sp
   );
 }
 
+/** The lookup by id: its plan is the primary key whatever the statistics (checked in test/lookup-plans.test.ts). */
+export function objectByIdSql(table: string, tenant: Tenant, id: string, options: { type?: string; forUpdate?: boolean } = {}): Sql {
+  const where = tenantOfId(tenant, options.type);
+  return { sql: `select ${ROW_COLUMNS} from ${table} where id = ? and ${where.sql}${options.forUpdate ? ' for update' : ''}`, bindings: [id, ...where.bindings] };
+}
+
 export async function selectObjectById(db: Db, table: string, tenant: Tenant, id: string, options: { type?: string; forUpdate?: boolean } = {}): Promise<StoredObject | null> {
-  const where = tenantWhere(tenant, options.type);
-  const found = await query<StoredObject>(db,
-    `select ${ROW_COLUMNS} from ${table} where id = ? and ${where.sql}${options.forUpdate ? ' for update' : ''}`,
-    [id, ...where.bindings],
-  );
+  const lookup = objectByIdSql(table, tenant, id, options);
+  const found = await query<StoredObject>(db, lookup.sql, lookup.bindings);
   return found[0] ?? null;
 }
 
 /** Locks and returns the rows of the given ids that belong to the tenant, in id order (no deadlocks between batches). */
 export async function lockObjectsByIds(db: Db, table: string, tenant: Tenant, ids: string[], type?: string): Promise<StoredObject[]> {
-  const where = tenantWhere(tenant, type);
+  const where = tenantOfId(tenant, type);
   const found = await query<StoredObject>(db,
     `select ${ROW_COLUMNS} from ${table} where id = any(?::text[]) and ${where.sql} order by id for update`,
     [ids, ...where.bindings],

@@ -1,6 +1,7 @@
 /** Account queries beyond the generic ones. */
 import { rows, type Db } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
+import { tenantScan } from '../../db/tenant.ts';
 
 export async function findProcessingAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
   const result = await db.raw(
@@ -13,25 +14,26 @@ export async function findProcessingAccount(db: Db, tenant: Tenant, id: string):
 
 /** The environment's default processing account: the first one created. */
 export async function defaultProcessingAccount(db: Db, tenant: Tenant): Promise<StoredObject | null> {
-  const result = await db.raw(
+  const scope = tenantScan(tenant);
+  const found = await rows<StoredObject>(db,
     `select id, type, data, created_at, modified_at from accounts
-      where org_id = ? and environment = ? and type = 'processing'
+      where ${scope.sql} and type = 'processing'
       order by created_at, id limit 1`,
-    [tenant.orgId, tenant.environment],
+    scope.bindings,
   );
-  return result.rows[0] ?? null;
+  return found[0] ?? null;
 }
 
 export async function hasDependentCustomers(db: Db, tenant: Tenant, processingIds: string[]): Promise<Array<{ customer_id: string; processing_id: string }>> {
   if (processingIds.length === 0) return [];
-  const result = await db.raw(
+  const scope = tenantScan(tenant);
+  return rows<{ customer_id: string; processing_id: string }>(db,
     `select id as customer_id, data->>'primary_processing_id' as processing_id from accounts
-      where org_id = ? and environment = ? and type = 'customer'
+      where ${scope.sql} and type = 'customer'
         and data->>'primary_processing_id' = any(?::text[])
       limit 1`,
-    [tenant.orgId, tenant.environment, processingIds],
+    [...scope.bindings, processingIds],
   );
-  return result.rows;
 }
 
 export async function ownsMethod(db: Db, tenant: Tenant, accountId: string, methodId: string): Promise<boolean> {
@@ -46,11 +48,12 @@ export async function ownsMethod(db: Db, tenant: Tenant, accountId: string, meth
  * the account's `default_payment_method` pointer follows, all in the caller's transaction.
  */
 export async function setPayingDefault(db: Db, tenant: Tenant, accountId: string, methodId: string | null, options: { updateAccount: boolean }): Promise<void> {
+  const scope = tenantScan(tenant);
   await rows(db,
     `update payment_methods set data = data #- '{account_defaults,paying}', modified_at = now()
-      where org_id = ? and environment = ? and data->>'account_id' = ? and id is distinct from ?
+      where ${scope.sql} and data->>'account_id' = ? and id is distinct from ?
         and data->'account_defaults'->>'paying' is not null`,
-    [tenant.orgId, tenant.environment, accountId, methodId]);
+    [...scope.bindings, accountId, methodId]);
   if (methodId) {
     await rows(db,
       `update payment_methods set data = jsonb_set(data, '{account_defaults}', coalesce(data->'account_defaults', '{}'::jsonb) || '{"paying": "all"}'), modified_at = now()

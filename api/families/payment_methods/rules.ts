@@ -1,5 +1,6 @@
 /** Payment method rules: number checks and sealing, the owning account, one default per account. */
 import { rows, type Db } from '../../db/connection.ts';
+import { tenantScan } from '../../db/tenant.ts';
 import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { forbidden, invalidAttributes } from '../../errors.ts';
@@ -88,7 +89,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   if (paying !== wasPaying) {
     const covers = paying === 'payments' || paying === 'all';
     if (covers) await setPayingDefault(ctx.tx, ctx.tenant, accountId, next.id, { updateAccount: true });
-    else if (wasPaying === 'payments' || wasPaying === 'all') await clearAccountPointer(ctx.tx, [next.id]);
+    else if (wasPaying === 'payments' || wasPaying === 'all') await clearAccountPointer(ctx.tx, [next]);
   }
   const funding = section(next, 'account_defaults').funding;
   if (funding && (!previous || section(previous, 'account_defaults').funding !== funding)) {
@@ -97,19 +98,23 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
 }
 
 async function beforeDelete(ctx: RuleContext, deleted: StoredObject[]): Promise<void> {
-  await clearAccountPointer(ctx.tx, deleted.map((m) => m.id));
+  await clearAccountPointer(ctx.tx, deleted);
 }
 
-/** Customers whose default was one of these methods have none now. */
-async function clearAccountPointer(db: Db, methodIds: string[]): Promise<void> {
-  await rows(db, `update accounts set data = data - 'default_payment_method', modified_at = now() where data->>'default_payment_method' = any(?::text[])`, [methodIds]);
+/** Customers whose default was one of these methods have none now (found by key: each method names its account). */
+async function clearAccountPointer(db: Db, methods: StoredObject[]): Promise<void> {
+  const accountIds = methods.map((m) => m.data.account_id).filter((id): id is string => typeof id === 'string');
+  if (accountIds.length === 0) return;
+  await rows(db, `update accounts set data = data - 'default_payment_method', modified_at = now()
+    where id = any(?::text[]) and data->>'default_payment_method' = any(?::text[])`, [accountIds, methods.map((m) => m.id)]);
 }
 
 export async function clearDefault(db: Db, tenant: Tenant, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
+  const scope = tenantScan(tenant);
   await rows(db,
     `update payment_methods set data = data #- ?::text[], modified_at = now()
-      where org_id = ? and environment = ? and data->>'account_id' = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
-    [['account_defaults', kind], tenant.orgId, tenant.environment, accountId, keepId, kind]);
+      where ${scope.sql} and data->>'account_id' = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
+    [['account_defaults', kind], ...scope.bindings, accountId, keepId, kind]);
 }
 
 export const paymentMethodRules: FamilyRules = { prepare, afterWrite, beforeDelete };

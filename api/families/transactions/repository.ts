@@ -1,5 +1,6 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { rows, type Db } from '../../db/connection.ts';
+import { tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
 const ROW = 'id, type, data, created_at, modified_at';
@@ -56,11 +57,12 @@ export async function findMethod(db: Db, tenant: Tenant, id: string): Promise<St
 
 /** The account's default paying method (v2 account_defaults.paying payments/all; v1 default_payment_method). */
 export async function defaultPayingMethod(db: Db, tenant: Tenant, accountId: string): Promise<StoredObject | null> {
+  const scope = tenantScan(tenant);
   const found = await rows<StoredObject>(db,
     `select ${ROW} from payment_methods
-      where org_id = ? and environment = ? and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
+      where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
       order by created_at limit 1`,
-    [tenant.orgId, tenant.environment, accountId]);
+    [...scope.bindings, accountId]);
   return found[0] ?? null;
 }
 
