@@ -102,6 +102,8 @@ export const SERVER_NAMES: ServerName[] = ['settle', 'anchor'];
 export interface BenchEnv {
   servers: Record<ServerName, string>;
   key: { secret: string; orgId: string };
+  /** the benchmark's own database (for generating existing rows) */
+  databaseUrl: string;
   /** Basic auth with the key, JSON body */
   headers: Record<string, string>;
 }
@@ -153,7 +155,38 @@ export async function startServers(bench: string): Promise<BenchEnv> {
     Authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`,
     'Content-Type': 'application/json',
   };
-  return { servers, key, headers };
+  return { servers, key, headers, databaseUrl: benchUrl };
+}
+
+/** BENCH_ROWS: the tenant sizes each scenario runs at, in order (default 10k then 1M existing rows). */
+export function dataSizes(): number[] {
+  const raw = process.env.BENCH_ROWS ?? '10000,1000000';
+  const sizes = raw.split(',').map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`BENCH_ROWS must be comma-separated row counts, got "${raw}"`);
+  return sizes;
+}
+
+/**
+ * Grows one table of the tenant to `rows` rows by SQL (fast, no API), shaped like the rows the API
+ * writes, ids of the usual form. Statistics are left to autovacuum, as in production.
+ */
+export async function growTenant(databaseUrl: string, table: string, orgId: string, type: string, idPrefix: string, rows: number, data: string): Promise<void> {
+  const db = createDb(databaseUrl, 1);
+  try {
+    const existing = Number((await db.raw(`select count(*) as n from ${table} where org_id = ?`, [orgId])).rows[0].n);
+    for (let done = existing; done < rows; done += 100_000) {
+      const batch = Math.min(100_000, rows - done);
+      await db.raw(
+        `insert into ${table} (id, org_id, environment, type, data, created_at, modified_at)
+         select ? || substr(md5(random()::text || g::text), 1, 24), ?, 'test', ?, ${data}::jsonb,
+                now() - make_interval(secs => g), now() - make_interval(secs => g)
+           from generate_series(1, ?) g`,
+        [`${idPrefix}_`, orgId, type, batch],
+      );
+    }
+  } finally {
+    await db.destroy();
+  }
 }
 
 // ---- measuring -------------------------------------------------------------------------------
