@@ -9,6 +9,7 @@ import { createBodyParser } from './http/body.ts';
 import { errorHandler } from './http/errorHandler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { objectRoutes } from './http/objectRoutes.ts';
+import { orgRoutes } from './http/orgRoutes.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
@@ -62,6 +63,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(idempotency);
   app.use(accessTokenRoutes().routes());
   app.use(webhookRoutes().routes());
+  app.use(orgRoutes().routes());
   app.use(routes.routes());
   return app;
 }

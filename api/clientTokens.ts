@@ -100,10 +100,11 @@ export async function createClientToken(db: Db, tenant: Tenant, body: Record<str
   if (body.type !== 'client') throw invalidAttributes({ type: body.type === undefined ? 'Required' : 'Must be client' });
   const unknown = Object.keys(body).filter((k) => !['type', 'intent', 'object'].includes(k));
   if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
-  const { kind, options } = validateIntent(body.intent);
+  // Without an intent the token may create one payment or one payment method (CONTRACT §13).
+  const { kind, options } = body.intent === undefined ? { kind: 'none', options: null } : validateIntent(body.intent);
   const token = `${tenant.environment === 'test' ? 'test_' : ''}client_key_${randomBase62(32)}`;
   const expiresAt = new Date(now.getTime() + CLIENT_TOKEN_LIFETIME_MS);
-  const intent = { [kind]: options };
+  const intent: Record<string, unknown> = options ? { [kind]: options } : {};
   await insertAccessToken(db, { hash: hashKey(token), prefix: token.slice(0, -24), tenant, kind, intent, expiresAt });
   return {
     object: 'access_token',

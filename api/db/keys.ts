@@ -61,3 +61,13 @@ export async function countKeys(db: Db): Promise<number> {
   const result = await db.raw('select count(*)::int as n from api_keys where revoked_at is null');
   return result.rows[0].n;
 }
+
+/** The org's keys in one environment, newest first (for `/users`; prefixes only). */
+export async function listOrgKeys(db: Db, orgId: string, environment: string): Promise<KeyRecord[]> {
+  const result = await db.raw(
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.created_at, k.revoked_at
+       from api_keys k join orgs o on o.id = k.org_id where k.org_id = ? and k.environment = ? order by k.created_at desc, k.id desc`,
+    [orgId, environment],
+  );
+  return result.rows;
+}

@@ -93,6 +93,10 @@ export interface RuleContext {
   domain: DomainServices;
   /** Values shown once, in this response only (a generated secret), by object id. */
   revealed?: Map<string, Record<string, unknown>>;
+  /** Set once this request has spent its client token's one use (a payment and its inline method are one use). */
+  clientTokenSpent?: boolean;
+  /** Child objects named in a create's body (by parent id), created once the parent row is written. */
+  nestedInputs?: Map<string, unknown[]>;
   /** Refund amounts already planned in this request, by original payment id (bulk items, repeated links). */
   plannedRefunds?: Map<string, number>;
   /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */

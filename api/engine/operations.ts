@@ -8,7 +8,7 @@ import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } 
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES, SqlCompiler, type Sql } from '../query/toSql.ts';
-import type { Collection, RuleContext, StoredObject, Version } from './family.ts';
+import type { Collection, Family, RuleContext, StoredObject, Version } from './family.ts';
 import { acceptedValues, toApi } from './values.ts';
 import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
 
@@ -187,10 +187,11 @@ function typeForCreate(ctx: OperationContext, body: Json): string {
   return requested;
 }
 
-async function prepareCreate(ctx: OperationContext, body: unknown): Promise<StoredObject> {
+async function prepareCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
   if (!isPlainObject(body)) throw invalidAttributes({ body: 'Must be an object' });
   const type = typeForCreate(ctx, body);
   const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create');
+  for (const [store, value] of extra ?? []) values.set(store, value);
   const now = new Date();
   const blank: StoredObject = { id: newId(ctx.collection.family.idPrefix), type, created_at: now, modified_at: now, data: {} };
   let row = applyValues(blank, values);
@@ -220,6 +221,21 @@ async function prepareAll<T, R>(items: T[], prepare: (item: T) => Promise<R>): P
   }
   if (failed) throw invalidAttributes({ object: 'list', values: failures });
   return results;
+}
+
+/**
+ * Creates an object of another family inside the current request (a processing account's nested
+ * payment methods) through the same pipeline as a create of its own: decode, prepare, validate,
+ * insert, afterWrite and events, all in the caller's transaction. `extra` sets stored values the
+ * client's version has no field for.
+ */
+export async function createNested(ctx: RuleContext, family: Family, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const row = await prepareCreate(op, body, extra);
+  const [inserted] = await objects.insertObjects(ctx.tx, family.table, ctx.tenant, [row]);
+  await afterWrite(op, [[inserted, null]]);
+  await emit(op, [[inserted, null]]);
+  return inserted;
 }
 
 export async function create(ctx: OperationContext, body: Json, query: ListQuery): Promise<Json> {

@@ -12,12 +12,17 @@ export type Converted = { ok: true; value: unknown } | { ok: false; reason: stri
 const ok = (value: unknown): Converted => ({ ok: true, value });
 const fail = (reason: string): Converted => ({ ok: false, reason });
 
-/** "10.50" / 10.5 → 1050. Refuses more than 2 decimals, negatives, zero, NaN and > 1e12. */
+/**
+ * "10.50" / 10.5 → 1050. More than two decimals are rounded half-up to the cent on the decimal
+ * text, never through float arithmetic (client libraries send `rand * 1000`; CONTRACT §1).
+ * Refuses negatives, zero (also after rounding), NaN and > 1e12.
+ */
 export function parseMoney(input: unknown): Converted {
   const text = typeof input === 'number' ? numberToPlainText(input) : typeof input === 'string' ? input.trim() : null;
-  if (text === null || !/^\d{1,13}(\.\d{1,2})?$/.test(text)) return fail('Must be a positive amount with at most 2 decimal places');
+  if (text === null || !/^\d{1,13}(\.\d{1,20})?$/.test(text)) return fail('Must be a positive amount');
   const [whole, fraction = ''] = text.split('.');
-  const minor = Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+  const roundUp = fraction.length > 2 && fraction[2] >= '5' ? 1 : 0;
+  const minor = Number(whole) * 100 + Number(fraction.slice(0, 2).padEnd(2, '0')) + roundUp;
   if (minor <= 0) return fail('Must be greater than 0');
   if (minor > MAX_MONEY_MINOR) return fail('Must not exceed 1000000000000');
   return ok(minor);
@@ -113,8 +118,9 @@ function toJson(field: FieldSpec, input: unknown): Converted {
   return ok(input);
 }
 
-/** A list of objects; form bodies give `values[0][x]` as an array already (qs). */
+/** A list of objects; form bodies give `values[0][x]` as an array already (qs). A lone object is a one-item list. */
 function toList(input: unknown): Converted {
+  if (typeof input === 'object' && input !== null && !Array.isArray(input)) input = [input];
   if (!Array.isArray(input)) return fail('Must be a list');
   if (input.length > 100) return fail('At most 100 items');
   if (!input.every((item) => typeof item === 'object' && item !== null && !Array.isArray(item))) return fail('Each item must be an object');

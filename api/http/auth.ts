@@ -71,12 +71,14 @@ const CLIENT_SCOPES: Record<string, Array<[string, string]>> = {
   payment_method_form: [['POST', '/payment_methods']],
   processing_account_plugin: [],
   oauth_client_token: [],
+  // made without an intent: one payment or one payment method, whatever the browser sends (CONTRACT §13)
+  none: [['POST', '/transactions'], ['POST', '/payment_methods']],
 };
 
 export async function clientScope(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
   const principal = ctx.state.principal;
   if (principal?.kind === 'client') {
-    const kind = Object.keys(principal.intent)[0];
+    const kind = Object.keys(principal.intent)[0] ?? 'none';
     const allowed = (CLIENT_SCOPES[kind] ?? []).some(([method, path]) => ctx.method === method && ctx.path === path);
     if (!allowed) throw forbidden(`A ${kind} client token may not ${ctx.method} ${ctx.path}`);
   }

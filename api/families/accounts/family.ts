@@ -42,6 +42,9 @@ const fields: FieldSpec[] = [
     store: 'processing.funding.default_descriptor', type: 'string', v1: 'descriptor',
     v2: 'processing.settings.funding.default_descriptor', types: PROCESSING, maxLength: 64,
   },
+  { store: 'processing.default_category', type: 'string', v2: 'processing.default_category', types: PROCESSING, maxLength: 64 },
+  // Funding methods created with the account (CONTRACT §13); never stored on the account itself.
+  { store: 'payment_methods', type: 'list', v1: 'payment_methods', v2: 'payment_methods', types: PROCESSING, writeOnly: true },
   attrsField,
   ...timestampFields,
 ];

@@ -1,7 +1,9 @@
 /** Account rules that span fields or rows: processing references, status events. */
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
-import { invalidAttributes } from '../../errors.ts';
+import { ApiError, invalidAttributes } from '../../errors.ts';
+import { createNested } from '../../engine/operations.ts';
+import { paymentMethods } from '../payment_methods/family.ts';
 import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefault } from './repository.ts';
 
 /**
@@ -9,6 +11,7 @@ import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefa
  * through setPayingDefault, which marks the method and keeps the customer's pointer in step.
  */
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
+  next = holdNestedMethods(ctx, next, previous);
   const requested = next.data.default_payment_method;
   if (requested === undefined || (previous && requested === previous.data.default_payment_method)) return next;
   if (!previous) throw invalidAttributes({ default_payment_method: 'Attach a payment method to the customer first, then set it as default' });
@@ -18,6 +21,33 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
   // This row is being written by the caller; only the methods need changing here.
   await setPayingDefault(ctx.tx, ctx.tenant, next.id, requested === null ? null : String(requested), { updateAccount: false });
   return next;
+}
+
+/** Nested `payment_methods` are created after the account row exists (afterWrite); the account keeps none of them. */
+function holdNestedMethods(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): StoredObject {
+  if (next.data.payment_methods === undefined) return next;
+  if (previous) throw invalidAttributes({ payment_methods: 'Add payment methods with POST /payment_methods' });
+  const { payment_methods: methods, ...data } = next.data;
+  (ctx.nestedInputs ??= new Map()).set(next.id, methods as unknown[]);
+  return { ...next, data };
+}
+
+/** A processing account's nested methods become its funding methods (v2 `account_defaults.funding = all`). */
+async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
+  const methods = previous ? undefined : ctx.nestedInputs?.get(next.id);
+  if (!methods) return;
+  ctx.nestedInputs!.delete(next.id);
+  const owner = ctx.version === 'v1' ? 'customer_id' : 'account_id';
+  for (const [i, method] of methods.entries()) {
+    const body = { ...(method as Record<string, unknown>), [owner]: next.id };
+    delete body.object;
+    try {
+      await createNested(ctx, paymentMethods, body, new Map([['account_defaults.funding', 'all']]));
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400) throw invalidAttributes({ payment_methods: { [i]: error.details ?? error.message } });
+      throw error;
+    }
+  }
 }
 
 async function validate(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
@@ -56,4 +86,4 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   }];
 }
 
-export const accountRules: FamilyRules = { prepare, validate, beforeDelete, events };
+export const accountRules: FamilyRules = { prepare, validate, afterWrite, beforeDelete, events };

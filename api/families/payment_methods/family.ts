@@ -25,6 +25,15 @@ const fields: FieldSpec[] = [
     types: BANK, enum: ['checking', 'savings'], default: 'checking',
   },
   { store: 'account_holder', type: 'string', v1: 'account_holder', v2: 'account_holder', maxLength: 256 },
+  { store: 'email', type: 'email', v1: 'email', v2: 'email', maxLength: 256 },
+  ...['street_address', 'unit_number', 'city', 'state_province', 'postal_code', 'country_code'].map((part): FieldSpec => ({
+    store: `billing_address.${part}`, type: 'string', v1: `billing_address.${part}`, v2: `billing_address.${part}`, maxLength: 256,
+  })),
+  { store: 'keep_active', type: 'boolean', v1: 'keep_active', v2: 'keep_active' },
+  {
+    store: 'transfer_type', type: 'string', v1: 'transfer_type', v2: 'transfer_type',
+    enum: ['send_only', 'receive_only', 'two_way'],
+  },
   { store: 'account_defaults.paying', type: 'string', v2: 'account_defaults.paying', enum: ['payments', 'refunds', 'all'] },
   { store: 'account_defaults.funding', type: 'string', v2: 'account_defaults.funding', enum: ['deposits', 'withdraws', 'all'] },
   attrsField,

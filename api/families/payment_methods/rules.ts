@@ -3,9 +3,8 @@ import { rows, type Db } from '../../db/connection.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { forbidden, invalidAttributes } from '../../errors.ts';
-import { spendClientToken } from '../transactions/repository.ts';
-import { applyClientAccount } from '../transactions/clientIntent.ts';
+import { invalidAttributes } from '../../errors.ts';
+import { applyClientAccount, spendClientTokenOnce } from '../transactions/clientIntent.ts';
 import { setPayingDefault } from '../accounts/repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 
@@ -71,9 +70,7 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
     }
     return next;
   }
-  if (ctx.principal.kind === 'client' && 'payment_method_form' in ctx.principal.intent && !(await spendClientToken(ctx.tx, ctx.principal.tokenId))) {
-    throw forbidden('This client token has already been used');
-  }
+  await spendClientTokenOnce(ctx);
   const data = { ...next.data };
   if (next.type === 'card') data.card = sealCard(ctx, section(next, 'card'));
   else data.bank_account = sealBankAccount(ctx, section(next, 'bank_account'));

@@ -10,7 +10,21 @@ import { parseMoney } from '../../engine/values.ts';
 import { forbidden, invalidAttributes, type ErrorDetails } from '../../errors.ts';
 import * as repo from './repository.ts';
 
-const PAYMENT_INTENTS = new Set(['payment_form', 'checkout_plugin', 'checkout_page']);
+/** Kinds that may create a payment; `none` is a token made without an intent (CONTRACT §13). */
+const PAYMENT_INTENTS = new Set(['payment_form', 'checkout_plugin', 'checkout_page', 'none']);
+
+/** The intent's kind and options; a token made without an intent has kind `none`. */
+export function intentOf(intent: Record<string, unknown>): [string, Json] {
+  const entry = Object.entries(intent)[0];
+  return entry ? [entry[0], isPlainObject(entry[1]) ? entry[1] : {}] : ['none', {}];
+}
+
+/** A client token has one use; a payment and the method typed into it are that one use. */
+export async function spendClientTokenOnce(ctx: RuleContext): Promise<void> {
+  if (ctx.principal.kind !== 'client' || ctx.clientTokenSpent) return;
+  if (!(await repo.spendClientToken(ctx.tx, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
+  ctx.clientTokenSpent = true;
+}
 /** Preset keys an intent may carry at its top level as well as inside `payment`. */
 const TOP_LEVEL_PRESETS = ['amount', 'description', 'order_number', 'customer_id', 'processing_id', 'status'];
 
@@ -52,7 +66,7 @@ function requireInlineMethod(ctx: RuleContext, data: Json): void {
  */
 export async function applyClientIntent(ctx: RuleContext, type: string, data: Json): Promise<{ automatic: boolean }> {
   if (ctx.principal.kind !== 'client') return { automatic: false };
-  const [kind, options] = Object.entries(ctx.principal.intent)[0] as [string, Json];
+  const [kind, options] = intentOf(ctx.principal.intent);
   if (type !== 'payment' || !PAYMENT_INTENTS.has(kind)) throw forbidden('This client token may not create this transaction');
   const preset = presetsOf(options);
   const sender = isPlainObject(data.sender) ? data.sender : {};
@@ -85,13 +99,13 @@ export async function applyClientIntent(ctx: RuleContext, type: string, data: Js
   }
   if (processingId) data.processing_id = processingId;
 
-  if (!(await repo.spendClientToken(ctx.tx, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
+  await spendClientTokenOnce(ctx);
   return { automatic: presetStatus === 'authorized' };
 }
 
 /** The only account a client token's new payment method may belong to (null: none). */
 export function clientTokenAccount(intent: Record<string, unknown>): string | null {
-  const [kind, options] = Object.entries(intent)[0] as [string, Json];
+  const [kind, options] = intentOf(intent);
   const preset = kind === 'payment_method_form'
     ? (isPlainObject(options.payment_method) ? options.payment_method : {})
     : presetsOf(options);

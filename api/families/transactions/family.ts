@@ -31,6 +31,8 @@ const fields: FieldSpec[] = [
   { store: 'payment_method', type: 'json', v2: 'sender.method', writeOnly: true },
   { store: 'payment_method_type', type: 'string', v1: 'payment_method_type', v2: 'payment_method_type', readOnly: true },
   { store: 'card_brand', type: 'string', v1: 'card_brand', v2: 'card_brand', readOnly: true },
+  // The sandbox's risk screen allows every payment; a real screen plugs in where the processor does.
+  { store: 'risk_flag', type: 'string', v1: 'risk_flag', v2: 'risk_flag', readOnly: true, enum: ['allowed', 'denied', 'in_review'] },
   { store: 'funding_timing', type: 'string', v2: 'funding_timing', enum: ['standard', 'rapid', 'instant'] },
   { store: 'funding_delay', type: 'integer', v2: 'funding_delay', min: 0, max: 10 },
   // Input on create (links and splits); the rows of the transfers table on output.

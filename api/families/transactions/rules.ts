@@ -241,6 +241,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     }
   }
   if (row.type === 'payment' && data.funding_timing === undefined) data.funding_timing = 'standard';
+  if (row.type === 'payment') data.risk_flag = 'allowed';
   delete data.ledger;
   delete data.transfers;
   data.transfer_plan = plan;

@@ -1,0 +1,97 @@
+/**
+ * Requests exactly as the public client libraries send them (CONTRACT §1, §13; research notes §0):
+ * processing accounts with nested funding methods (v1) and processing settings (v2), client
+ * tokens without an intent, amounts with many decimals.
+ */
+import t from 'tap';
+import { startTestApi } from './helpers/api.ts';
+
+const api = await startTestApi(t);
+const BANK = { object: 'payment_method', type: 'bank_account', bank_account: { account_number: '123456789', routing_number: '036001808', account_type: 'checking' } };
+const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35' } };
+
+t.test('a v1 processing account with nested payment_methods gets them as its funding methods', async (t) => {
+  const res = await api.request('POST', '/processing_accounts', {
+    json: {
+      name: 'Sole Prop',
+      legal_entity: { legal_name: 'Sole Prop LLC', type: 'INDIVIDUAL_SOLE_PROPRIETORSHIP', country: 'US', owners: { full_name: 'Owner', ownership: '100' } },
+      payment_methods: [BANK],
+    },
+  });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  t.equal(res.body.object, 'processing_account');
+  t.equal(res.body.payment_methods, undefined, 'not stored on the account');
+  const methods = await api.request('GET', `/payment_methods?customer_id=${res.body.id}`);
+  t.equal(methods.body.values.length, 1);
+  t.equal(methods.body.values[0].bank_account.account_number, 'xxxxx6789');
+  const v2 = await api.request('GET', `/payment_methods/${methods.body.values[0].id}`, { version: 'v2' });
+  t.equal(v2.body.account_defaults.funding, 'all', 'the funding method');
+  t.equal(v2.body.account_id, res.body.id);
+  const stored = await api.db('accounts').where({ id: res.body.id }).first();
+  t.equal(stored.data.payment_methods, undefined);
+});
+
+t.test('a lone nested payment method counts as a one-item list', async (t) => {
+  const res = await api.request('POST', '/processing_accounts', { json: { name: 'Lone', payment_methods: BANK } });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  t.equal((await api.request('GET', `/payment_methods?customer_id=${res.body.id}`)).body.values.length, 1);
+});
+
+t.test('a bad nested payment method fails the whole create', async (t) => {
+  const before = Number((await api.db('accounts').count('* as n'))[0].n);
+  const res = await api.request('POST', '/processing_accounts', { json: { name: 'Bad', payment_methods: [{ type: 'bank_account', bank_account: { account_number: '1', routing_number: '000000001' } }] } });
+  t.equal(res.status, 400);
+  t.ok(res.body.details.payment_methods, JSON.stringify(res.body.details));
+  t.equal(Number((await api.db('accounts').count('* as n'))[0].n), before, 'no account left behind');
+});
+
+t.test('a v2 processing account takes processing.default_category', async (t) => {
+  const res = await api.request('POST', '/accounts', {
+    version: 'v2',
+    json: { type: 'processing', name: 'Realty', entity: { type: 'business', legal_name: 'Realty LLC', country: 'US' }, processing: { default_category: 'real_estate' } },
+  });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  t.equal(res.body.processing.default_category, 'real_estate');
+});
+
+t.test('a client token without an intent makes one payment or one method', async (t) => {
+  const minted = await api.request('POST', '/access_tokens', { json: { type: 'client' } });
+  t.equal(minted.status, 200, JSON.stringify(minted.body));
+  t.same(minted.body.intent, {});
+  const paid = await api.request('POST', '/transactions', { key: minted.body.id, json: { type: 'payment', amount: 5, payment_method: CARD } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  const again = await api.request('POST', '/payment_methods', { key: minted.body.id, json: CARD });
+  t.equal(again.status, 403, 'one use');
+  const other = await api.request('POST', '/access_tokens', { json: { type: 'client' } });
+  const method = await api.request('POST', '/payment_methods', { key: other.body.id, json: CARD });
+  t.equal(method.status, 200, JSON.stringify(method.body));
+  t.equal((await api.request('GET', '/customers', { key: other.body.id })).status, 403);
+});
+
+t.test('amounts with more than two decimals are rounded half-up to the cent', async (t) => {
+  for (const [sent, shown] of [[123.456, 123.46], [10.004, 10], ['7.125', 7.13], [0.005, 0.01]] as const) {
+    const res = await api.request('POST', '/transactions', { json: { type: 'payment', amount: sent, payment_method: CARD } });
+    t.equal(res.status, 200, `${sent}: ${JSON.stringify(res.body)}`);
+    t.equal(res.body.amount, shown, `${sent} → ${shown}`);
+  }
+  const zero = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 0.004, payment_method: CARD } });
+  t.equal(zero.status, 400, 'zero after rounding');
+});
+
+t.test('the collections the libraries list answer: the caller\'s org, its keys, and empty read-only ones', async (t) => {
+  const orgs = await api.request('GET', '/accounts/orgs');
+  t.equal(orgs.status, 200);
+  t.match(orgs.body.values, [{ object: 'org', id: String, name: 'acme' }]);
+  t.equal(orgs.body.values.length, 1, 'only the caller\'s org');
+  const users = await api.request('GET', '/users');
+  t.equal(users.status, 200);
+  t.ok(users.body.values.length >= 1);
+  t.notMatch(JSON.stringify(users.body), api.key, 'no secret key in the answer');
+  for (const path of ['app_settings', 'processing_rules', 'processing_agreements', 'check_fronts', 'check_backs']) {
+    const list = await api.request('GET', `/${path}`, { version: 'v2' });
+    t.same([list.status, list.body], [200, { object: 'list', values: [] }], path);
+    t.equal((await api.request('POST', `/${path}`, { json: {} })).status, 400, `${path} is read-only`);
+    t.equal((await api.request('GET', `/${path}?q=(((`)).status, 400, `${path}: a bad query is still a 400`);
+  }
+  t.equal((await api.request('GET', '/accounts/orgs/org_other')).status, 404);
+});
