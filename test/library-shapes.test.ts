@@ -95,3 +95,15 @@ t.test('the collections the libraries list answer: the caller\'s org, its keys, 
   }
   t.equal((await api.request('GET', '/accounts/orgs/org_other')).status, 404);
 });
+
+t.test('refund entries list as v1 transaction_ledgers and v2 transfers', async (t) => {
+  const paid = (await api.request('POST', '/transactions', { json: { type: 'payment', amount: 20, payment_method: CARD } })).body;
+  const refund = (await api.request('POST', '/transactions', { json: { type: 'refund', amount: 5, ledger: [{ assoc_transaction_id: paid.id }] } })).body;
+  const v1 = await api.request('GET', `/transaction_ledgers?transaction_id=${paid.id}`);
+  t.equal(v1.status, 200, JSON.stringify(v1.body));
+  t.match(v1.body.values, [{ object: 'transaction_ledger', entry_type: 'refund', amount: -5, assoc_transaction_id: refund.id }]);
+  const v2 = await api.request('GET', `/transfers?transaction_id=${refund.id}`, { version: 'v2' });
+  t.match(v2.body.values, [{ object: 'transfer', type: 'refund', amount: 5, assoc_transaction_id: paid.id }]);
+  t.equal((await api.request('GET', '/transfers', { key: await api.newKey('other-org', 'test'), version: 'v2' })).body.values.length, 0, 'another tenant sees none');
+  t.equal((await api.request('POST', '/transfers', { version: 'v2', json: { amount: 1 } })).status, 400, 'read-only');
+});

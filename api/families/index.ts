@@ -3,6 +3,7 @@ import type { Collection } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
 import { paymentMethods } from './payment_methods/family.ts';
 import { transactions } from './transactions/family.ts';
+import { transferEntries } from './transfers/family.ts';
 import { webhookLogs } from './webhook_logs/family.ts';
 import { webhooks } from './webhooks/family.ts';
 
@@ -14,6 +15,8 @@ export const collections: Collection[] = [
   { path: 'transactions', family: transactions },
   { path: 'webhooks', family: webhooks },
   { path: 'webhook_logs', family: webhookLogs, readOnly: true, newestFirst: true },
+  { path: 'transfers', family: transferEntries, readOnly: true },
+  { path: 'transaction_ledgers', family: transferEntries, readOnly: true },
 ];
 
 export const collectionByPath = new Map(collections.map((c) => [c.path, c]));
