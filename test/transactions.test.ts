@@ -237,5 +237,5 @@ t.test('a capture racing the expiry deadline either wins or loses, never both', 
     t.notOk(triggers.includes('processed') && triggers.includes('void'), 'never both captured and voided');
     outcomes.push(final.body.status);
   }
-  t.ok(outcomes.length === 4);
+  t.same(outcomes.filter((o) => o !== 'processed' && o !== 'voided'), [], 'every race ended captured or voided, none left authorized');
 });
