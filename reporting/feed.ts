@@ -62,26 +62,47 @@ export interface FeedPass {
 const CHUNK_ROWS = 100_000;
 
 /**
+ * Change rows older than a position may be pruned (reporting/prune.ts); a mirror whose position
+ * is older than what was pruned cannot follow on from it and must rebuild.
+ */
+export class FeedPruned extends Error {
+  override name = 'FeedPruned';
+
+  constructor(position: Snapshot, prunedBelow: bigint) {
+    super(`changes this mirror still needs were pruned (position ${formatSnapshot(position)}, pruned below ${prunedBelow})`);
+  }
+}
+
+/** The change feed since a position, or (for a rebuild) every stored transaction as it stands. */
+const CHANGES_SINCE = `from reporting_changes c left join transactions t on t.id = c.transaction_id
+       where (c.txid >= ?::xid8 or c.txid = any(?::xid8[]))`;
+// Read from `transactions` itself: change rows are pruned once mirrored. A pruned row's version
+// is 0, below any version a later change takes.
+const EVERY_TRANSACTION = `from transactions t left join reporting_changes rc on rc.transaction_id = t.id
+       cross join lateral (select t.org_id, t.environment, t.id as transaction_id, t.created_at, false as deleted,
+                                  coalesce(rc.version, 0) as version, t.modified_at as changed_at) c`;
+
+/**
  * Copies to `sink` the changes made visible since `since` (every current row when `since` is null:
- * a rebuild), chunk by chunk. `sink` runs while the next chunk is fetched.
+ * a rebuild), chunk by chunk. `sink` runs while the next chunk is fetched. Throws FeedPruned when
+ * changes after `since` may have been pruned.
  */
 export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: FeedChunk) => Promise<void>, onTotal?: (total: number) => void): Promise<FeedPass> {
   return db.transaction(async (trx) => {
-    const [{ snapshot: text }] = await rows<{ snapshot: string }>(trx, 'select pg_current_snapshot()::text as snapshot');
+    const [{ snapshot: text, pruned_below: prunedBelow }] = await rows<{ snapshot: string; pruned_below: string | null }>(trx,
+      'select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below');
     const snapshot = parseSnapshot(text)!;
     const pass: FeedPass = { snapshot, rows: 0 };
+    if (since && prunedBelow !== null && BigInt(prunedBelow) > since.xmin) throw new FeedPruned(since, BigInt(prunedBelow));
     if (since && formatSnapshot(since) === text) return pass;
-    const [where, bindings] = since === null
-      ? ['not c.deleted', []]
-      : ['(c.txid >= ?::xid8 or c.txid = any(?::xid8[]))', [since.xmax.toString(), since.xip.map(String)]];
+    const [from, bindings] = since === null ? [EVERY_TRANSACTION, []] : [CHANGES_SINCE, [since.xmax.toString(), since.xip.map(String)]];
     if (onTotal) {
-      const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total from reporting_changes c where ${where}`, bindings);
+      const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total ${from}`, bindings);
       onTotal(Number(total));
     }
     await trx.raw(`declare mirror_feed no scroll cursor for
       select ${pgRowJson()} as line, extract(epoch from c.changed_at) * 1000 as changed_ms
-        from reporting_changes c left join transactions t on t.id = c.transaction_id
-       where ${where}`, bindings);
+        ${from}`, bindings);
     await copyCursor(trx, pass, sink);
     return pass;
   }, { isolationLevel: 'repeatable read', readOnly: true });

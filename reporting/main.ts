@@ -8,20 +8,28 @@
  * belongs to one process, so a standby opens it only once it holds the lock (a hot standby that
  * resumes from the recorded position when the leader dies).
  *
+ * Start-up refusals, each one clear message and exit 1: a non-loopback REPORTING_HOST without
+ * REPORTING_SECRET (the port would answer any caller for any org), and a ClickHouse older than the
+ * mirror needs (checked with `select version()` before anything else touches it). A ClickHouse
+ * that is merely unreachable is waited for: queries answer 503 meanwhile, and the outage is logged
+ * once, not per retry.
+ *
  * SIGTERM: stop taking requests, finish the ones in flight and the current mirror pass (its
  * position is recorded with its rows), close ClickHouse (never while a query runs) and exit 0.
  */
 import type { Server } from 'node:http';
+import net from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
 import { rows, createDb } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/server.ts';
+import { FailureLog } from './failures.ts';
 import { covers, formatSnapshot, type Snapshot } from './feed.ts';
 import { LeaderLock, WAKE_CHANNEL } from './leader.ts';
 import { Mirror, type RebuildProgress } from './mirror.ts';
 import { createReportingApp, type Health, type ReportingEngine } from './server.ts';
-import { openStore, storeTarget, type ReportingStore } from './store.ts';
+import { openStore, storeTarget, UnsupportedClickHouse, type ReportingStore } from './store.ts';
 
 export interface RunningReporting {
   url: string;
@@ -40,19 +48,71 @@ export interface ReportingOptions {
 const STANDBY_POLL_MS = 50;
 const STALE_PASS_MS = 30_000;
 
+/** A configuration the process refuses to run with; its message says what to change. */
+export class StartupRefused extends Error {
+  override name = 'StartupRefused';
+}
+
+/** Whether a bind address only accepts connections from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  const address = host.replace(/^\[|\]$/g, '').replace(/^::ffff:/i, '');
+  if (net.isIPv4(address)) return address.startsWith('127.');
+  return net.isIPv6(address) && /^(0*:)*0*1$/.test(address.replace(/^::/, '0:'));
+}
+
+/** The reporting port serves every org's aggregates to whoever calls it: off loopback, only with a secret. */
+export function checkExposure(config: Pick<Config, 'reportingHost' | 'reportingPort' | 'reportingSecret'>): void {
+  if (config.reportingSecret || isLoopbackHost(config.reportingHost)) return;
+  throw new StartupRefused(`REPORTING_HOST=${config.reportingHost} is not a loopback address and REPORTING_SECRET is not set: `
+    + `anyone reaching port ${config.reportingPort} could read every org's transaction aggregates. `
+    + 'Set REPORTING_SECRET (the same value for the web process), or bind REPORTING_HOST to 127.0.0.1.');
+}
+
 export async function startReporting(config: Config, options: ReportingOptions = {}): Promise<RunningReporting> {
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
+  if (!config.databaseUrl) throw new StartupRefused('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
+  checkExposure(config);
   const log = options.log ?? createLogger(config.logLevel, 'reporting');
-  const db = createDb(config.databaseUrl, 4);
   const target = storeTarget(config);
-  const lock = new LeaderLock(config.databaseUrl, target.identity);
   let store: ReportingStore | null = target.embedded ? null : openStore(config);
+  /** the store answered `select version()` with a version the mirror runs on */
+  let verified = false;
+  const storeFailures = new FailureLog(log, `ClickHouse at ${target.shown}`);
+
+  /** True once the store is known usable; false while it cannot be reached (logged once); throws UnsupportedClickHouse. */
+  async function verify(current: ReportingStore): Promise<boolean> {
+    if (verified) return true;
+    try {
+      const version = await current.checkVersion(target.shown);
+      verified = true;
+      storeFailures.succeeded();
+      log.info({ clickhouse: target.shown, version }, 'ClickHouse version supported');
+      return true;
+    } catch (error) {
+      if (error instanceof UnsupportedClickHouse) throw error;
+      storeFailures.failed(error);
+      return false;
+    }
+  }
+
+  if (store) {
+    try {
+      await verify(store);
+    } catch (error) {
+      await store.close().catch(() => {});
+      throw new StartupRefused((error as Error).message);
+    }
+  }
+
+  const db = createDb(config.databaseUrl, 4);
+  const lock = new LeaderLock(config.databaseUrl, target.identity);
   let mirror: Mirror | null = null;
   let stopping = false;
   let becoming: Promise<void> | null = null;
+  const electionFailures = new FailureLog(log, 'leader election');
 
   const fatal = options.onFatal ?? ((error: Error) => {
-    log.fatal({ err: error.message }, 'lost the mirror lock on an embedded store; exiting');
+    log.fatal({ err: error.message }, error instanceof UnsupportedClickHouse ? 'unsupported ClickHouse; exiting' : 'lost the mirror lock on an embedded store; exiting');
     process.exit(1);
   });
 
@@ -61,8 +121,13 @@ export async function startReporting(config: Config, options: ReportingOptions =
 
   async function lead(): Promise<void> {
     store ??= openStore(config);
-    starting = new Mirror(db, store, log, { pollIntervalMs: config.reportingPollIntervalMs, batchIntervalMs: config.reportingBatchIntervalMs });
-    log.info({ target: target.identity }, 'mirror leader');
+    if (!(await verify(store))) throw new Error(`ClickHouse at ${target.shown} is unreachable`);
+    starting = new Mirror(db, store, log, {
+      pollIntervalMs: config.reportingPollIntervalMs,
+      batchIntervalMs: config.reportingBatchIntervalMs,
+      pruneIntervalMs: config.reportingPruneIntervalMs,
+    });
+    log.info({ target: target.shown }, 'mirror leader');
     try {
       await starting.start();
       if (!stopping) mirror = starting;
@@ -84,13 +149,17 @@ export async function startReporting(config: Config, options: ReportingOptions =
     becoming = (async () => {
       try {
         if (lock.held) return void (await lock.check());
+        // A server store is checked before this process answers from it, leader or standby.
+        if (store && !target.embedded && !(await verify(store))) return;
         const acquired = await lock.tryAcquire({
           onNotify: (channel) => mirror?.wake({ record: channel === WAKE_CHANNEL }),
           onLost: (error) => void lostLead(error),
         });
         if (acquired && !stopping) await lead();
+        electionFailures.succeeded();
       } catch (error) {
-        log.error({ err: error }, 'leader election failed; retrying');
+        if (error instanceof UnsupportedClickHouse) return fatal(error);
+        if (!storeFailures.failing) electionFailures.failed(error);
         if (lock.held && !mirror) await lock.release();
       } finally {
         becoming = null;
@@ -116,7 +185,11 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   const engine: ReportingEngine = {
-    store: () => (target.embedded && !mirror ? null : store),
+    store: () => ((target.embedded && !mirror) || !verified ? null : store),
+    notReady: () => {
+      if (storeFailures.failing) return 'Reporting is unavailable: its data store cannot be reached; retry shortly';
+      return 'Reporting is starting or on standby; retry shortly';
+    },
     reach: async (target, timeoutMs) => {
       const current = mirror;
       if (current) return (await current.waitFor(target, timeoutMs)) ? current.status.position : null;
@@ -140,6 +213,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
       };
     }
     if (starting) return { healthy: false, body: { object: 'health', role: 'leader', detail: 'copying every transaction into a new mirror table' } };
+    if (store && !verified) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'waiting for ClickHouse to answer' } };
     if (!store || target.embedded) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'waiting for the mirror lock' } };
     const state = await store.readState().catch(() => null);
     return { healthy: state !== null, body: { object: 'health', role: 'standby', position: state ? formatSnapshot(state.position) : null } };
@@ -155,7 +229,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.reportingPort;
   const url = `http://${config.reportingHost}:${port}`;
-  log.info({ url, clickhouse: target.embedded ? 'embedded chdb' : config.clickhouseUrl }, 'reporting listening');
+  log.info({ url, clickhouse: target.shown }, 'reporting listening');
 
   await contend();
   const timer = setInterval(() => void contend(), config.reportingPollIntervalMs);
@@ -181,6 +255,12 @@ export async function startReporting(config: Config, options: ReportingOptions =
 }
 
 if (import.meta.main) {
-  const reporting = await startReporting(loadConfig());
-  exitOnSignals(reporting.stop, (message) => console.error(message));
+  try {
+    const reporting = await startReporting(loadConfig());
+    exitOnSignals(reporting.stop, (message) => console.error(message));
+  } catch (error) {
+    // One line that says what to change; a stack only for what nobody foresaw.
+    console.error(`reporting: ${error instanceof StartupRefused ? error.message : (error as Error).stack}`);
+    process.exit(1);
+  }
 }

@@ -4,17 +4,27 @@
  * visible since the last one (reporting/feed.ts) into ClickHouse, then records the pass's
  * snapshot there, next to the data it describes: a crash between the two replays the changes (the
  * same versions again, which the ReplacingMergeTree collapses), never skips them.
+ *
+ * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts), every
+ * REPORTING_PRUNE_INTERVAL, between passes. A mirror that finds changes it still needed pruned (its
+ * ClickHouse restored from an old backup, or a target left behind) rebuilds instead of skipping them.
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
 import { tableDdl } from './columns.ts';
-import { covers, EMPTY_SNAPSHOT, formatSnapshot, readChanges, type FeedChunk, type Snapshot } from './feed.ts';
+import { FailureLog } from './failures.ts';
+import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
+import { PRUNE_BATCHES_PER_ROUND, pruneRound, registerFollower } from './prune.ts';
 import type { ReportingStore } from './store.ts';
 
 export interface MirrorOptions {
   pollIntervalMs: number;
   batchIntervalMs: number;
+  /** ms between prunes of mirrored change rows (REPORTING_PRUNE_INTERVAL). Default 10000. */
+  pruneIntervalMs?: number;
 }
+
+const DEFAULT_PRUNE_INTERVAL_MS = 10_000;
 
 export interface MirrorStatus {
   /** everything visible in this Postgres snapshot is in ClickHouse */
@@ -62,6 +72,11 @@ export class Mirror {
   #status: MirrorStatus = { position: EMPTY_SNAPSHOT, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
   #recorded = '';
   #recordedAt = 0;
+  /** the position recorded in ClickHouse: what a restart resumes from */
+  #durable: Snapshot = EMPTY_SNAPSHOT;
+  #nextPruneAt = 0;
+  readonly #passFailures: FailureLog;
+  readonly #pruneFailures: FailureLog;
   #wakeRequested = false;
   #recordRequested = false;
   #wake: (() => void) | null = null;
@@ -77,6 +92,8 @@ export class Mirror {
     this.#store = store;
     this.#log = log;
     this.#options = options;
+    this.#passFailures = new FailureLog(log, 'mirror pass');
+    this.#pruneFailures = new FailureLog(log, 'change feed pruning');
   }
 
   get status(): MirrorStatus {
@@ -90,6 +107,9 @@ export class Mirror {
     this.#status.position = state?.position ?? EMPTY_SNAPSHOT;
     this.#recorded = formatSnapshot(this.#status.position);
     this.#recordedAt = Date.now();
+    this.#durable = this.#status.position;
+    // Before reading the feed from there: no target prunes what this one still has to copy.
+    await registerFollower(this.#db, this.#store.follower, this.#durable);
     return { reset };
   }
 
@@ -128,32 +148,34 @@ export class Mirror {
 
   /** Replaces the mirror with a fresh copy of every transaction, built beside the live table and swapped in. */
   async rebuild(progress: (p: RebuildProgress) => void): Promise<RebuildProgress> {
-    return this.#runExclusive(async () => {
-      const shadow = `${this.#store.table}_rebuild`;
-      await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
-      await this.#store.command(tableDdl(shadow));
-      const counts: RebuildProgress = { done: 0, total: 0 };
-      const started = Date.now();
-      const pass = await readChanges(this.#db, null, async (chunk) => {
-        if (this.#stopping) throw new Error('rebuild abandoned: shutting down');
-        await this.#store.insertLines(chunk.lines, shadow);
-        counts.done += chunk.lines.length;
-        progress({ ...counts });
-      }, (total) => {
-        counts.total = total;
-        progress({ ...counts });
-      });
-      counts.copyMs = Date.now() - started;
-      // One part per month before it goes live, so FINAL has little to merge at query time.
-      await this.#store.command(`OPTIMIZE TABLE ${shadow} FINAL`);
-      counts.mergeMs = Date.now() - started - counts.copyMs;
-      await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
-      await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
-      await this.#record(pass.snapshot);
-      this.#advance(pass.snapshot);
-      this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
-      return counts;
+    return this.#runExclusive(() => this.#rebuildNow(progress));
+  }
+
+  async #rebuildNow(progress: (p: RebuildProgress) => void): Promise<RebuildProgress> {
+    const shadow = `${this.#store.table}_rebuild`;
+    await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
+    await this.#store.command(tableDdl(shadow));
+    const counts: RebuildProgress = { done: 0, total: 0 };
+    const started = Date.now();
+    const pass = await readChanges(this.#db, null, async (chunk) => {
+      if (this.#stopping) throw new Error('rebuild abandoned: shutting down');
+      await this.#store.insertLines(chunk.lines, shadow);
+      counts.done += chunk.lines.length;
+      progress({ ...counts });
+    }, (total) => {
+      counts.total = total;
+      progress({ ...counts });
     });
+    counts.copyMs = Date.now() - started;
+    // One part per month before it goes live, so FINAL has little to merge at query time.
+    await this.#store.command(`OPTIMIZE TABLE ${shadow} FINAL`);
+    counts.mergeMs = Date.now() - started - counts.copyMs;
+    await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
+    await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
+    await this.#record(pass.snapshot);
+    this.#advance(pass.snapshot);
+    this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
+    return counts;
   }
 
   async stop(): Promise<void> {
@@ -192,12 +214,14 @@ export class Mirror {
       this.#passDone = new Promise((resolve) => (done = resolve));
       try {
         await this.#pass();
+        this.#passFailures.succeeded();
+        await this.#prune();
         // Under load, wait a little so the next insert is a batch, but not long for a waiting
         // reader. Each commit that changes a transaction NOTIFYs; the poll is only a fallback.
         const soon = Math.max(0, this.#options.batchIntervalMs - (Date.now() - started));
         delay = this.#wakeRequested || this.#waiters.size > 0 ? Math.min(soon, WAITING_RETRY_MS) : this.#options.pollIntervalMs;
       } catch (error) {
-        this.#log.error({ err: error }, 'mirror pass failed; retrying');
+        this.#passFailures.failed(error);
         delay = ERROR_BACKOFF_MS;
       } finally {
         done();
@@ -223,10 +247,18 @@ export class Mirror {
 
   async #pass(): Promise<void> {
     let oldest = Infinity;
-    const pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
-      await this.#store.insertLines(chunk.lines);
-      oldest = Math.min(oldest, chunk.oldestChangeMs);
-    });
+    let pass: FeedPass;
+    try {
+      pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
+        await this.#store.insertLines(chunk.lines);
+        oldest = Math.min(oldest, chunk.oldestChangeMs);
+      });
+    } catch (error) {
+      if (!(error instanceof FeedPruned)) throw error;
+      this.#log.warn({ reason: error.message }, 'mirror position is older than the pruned change feed: rebuilding');
+      await this.#rebuildNow(logProgress(this.#log));
+      return;
+    }
     const now = Date.now();
     this.#status.lastPassAt = now;
     if (pass.rows > 0) {
@@ -248,6 +280,23 @@ export class Mirror {
     await this.#store.writePosition(snapshot);
     this.#recorded = formatSnapshot(snapshot);
     this.#recordedAt = Date.now();
+    this.#durable = snapshot;
+  }
+
+  /** Deletes change rows the recorded position covers; a failure only delays it (logged once). */
+  async #prune(): Promise<void> {
+    if (Date.now() < this.#nextPruneAt || this.#durable.xmin === 0n) return;
+    const interval = this.#options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS;
+    try {
+      // A reader waiting for the next pass gets it after one batch, not a whole round.
+      const batches = this.#waiters.size > 0 || this.#stopping ? 1 : PRUNE_BATCHES_PER_ROUND;
+      const { more } = await pruneRound(this.#db, this.#store.follower, this.#durable, batches);
+      this.#pruneFailures.succeeded();
+      this.#nextPruneAt = more ? 0 : Date.now() + interval;
+    } catch (error) {
+      this.#pruneFailures.failed(error);
+      this.#nextPruneAt = Date.now() + interval;
+    }
   }
 
   #advance(position: Snapshot): void {

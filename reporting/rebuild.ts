@@ -11,7 +11,7 @@ import { createDb } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { LeaderLock } from './leader.ts';
 import { Mirror, type RebuildProgress } from './mirror.ts';
-import { openStore, storeTarget } from './store.ts';
+import { openStore, storeTarget, UnsupportedClickHouse } from './store.ts';
 
 export class RebuildRefused extends Error {}
 
@@ -78,6 +78,9 @@ export async function rebuildInProcess(config: Config, onProgress: (p: RebuildPr
   const db = createDb(config.databaseUrl, 2);
   const store = openStore(config);
   try {
+    await store.checkVersion(target.shown).catch((error: unknown) => {
+      throw error instanceof UnsupportedClickHouse ? new RebuildRefused(error.message) : error;
+    });
     const mirror = new Mirror(db, store, createLogger('warn', 'reporting'), { pollIntervalMs: config.reportingPollIntervalMs, batchIntervalMs: config.reportingBatchIntervalMs });
     await mirror.open();
     return await mirror.rebuild(onProgress);

@@ -1,15 +1,19 @@
 /**
  * The reporting process's internal HTTP interface. Only the web process calls it (the client's
- * key was checked there; the tenant arrives in the body), so it binds to loopback by default and
- * takes REPORTING_SECRET as a bearer token when set.
+ * key was checked there; the tenant arrives in the body), so it binds to loopback by default; bound
+ * anywhere else it needs REPORTING_SECRET (reporting/main.ts), and with a secret set every request
+ * must carry it as a bearer token, /healthz included.
  *
  *   POST /query    {tenant, version, type?, params, snapshot} → {object: 'list', values, reporting_position}
  *   POST /rebuild  → NDJSON progress lines, then {done: true, rows}
  *   GET  /healthz  → position, lag and role; 503 when this process cannot answer queries
+ *
+ * A failure of ClickHouse (or anything else unexpected) answers 503 with its reason, never 500, and
+ * is logged when it starts and when it ends, not per request.
  */
 import Koa, { type Context, type Next } from 'koa';
 import { PassThrough } from 'node:stream';
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Version } from '../api/engine/family.ts';
 import { ApiError, badRequest, serviceUnavailable, unauthorized } from '../api/errors.ts';
@@ -17,6 +21,7 @@ import { errorBody } from '../api/http/errorHandler.ts';
 import type { ReportingQuery } from '../api/http/reportingProxy.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
+import { FailureLog } from './failures.ts';
 import { compileReport, decodeRows } from './report.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
@@ -31,6 +36,8 @@ export interface Health {
 /** What the HTTP layer needs from the process: its store, position and mirror, whichever role it has. */
 export interface ReportingEngine {
   store: () => ReportingStore | null;
+  /** why `store()` is null, for the 503 */
+  notReady: () => string;
   /** resolves with the position once it covers `target`, or null after `timeoutMs` */
   reach: (target: Snapshot, timeoutMs: number) => Promise<Snapshot | null>;
   rebuild: ((progress: (p: RebuildProgress) => void) => Promise<RebuildProgress>) | null;
@@ -43,29 +50,47 @@ export interface ServerOptions {
   log: Logger;
 }
 
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
+
+/** Whether an error means ClickHouse (or Postgres) could not be reached at all, rather than answered with an error. */
+export function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  return (typeof code === 'string' && UNREACHABLE.has(code)) || /timeout|socket hang up|connect/i.test(message);
+}
+
+/** An unexpected failure as the caller sees it: a 503 that says which kind of trouble, never its text. */
+function unavailable(error: unknown): ApiError {
+  return isUnreachable(error)
+    ? serviceUnavailable('Reporting is unavailable: its data store cannot be reached; retry shortly')
+    : serviceUnavailable('Reporting is unavailable: its data store failed to answer; retry shortly');
+}
+
 export function createReportingApp(engine: ReportingEngine, options: ServerOptions): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
+  const failures = new FailureLog(options.log, 'reporting queries');
   app.use(async (ctx: Context, next: Next) => {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'NotFound', `No route for ${ctx.method} ${ctx.path}`);
+      if (ctx.path === '/query' && ctx.status === 200) failures.succeeded();
     } catch (error) {
       // Only our own errors carry their words out; a ClickHouse message stays in the log.
-      const apiError = error instanceof ApiError ? error : new ApiError(500, 'InternalServerError', 'Internal server error');
-      if (apiError.status === 500) options.log.error({ err: error, req: ctx.get('X-Request-Id') || undefined }, 'reporting request failed');
+      if (!(error instanceof ApiError)) failures.failed(error, { req: ctx.get('X-Request-Id') || undefined });
+      const apiError = error instanceof ApiError ? error : unavailable(error);
       ctx.status = apiError.status;
       ctx.body = errorBody(apiError);
     }
   });
   app.use(async (ctx: Context, next: Next) => {
+    authorize(ctx, options.secret);
     if (ctx.method === 'GET' && ctx.path === '/healthz') {
       const health = await engine.health();
       ctx.status = health.healthy ? 200 : 503;
       ctx.body = health.body;
       return;
     }
-    authorize(ctx, options.secret);
     if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);
     if (ctx.method === 'POST' && ctx.path === '/rebuild') return streamRebuild(ctx, engine);
     return next();
@@ -73,11 +98,11 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
   return app;
 }
 
+/** Digests of equal length, compared in constant time: neither the secret nor its length leaks through timing. */
 function authorize(ctx: Context, secret: string | undefined): void {
   if (!secret) return;
-  const given = Buffer.from(ctx.get('Authorization'));
-  const expected = Buffer.from(`Bearer ${secret}`);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw unauthorized('Missing or invalid reporting secret');
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  if (!timingSafeEqual(digest(ctx.get('Authorization')), digest(`Bearer ${secret}`))) throw unauthorized('Missing or invalid reporting secret');
 }
 
 async function readJson(ctx: Context): Promise<unknown> {
@@ -110,7 +135,7 @@ function queryBody(raw: unknown): ReportingQuery {
 async function answerQuery(ctx: Context, engine: ReportingEngine, options: ServerOptions): Promise<void> {
   const body = queryBody(await readJson(ctx));
   const store = engine.store();
-  if (!store) throw serviceUnavailable('Reporting is starting or on standby; retry shortly');
+  if (!store) throw serviceUnavailable(engine.notReady());
   // Compile first: a bad query is a 400 at once, not after waiting for the mirror.
   const compiled = compileReport({
     tenant: { orgId: body.tenant.orgId, environment: body.tenant.environment as 'test' | 'live' },

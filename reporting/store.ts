@@ -4,7 +4,7 @@
  * CLICKHOUSE_URL is set. The DDL and every statement are the same text for both. Settings that
  * matter travel in the SQL (`FINAL`, `SETTINGS …`), because a chdb session keeps session settings.
  */
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +14,38 @@ import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Snapshot } from './
 
 const STATE_NAME = 'transactions';
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The oldest ClickHouse the mirror runs on: ReplacingMergeTree(version, is_deleted) came in 23.2,
+ * `input_format_json_read_arrays_as_strings` (the feed's insert settings) in 23.9; DateTime64,
+ * Map and EPHEMERAL columns are older.
+ */
+export const MIN_CLICKHOUSE_VERSION: readonly [number, number] = [23, 9];
+
+/** A ClickHouse the mirror cannot use: retrying will not help, so the process stops. */
+export class UnsupportedClickHouse extends Error {
+  override name = 'UnsupportedClickHouse';
+}
+
+/** Whether a `version()` text (`24.8.4.13`) is at least `minimum` (major, minor). */
+export function versionAtLeast(found: string, minimum: readonly [number, number]): boolean {
+  const match = /^(\d+)\.(\d+)/.exec(found.trim());
+  if (!match) return false;
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  return major > minimum[0] || (major === minimum[0] && minor >= minimum[1]);
+}
+
+/** A server URL as it may be shown: without credentials. */
+function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return '(CLICKHOUSE_URL)';
+  }
+}
 
 export interface MirrorState {
   /** every transaction change visible in this Postgres snapshot is mirrored */
@@ -25,11 +57,20 @@ export interface StoreTarget {
   /** what the leader lock is taken for: the data directory or the server and database */
   identity: string;
   embedded: boolean;
+  /** how messages name it: the server without credentials, or the embedded directory */
+  shown: string;
+  /** its name among the change feed's followers (reporting/prune.ts), stored in Postgres: no credentials */
+  follower: string;
 }
 
 export function storeTarget(config: Config): StoreTarget {
-  if (config.clickhouseUrl) return { identity: `${config.clickhouseUrl}#${config.clickhouseDatabase}`, embedded: false };
-  return { identity: `chdb:${path.resolve(config.dataDir, 'clickhouse')}#${config.clickhouseDatabase}`, embedded: true };
+  if (config.clickhouseUrl) {
+    const shown = shownUrl(config.clickhouseUrl);
+    return { identity: `${config.clickhouseUrl}#${config.clickhouseDatabase}`, embedded: false, shown, follower: `${shown}#${config.clickhouseDatabase}` };
+  }
+  const dir = path.resolve(config.dataDir, 'clickhouse');
+  const identity = `chdb:${dir}#${config.clickhouseDatabase}`;
+  return { identity, embedded: true, shown: `embedded chdb in ${dir}`, follower: identity };
 }
 
 export class ReportingStore {
@@ -37,14 +78,30 @@ export class ReportingStore {
   readonly database: string;
   readonly table: string;
   readonly embedded: boolean;
+  /** the name it follows the change feed under (StoreTarget.follower) */
+  readonly follower: string;
   #lastStateWrite = 0n;
 
-  constructor(client: ClickHouseClient, database: string, embedded: boolean) {
+  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`) {
     if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
     this.client = client;
     this.database = database;
     this.table = `${database}.transactions`;
     this.embedded = embedded;
+    this.follower = follower;
+  }
+
+  /** Refuses a ClickHouse older than MIN_CLICKHOUSE_VERSION (UnsupportedClickHouse); other errors: unreachable. */
+  async checkVersion(shown: string): Promise<string> {
+    const [row] = await this.select<{ version: string }>('SELECT version() AS version');
+    const found = String(row?.version ?? '');
+    if (!versionAtLeast(found, MIN_CLICKHOUSE_VERSION)) {
+      const needed = MIN_CLICKHOUSE_VERSION.join('.');
+      throw new UnsupportedClickHouse(`ClickHouse at ${shown} is version ${found || '(unknown)'}; Settle's reporting needs ClickHouse ${needed} or later `
+        + '(ReplacingMergeTree(version, is_deleted), Map and DateTime64 columns, the JSON input settings of the mirror). '
+        + 'Upgrade the server, or unset CLICKHOUSE_URL to use the embedded engine.');
+    }
+    return found;
   }
 
   /** Creates the database and tables; a mirror table of another shape is replaced and the position reset. */
@@ -110,17 +167,25 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
 
 export function openStore(config: Config): ReportingStore {
   if (config.clickhouseUrl) {
+    // Credentials in CLICKHOUSE_URL win over CLICKHOUSE_USER/PASSWORD, and leave the URL.
+    const url = new URL(config.clickhouseUrl);
+    const username = url.username ? decodeURIComponent(url.username) : config.clickhouseUser;
+    const password = url.password ? decodeURIComponent(url.password) : config.clickhousePassword;
+    url.username = '';
+    url.password = '';
     const client = createClient({
-      url: config.clickhouseUrl,
-      username: config.clickhouseUser,
-      password: config.clickhousePassword,
+      url: url.toString(),
+      username,
+      password,
       request_timeout: 60_000,
+      // Failures reach our own log, once per outage (reporting/failures.ts), not a line per request.
+      log: { level: ClickHouseLogLevel.OFF },
     });
-    return new ReportingStore(client, config.clickhouseDatabase, false);
+    return new ReportingStore(client, config.clickhouseDatabase, false, storeTarget(config).follower);
   }
   const dir = path.join(config.dataDir, 'clickhouse');
   fs.mkdirSync(dir, { recursive: true });
   // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
-  const client = createClient({ connection: createChdbConnection({ path: dir }) } as Parameters<typeof createClient>[0]);
-  return new ReportingStore(client, config.clickhouseDatabase, true);
+  const client = createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
+  return new ReportingStore(client, config.clickhouseDatabase, true, storeTarget(config).follower);
 }

@@ -1,0 +1,65 @@
+/**
+ * SQL of retention: rows past their keeping time are deleted a batch at a time, each batch one
+ * short statement that locks only the rows it deletes (`skip locked`: a row another transaction
+ * holds waits for the next run). Each function returns how many rows its batch deleted; the
+ * retention task (workers/tasks/retention.ts) repeats a batch until it comes back short.
+ *
+ * What is never deleted, whatever its age: an event not yet dispatched, and an event with a
+ * delivery still pending (its attempts continue on their own schedule).
+ */
+import { rows, type Db } from './connection.ts';
+
+/** Rows per statement: small enough that no batch holds its locks for long. */
+export const RETENTION_BATCH = 5000;
+
+async function count(db: Db, sql: string, bindings: unknown[]): Promise<number> {
+  const [row] = await rows<{ deleted: number }>(db, sql, bindings);
+  return Number(row.deleted);
+}
+
+/** Idempotency records created more than `keepMs` ago, done or abandoned. */
+export function deleteExpiredIdempotencyKeys(db: Db, keepMs: number, limit = RETENTION_BATCH): Promise<number> {
+  return count(db,
+    `with doomed as (
+       select org_id, environment, key from idempotency_keys
+        where created_at < now() - make_interval(secs => ? / 1000.0)
+        limit ? for update skip locked),
+     deleted as (
+       delete from idempotency_keys k using doomed
+        where (k.org_id, k.environment, k.key) = (doomed.org_id, doomed.environment, doomed.key)
+        returning 1)
+     select count(*)::int as deleted from deleted`,
+    [keepMs, limit]);
+}
+
+/** Webhook delivery logs (one row per attempt) created more than `keepMs` ago. */
+export function deleteExpiredWebhookLogs(db: Db, keepMs: number, limit = RETENTION_BATCH): Promise<number> {
+  return count(db,
+    `with doomed as (
+       select id from webhook_logs
+        where created_at < now() - make_interval(secs => ? / 1000.0)
+        limit ? for update skip locked),
+     deleted as (delete from webhook_logs l using doomed where l.id = doomed.id returning 1)
+     select count(*)::int as deleted from deleted`,
+    [keepMs, limit]);
+}
+
+/**
+ * Events created more than `keepMs` ago that were dispatched and have no pending delivery, with
+ * their finished deliveries (delivered, failed, cancelled). A resend that starts a new series on
+ * one of them meanwhile makes the batch fail on the foreign key, never lose the delivery; the
+ * next run skips that event.
+ */
+export function deleteExpiredEvents(db: Db, keepMs: number, limit = RETENTION_BATCH): Promise<number> {
+  return count(db,
+    `with doomed as (
+       select e.id from events e
+        where e.created_at < now() - make_interval(secs => ? / 1000.0)
+          and e.dispatched_at is not null
+          and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.state = 'pending')
+        limit ? for update of e skip locked),
+     finished as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id and d.state <> 'pending' returning 1),
+     deleted as (delete from events e using doomed where e.id = doomed.id returning 1)
+     select count(*)::int as deleted, (select count(*) from finished) as deliveries from deleted`,
+    [keepMs, limit]);
+}
