@@ -14,17 +14,17 @@ export interface IdempotencyRecord {
   stale: boolean;
 }
 
-/** True when this request now owns the key. */
-export async function claimKey(db: Db, tenant: Tenant, key: string, hash: string, staleAfterSeconds: number): Promise<boolean> {
+/** True when this request now owns the key (a record older than the retention counts as gone). */
+export async function claimKey(db: Db, tenant: Tenant, key: string, hash: string, staleAfterSeconds: number, retentionSeconds: number): Promise<boolean> {
   const result = await db.raw(
     `insert into idempotency_keys as k (org_id, environment, key, request_hash, state)
      values (?, ?, ?, ?, 'running')
      on conflict (org_id, environment, key) do update
         set request_hash = excluded.request_hash, created_at = now()
       where (k.state = 'running' and k.created_at < now() - make_interval(secs => ?))
-         or k.created_at < now() - interval '24 hours'
+         or k.created_at < now() - make_interval(secs => ?)
      returning key`,
-    [tenant.orgId, tenant.environment, key, hash, staleAfterSeconds],
+    [tenant.orgId, tenant.environment, key, hash, staleAfterSeconds, retentionSeconds],
   );
   return result.rows.length > 0;
 }

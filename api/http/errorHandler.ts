@@ -55,7 +55,9 @@ export async function errorHandler(ctx: Context & { state: RequestState }, next:
     if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'NotFound', `No route for ${ctx.method} ${ctx.path}`);
   } catch (error) {
     const apiError = toApiError(error);
-    if (apiError.status >= 500) ctx.state.log?.error({ err: error }, 'request failed');
+    // Unexpected errors are logged with their stack; a deliberate 503 (a dependency down) is logged
+    // once by whoever watches that dependency, not once per request.
+    if (!(error instanceof ApiError) && apiError.status >= 500) ctx.state.log?.error({ err: error }, 'request failed');
     ctx.status = apiError.status;
     ctx.set(apiError.headers);
     ctx.body = errorBody(apiError);

@@ -57,7 +57,8 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
   const { db } = ctx.state.services;
   const tenant = ctx.state.tenant!;
   const hash = requestHash(ctx);
-  if (!(await claimKey(db, tenant, key, hash, STALE_AFTER_SECONDS))) return replay(ctx, db, key, hash);
+  const retentionSeconds = ctx.state.services.config.idempotencyRetentionMs / 1000;
+  if (!(await claimKey(db, tenant, key, hash, STALE_AFTER_SECONDS, retentionSeconds))) return replay(ctx, db, key, hash);
   const claim = { key, hash, completed: false };
   ctx.state.idempotency = claim;
   try {
