@@ -2,19 +2,24 @@
  * `dispatch_events` and `deliver_webhook`: an event becomes one delivery per matching webhook; a
  * delivery is attempted, logged, and on failure retried on the webhook's schedule (jitter,
  * Retry-After, 410 disables). At least once: the attempt's log and the next job commit together,
- * and a receiver dedups on the event id.
+ * and a receiver dedups on the event id. Tenants share the worker fairly: an org with no room in
+ * this process (tenantSlots.ts) has the delivery deferred, which is not an attempt.
  */
+import type { LookupFunction } from 'node:net';
 import type { Got } from 'got';
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
 import {
-  cancelDelivery, disableWebhook, dispatchPendingEvents, loadDelivery, noteExhausted, recordAttempt, type DeliveryContext,
+  cancelDelivery, deferDelivery, disableWebhook, dispatchPendingEvents, loadDelivery, noteExhausted, recordAttempt, wakeDeferredDelivery,
+  type DeliveryContext,
 } from '../../api/db/webhooks.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
+import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
-import { describeFailure } from './outbound.ts';
+import { answerText, describeFailure, requestBounded } from './outbound.ts';
+import type { TenantSlots } from './tenantSlots.ts';
 
 export interface DeliveryDeps {
   db: Db;
@@ -23,11 +28,22 @@ export interface DeliveryDeps {
   vault: DomainServices['vault'];
   schedule: number[];
   disableAfterMs: number;
+  /** per-org admission of attempts in this process (WEBHOOK_TENANT_CONCURRENCY) */
+  slots: TenantSlots;
+  /** host name lookups that fail fast, accounted per org (WEBHOOK_DNS_TIMEOUT) */
+  lookups: DnsLookups;
+  /** WEBHOOK_TIMEOUT: the longest an attempt holds its slot, the unit of a deferral's wait */
+  timeoutMs: number;
   now?: () => number;
   random?: () => number;
 }
 
+/** A receiver's answer is read (and logged) this far; the connection is closed past it. */
 const RESPONSE_KEPT = 16 * 1024;
+/** A deferred delivery comes back by itself after at most this; an ended attempt of its org calls it sooner. */
+const DEFER_MAX_MS = 5 * 60_000;
+/** Deferred jobs tried in turn when a slot frees (some may have run elsewhere already). */
+const WAKE_TRIES = 4;
 
 const DISPATCH_BATCH = 500;
 
@@ -71,13 +87,13 @@ interface AttemptOutcome {
   retryAfter?: string;
 }
 
-async function post(deps: DeliveryDeps, url: string, body: string, headers: Record<string, string>): Promise<AttemptOutcome> {
+/** The status decides; of the body only the logged part is read. */
+async function post(deps: DeliveryDeps, url: string, body: string, headers: Record<string, string>, dnsLookup: LookupFunction): Promise<AttemptOutcome> {
   try {
-    const response = await deps.http.post(url, { body, headers });
-    const text = typeof response.body === 'string' ? response.body.slice(0, RESPONSE_KEPT) : null;
+    const response = await requestBounded(deps.http, url, { method: 'POST', body, headers, dnsLookup }, RESPONSE_KEPT);
     const retryAfter = [429, 503].includes(response.statusCode) ? (response.headers['retry-after'] as string | undefined) : undefined;
     const redirected = response.statusCode >= 300 && response.statusCode < 400;
-    return { httpStatus: response.statusCode, oauthStatus: null, response: text, error: redirected ? 'redirects are not followed' : null, retryAfter };
+    return { httpStatus: response.statusCode, oauthStatus: null, response: answerText(response.body), error: redirected ? 'redirects are not followed' : null, retryAfter };
   } catch (error) {
     return { httpStatus: null, oauthStatus: null, response: null, error: describeFailure(error) };
   }
@@ -95,12 +111,13 @@ async function attempt(deps: DeliveryDeps, delivery: DeliveryContext, body: stri
     'webhook-timestamp': String(timestamp),
     'webhook-signature': standardWebhooksSignature(secret, delivery.event_id, timestamp, body),
   };
+  const lookup = deps.lookups.forTenant(delivery.org_id);
   const oauth = oauthParams(deps, webhook);
-  if (!oauth) return post(deps, String(webhook.url), body, headers);
+  if (!oauth) return post(deps, String(webhook.url), body, headers, lookup);
   for (let round = 0; round < 2; round++) {
-    const token = await deps.oauth.token(delivery.webhook_id, oauth);
+    const token = await deps.oauth.token(delivery.webhook_id, oauth, lookup);
     if (!token.ok) return { httpStatus: null, oauthStatus: token.status, response: null, error: token.error };
-    const outcome = await post(deps, String(webhook.url), body, { ...headers, authorization: `Bearer ${token.token}` });
+    const outcome = await post(deps, String(webhook.url), body, { ...headers, authorization: `Bearer ${token.token}` }, lookup);
     outcome.oauthStatus = token.status;
     if (outcome.httpStatus !== 401 || round === 1) return outcome;
     deps.oauth.drop(delivery.webhook_id, oauth);
@@ -121,8 +138,51 @@ function oauthParams(deps: DeliveryDeps, webhook: Record<string, unknown>): OAut
   };
 }
 
+/** A URL as logged: without the user:password that webhooks created before those were refused may carry. */
+function loggedUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (!url.username && !url.password) return text;
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * No room for the org in this process: the delivery's job comes back when an attempt of the org
+ * here ends (wakeDeferred), or by itself when its turn would be due if every attempt ahead of it
+ * took the whole timeout (capped): the fallback for a process that is gone.
+ */
+async function deferUntilRoom(deps: DeliveryDeps, delivery: DeliveryContext): Promise<void> {
+  const ahead = deps.slots.deferredCount(delivery.org_id);
+  const turnMs = deps.timeoutMs * (1 + Math.floor(ahead / Math.max(1, deps.slots.limit)));
+  const waitMs = Math.round(Math.min(DEFER_MAX_MS, turnMs) * (0.8 + 0.4 * (deps.random ?? Math.random)()));
+  const jobId = await deferDelivery(deps.db, delivery.delivery_id, new Date((deps.now?.() ?? Date.now()) + waitMs));
+  if (!jobId) return;
+  deps.slots.deferredJob(delivery.org_id, jobId);
+  // The attempts that filled the org's slots may have ended while the job was being deferred,
+  // with none of them seeing it to call it back.
+  if (deps.slots.hasRoom(delivery.org_id)) await wakeDeferred(deps, delivery.org_id);
+}
+
+/** An attempt of `org` ended and left its slot free: the oldest delivery deferred for want of one runs now. */
+async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
+  for (let tries = 0; tries < WAKE_TRIES; tries++) {
+    const jobId = deps.slots.nextDeferred(org);
+    if (!jobId) return;
+    try {
+      if (await wakeDeferredDelivery(deps.db, jobId)) return;
+    } catch {
+      return; // its own run_at brings it back
+    }
+  }
+}
+
 export function deliverWebhook(deps: DeliveryDeps): Task {
-  return async (payload) => {
+  return async (payload, helpers) => {
     const deliveryId = (payload as { delivery_id?: unknown }).delivery_id;
     if (typeof deliveryId !== 'string') throw new Error('deliver_webhook needs a delivery_id');
     const delivery = await loadDelivery(deps.db, deliveryId);
@@ -130,8 +190,16 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     if (delivery.webhook.status !== 'active') return cancelDelivery(deps.db, deliveryId);
     const body = deliveryBody(delivery);
     const secret = deps.vault.decrypt(String(delivery.webhook.sender_secret_sealed));
+    const slot = await deps.slots.acquire(delivery.org_id, helpers.job.id);
+    if (!slot) return deferUntilRoom(deps, delivery);
     const started = performance.now();
-    const outcome = await attempt(deps, delivery, body, secret);
+    let outcome: AttemptOutcome;
+    let freed = false;
+    try {
+      outcome = await attempt(deps, delivery, body, secret);
+    } finally {
+      freed = slot.release();
+    }
     const durationMs = Math.round(performance.now() - started);
     const number = delivery.attempts + 1;
     const delivered = outcome.httpStatus !== null && outcome.httpStatus >= 200 && outcome.httpStatus < 300;
@@ -144,7 +212,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       eventId: delivery.event_id,
       trigger: delivery.trigger,
       triggeredOn: { id: delivery.object_id, object: delivery.object_type },
-      url: String(delivery.webhook.url),
+      url: loggedUrl(String(delivery.webhook.url)),
       httpStatus: outcome.httpStatus,
       oauthStatus: outcome.oauthStatus,
       attempt: number,
@@ -153,6 +221,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       error: outcome.error,
       nextAttemptAt,
     }, { state: delivered ? 'delivered' : retry ? 'pending' : 'failed' });
+    if (freed) await wakeDeferred(deps, delivery.org_id);
     if (gone) await disableWebhook(deps.db, delivery.webhook_id, 'gone');
     else if (!delivered && !retry) await noteExhausted(deps.db, delivery.webhook_id, deps.disableAfterMs);
   };

@@ -3,7 +3,9 @@
  * webhook until shortly before expiry, one fetch shared by every concurrent delivery.
  */
 import { createHash } from 'node:crypto';
+import type { LookupFunction } from 'node:net';
 import type { Got } from 'got';
+import { answerText, requestBounded, type BoundedAnswer } from './outbound.ts';
 
 export interface OAuthParams {
   auth_url: string;
@@ -22,6 +24,8 @@ interface Cached {
 }
 
 const DEFAULT_LIFETIME_S = 3600;
+/** A token endpoint's answer is read this far; a longer one is refused, never buffered. */
+const TOKEN_ANSWER_LIMIT = 64 * 1024;
 
 export class OAuthTokens {
   private readonly cache = new Map<string, Cached>();
@@ -39,13 +43,14 @@ export class OAuthTokens {
     return webhookId + ':' + createHash('sha256').update(JSON.stringify(params)).digest('hex');
   }
 
-  async token(webhookId: string, params: OAuthParams): Promise<TokenResult> {
+  /** `dnsLookup`: the lookup of the tenant asking (see dnsLookup.ts). */
+  async token(webhookId: string, params: OAuthParams, dnsLookup?: LookupFunction): Promise<TokenResult> {
     const key = this.key(webhookId, params);
     const cached = this.cache.get(key);
     if (cached && cached.refreshAt > this.now()) return { ok: true, token: cached.token, status: 200 };
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.fetch(key, params).finally(() => this.inflight.delete(key));
+      pending = this.fetch(key, params, dnsLookup).finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     return pending;
@@ -56,20 +61,21 @@ export class OAuthTokens {
     this.cache.delete(this.key(webhookId, params));
   }
 
-  private async fetch(key: string, params: OAuthParams): Promise<TokenResult> {
+  private async fetch(key: string, params: OAuthParams, dnsLookup?: LookupFunction): Promise<TokenResult> {
     const form: Record<string, string> = { grant_type: params.grant_type, client_id: params.client_id, client_secret: params.client_secret };
     if (params.resource) form.resource = params.resource;
     if (params.scope) form.scope = params.scope;
-    let response;
+    let response: BoundedAnswer;
     try {
-      response = await this.http.post(params.auth_url, { form, headers: { accept: 'application/json' } });
+      response = await requestBounded(this.http, params.auth_url, { method: 'POST', form, headers: { accept: 'application/json' }, dnsLookup }, TOKEN_ANSWER_LIMIT);
     } catch (error) {
       return { ok: false, status: null, error: `token request failed: ${error instanceof Error ? error.message.slice(0, 300) : 'error'}` };
     }
     if (response.statusCode < 200 || response.statusCode >= 300) return { ok: false, status: response.statusCode, error: `token endpoint answered ${response.statusCode}` };
+    if (response.cut) return { ok: false, status: response.statusCode, error: `token endpoint answer incomplete or over ${TOKEN_ANSWER_LIMIT} bytes` };
     let body: { access_token?: unknown; expires_in?: unknown };
     try {
-      body = JSON.parse(response.body);
+      body = JSON.parse(answerText(response.body));
     } catch {
       return { ok: false, status: response.statusCode, error: 'token endpoint answered no JSON' };
     }

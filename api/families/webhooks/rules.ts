@@ -9,14 +9,20 @@ import { webhookLogs } from '../webhook_logs/family.ts';
 export const MASKED_SECRET = '****';
 const LOGS_SHOWN = 100;
 
-function isHttpUrl(text: unknown): boolean {
-  if (typeof text !== 'string') return false;
+/**
+ * Why a webhook or token URL is refused, or null. Credentials in it (`user:pass@`) would be sent,
+ * shown in every read and log of the webhook: OAuth or a secret in the path does that job.
+ */
+function urlProblem(text: unknown): string | null {
+  let url: URL;
   try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    url = new URL(String(text));
   } catch {
-    return false;
+    return 'Must be an http(s) URL';
   }
+  if (typeof text !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return 'Must be an http(s) URL';
+  if (url.username !== '' || url.password !== '') return 'Must not contain credentials (user:password@)';
+  return null;
 }
 
 export function generateSenderSecret(): string {
@@ -28,7 +34,8 @@ function checkOauth(ctx: RuleContext, data: Json): Json | null {
   if (!oauth || Object.values(oauth).every((v) => v === null || v === undefined)) return null;
   const details: Json = {};
   for (const key of ['auth_url', 'client_id', 'client_secret', 'grant_type']) if (!oauth[key]) details[key] = 'Required';
-  if (oauth.auth_url && !isHttpUrl(oauth.auth_url)) details.auth_url = 'Must be an http(s) URL';
+  const authUrlProblem = oauth.auth_url ? urlProblem(oauth.auth_url) : null;
+  if (authUrlProblem) details.auth_url = authUrlProblem;
   if (oauth.grant_type && oauth.grant_type !== 'client_credentials') details.grant_type = 'Must be client_credentials';
   if (Object.keys(details).length) throw invalidAttributes({ oauth_params: details });
   if (oauth.client_secret !== MASKED_SECRET) {
@@ -40,7 +47,8 @@ function checkOauth(ctx: RuleContext, data: Json): Json | null {
 
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
   const data: Json = { ...next.data };
-  if (!isHttpUrl(data.url)) throw invalidAttributes({ url: 'Must be an http(s) URL' });
+  const problem = urlProblem(data.url);
+  if (problem) throw invalidAttributes({ url: problem });
   data.oauth_params = checkOauth(ctx, data);
   if (typeof data.sender_secret === 'string') {
     if (data.sender_secret.length < 16) throw invalidAttributes({ sender_secret: 'At least 16 characters' });
