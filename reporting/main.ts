@@ -232,7 +232,8 @@ export async function startReporting(config: Config, options: ReportingOptions =
   log.info({ url, clickhouse: target.shown }, 'reporting listening');
 
   await contend();
-  const timer = setInterval(() => void contend(), config.reportingPollIntervalMs);
+  // A standby's attempt opens a connection: at most once a second, however fast the mirror polls.
+  const timer = setInterval(() => void contend(), Math.max(config.reportingPollIntervalMs, 1000));
 
   const stop = async () => {
     stopping = true;

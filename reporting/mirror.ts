@@ -1,6 +1,7 @@
 /**
- * The mirror loop (leader only): woken by NOTIFY after each committed change, by a poll timer as a
- * fallback, and by queries waiting for a position. Each pass copies the changes that became
+ * The mirror loop (leader only): passes run back to back (REPORTING_BATCH_INTERVAL apart) while
+ * changes keep coming, every REPORTING_POLL_INTERVAL while idle, and at once when a query waits for
+ * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each pass copies the changes that became
  * visible since the last one (reporting/feed.ts) into ClickHouse, then records the pass's
  * snapshot there, next to the data it describes: a crash between the two replays the changes (the
  * same versions again, which the ReplacingMergeTree collapses), never skips them.
@@ -213,13 +214,14 @@ export class Mirror {
       let done!: () => void;
       this.#passDone = new Promise((resolve) => (done = resolve));
       try {
-        await this.#pass();
+        const rows = await this.#pass();
         this.#passFailures.succeeded();
         await this.#prune();
-        // Under load, wait a little so the next insert is a batch, but not long for a waiting
-        // reader. Each commit that changes a transaction NOTIFYs; the poll is only a fallback.
+        // While changes keep coming, wait a little so the next insert is a batch (not long for a
+        // waiting reader); once a pass finds nothing, poll at the idle interval.
         const soon = Math.max(0, this.#options.batchIntervalMs - (Date.now() - started));
-        delay = this.#wakeRequested || this.#waiters.size > 0 ? Math.min(soon, WAITING_RETRY_MS) : this.#options.pollIntervalMs;
+        if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
+        else delay = rows > 0 ? soon : this.#options.pollIntervalMs;
       } catch (error) {
         this.#passFailures.failed(error);
         delay = ERROR_BACKOFF_MS;
@@ -245,7 +247,8 @@ export class Mirror {
     });
   }
 
-  async #pass(): Promise<void> {
+  /** One pass; the number of changed rows it copied. */
+  async #pass(): Promise<number> {
     let oldest = Infinity;
     let pass: FeedPass;
     try {
@@ -257,7 +260,7 @@ export class Mirror {
       if (!(error instanceof FeedPruned)) throw error;
       this.#log.warn({ reason: error.message }, 'mirror position is older than the pruned change feed: rebuilding');
       await this.#rebuildNow(logProgress(this.#log));
-      return;
+      return 0;
     }
     const now = Date.now();
     this.#status.lastPassAt = now;
@@ -274,6 +277,7 @@ export class Mirror {
       await this.#record(pass.snapshot);
     }
     this.#advance(pass.snapshot);
+    return pass.rows;
   }
 
   async #record(snapshot: Snapshot): Promise<void> {
