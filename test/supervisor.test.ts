@@ -207,6 +207,17 @@ t.test('settle up', async (t) => {
     t.ok(processed, 'the restarted worker completes the payment');
   });
 
+  t.test('a reporting process killed with SIGKILL is restarted and aggregate queries answer again', async (t) => {
+    const reporting = runtime()!.children.reporting;
+    process.kill(reporting, 'SIGKILL');
+    t.ok(await replaced('reporting', reporting), 'a new reporting pid is published');
+    const answered = await until(async () => {
+      const response = await api('GET', '/transactions?fields=count(id)');
+      return response.status === 200 && response.body.values?.[0]?.['count(id)'] >= 1 ? response.body : undefined;
+    }, 30_000);
+    t.ok(answered, 'the restarted reporting process answers (and has mirrored the payment above)');
+  });
+
   t.test('SIGTERM stops settle up, every child and the embedded PostgreSQL within the drain timeout', async (t) => {
     const pids = { settle: first.process.pid!, ...runtime()!.children, postgres: postgresPid() };
     const started = Date.now();
