@@ -10,6 +10,7 @@ import { errorHandler } from './http/errorHandler.ts';
 import { idempotency } from './http/idempotency.ts';
 import { objectRoutes } from './http/objectRoutes.ts';
 import { orgRoutes } from './http/orgRoutes.ts';
+import { openApiRoute } from './http/openapiRoute.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
@@ -55,6 +56,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
       throw serviceUnavailable('Database unavailable');
     }
   });
+  app.use(openApiRoute);
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
   app.use(createRateLimiter(services.config.rateLimit));
