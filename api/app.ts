@@ -11,6 +11,7 @@ import { idempotency } from './http/idempotency.ts';
 import { objectRoutes } from './http/objectRoutes.ts';
 import { orgRoutes } from './http/orgRoutes.ts';
 import { openApiRoute } from './http/openapiRoute.ts';
+import { testClockRoutes } from './http/testClockRoutes.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
@@ -66,6 +67,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(accessTokenRoutes().routes());
   app.use(webhookRoutes().routes());
   app.use(orgRoutes().routes());
+  app.use(testClockRoutes().routes());
   app.use(routes.routes());
   return app;
 }

@@ -14,6 +14,8 @@ const fields: FieldSpec[] = [
   idField,
   { store: 'type', type: 'string', v1: 'type', v2: 'type', readOnly: true },
   { store: 'account_id', type: 'id', v1: 'customer_id', v2: 'account_id' },
+  // v1 clients also name the owner `account_id` (payload.Card({account_id})); shown as customer_id.
+  { store: 'account_id', type: 'id', v1: 'account_id', writeOnly: true },
   { store: 'card.card_number', type: 'string', v1: 'card.card_number', v2: 'card.card_number', types: CARD, required: true, maxLength: 32 },
   { store: 'card.expiry', type: 'string', v1: 'card.expiry', v2: 'card.expiry', types: CARD, required: true, maxLength: 7 },
   { store: 'card.card_code', type: 'string', v1: 'card.card_code', v2: 'card.card_code', types: CARD, writeOnly: true, maxLength: 4 },

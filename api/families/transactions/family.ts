@@ -38,6 +38,12 @@ const fields: FieldSpec[] = [
   // Input on create (links and splits); the rows of the transfers table on output.
   { store: 'ledger', type: 'list', v1: 'ledger', nonDefault: true },
   { store: 'transfers', type: 'list', v2: 'transfers' },
+  // Invoices a payment pays (api/families/transactions/allocations.ts); the invoice items table on output.
+  { store: 'allocations', type: 'list', v1: 'allocations', nonDefault: true },
+  { store: 'allocations', type: 'list', v2: 'invoice_allocations', nonDefault: true },
+  { store: 'payment_link_id', type: 'id', v1: 'payment_link_id', v2: 'payment_link_id', nonDefault: true },
+  // `automatic` for payments the billing run makes (api/families/billing_schedules/autopay.ts).
+  { store: 'trigger', type: 'string', v1: 'trigger', v2: 'trigger', readOnly: true, enum: ['manual', 'automatic'], default: 'manual' },
   attrsField,
   ...timestampFields,
 ];

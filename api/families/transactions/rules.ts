@@ -14,6 +14,7 @@ import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { bankWillReject, cardOutcome } from './sandbox.ts';
 import { applyClientIntent } from './clientIntent.ts';
+import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
 import { canTransition, creationEvents, statusCodeFor, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
@@ -210,6 +211,7 @@ function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject 
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
   const data: Data = { ...row.data };
   const { automatic } = await applyClientIntent(ctx, row.type, data);
+  await planAllocations(ctx, row.type, data);
   let parties = partiesFromInput(ctx, row.type, data);
   const links = row.type === 'refund' ? linksFromInput(ctx, data) : [];
   let plan: Json[] = [];
@@ -273,6 +275,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
     if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
     return;
   }
+  await applyAllocations(ctx, next);
   const plan = (Array.isArray(data.transfer_plan) ? data.transfer_plan : []) as Json[];
   await repo.insertTransfers(ctx.tx, ctx.tenant, plan.flatMap((entry): repo.TransferRow[] => {
     const own = { id: String(entry.id), transaction_id: next.id, account_id: (entry.account_id as string) ?? null, assoc_transaction_id: (entry.assoc_transaction_id as string) ?? null, entry_type: String(entry.entry_type), amount: Number(entry.amount) };
@@ -298,6 +301,7 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
 
 /** v1 `ledger` (when asked for) and v2 `transfers` come from the transfers table. */
 async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>): Promise<void> {
+  await loadAllocations(ctx, rows, include);
   const wanted = ctx.version === 'v2' || include.has('ledger');
   if (!wanted || rows.length === 0) return;
   const entries = await repo.transfersOf(ctx.tx, rows.map((r) => r.id));

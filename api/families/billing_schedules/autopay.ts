@@ -1,0 +1,76 @@
+/**
+ * Automatic payments (CONTRACT §12): on its due date and once a day for the next 5 days, an unpaid
+ * or partially paid invoice that allows autopay is charged its balance from `payer.method_id` or
+ * the payer's default paying method, through the same payment pipeline as a client's payment
+ * (allocation included). The payment carries `trigger: automatic` and emits `automatic_payment`
+ * (and `payment`). A declined attempt stores a zero-amount payment item on the invoice; the next
+ * day's run tries again. One attempt per invoice per day, recorded before it is made.
+ */
+import type { Db } from '../../db/connection.ts';
+import { recordEvents } from '../../db/events.ts';
+import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
+import { createNested } from '../../engine/operations.ts';
+import { isPlainObject, type Json } from '../../engine/view.ts';
+import { ApiError } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { calendarDate } from '../invoices/kinds.ts';
+import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
+import { insertItems, lockInvoice } from '../invoices/repository.ts';
+import { transactions } from '../transactions/family.ts';
+import { defaultPayingMethod } from '../transactions/repository.ts';
+import { invoicesForAutopay, mergeInvoiceData } from './repository.ts';
+
+export const AUTOPAY_RETRY_DAYS = 5;
+
+function party(invoice: StoredObject, side: 'payer' | 'biller'): Json {
+  return isPlainObject(invoice.data[side]) ? (invoice.data[side] as Json) : {};
+}
+
+/** One attempt on one invoice, in the caller's transaction; the payment id, or null when nothing was tried. */
+async function attempt(ctx: RuleContext, invoiceId: string, today: string): Promise<string | null> {
+  const invoice = await lockInvoice(ctx.tx, ctx.tenant, invoiceId);
+  if (!invoice || !OPEN_TO_PAYMENTS.has(String(invoice.data.status)) || String(invoice.data.last_autopay_on ?? '') >= today) return null;
+  await mergeInvoiceData(ctx.tx, ctx.tenant, invoice.id, { last_autopay_on: today });
+  const payer = String(party(invoice, 'payer').account_id);
+  const methodId = party(invoice, 'payer').method_id ?? (await defaultPayingMethod(ctx.tx, ctx.tenant, payer))?.id;
+  const balance = Number((invoice.data.totals as Json).balance_due);
+  if (!methodId || balance <= 0) return null;
+  const body = {
+    type: 'payment', amount: balance / 100, customer_id: payer, processing_id: party(invoice, 'biller').account_id,
+    payment_method_id: methodId, allocations: [{ entry_type: 'payment', invoice_id: invoice.id }],
+  };
+  let payment: StoredObject;
+  try {
+    // A savepoint: a refused attempt (an expired method) leaves the day's mark in place.
+    payment = await ctx.tx.transaction((sp) => createNested({ ...ctx, tx: sp }, transactions, body, new Map([['trigger', 'automatic']])));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 400) return null;
+    throw error;
+  }
+  if (payment.data.status === 'declined') {
+    await insertItems(ctx.tx, ctx.tenant, [{
+      id: newId('item'), type: 'payment', created_at: payment.created_at, modified_at: payment.created_at,
+      data: { entry_type: 'payment', invoice_id: invoice.id, amount: 0, transaction_id: payment.id, external_payment: false },
+    }]);
+  } else {
+    await recordEvents(ctx.tx, ctx.tenant, [{
+      trigger: 'automatic_payment', objectType: 'transaction', objectId: payment.id,
+      value: { type: 'payment', status: payment.data.status, amount: payment.data.amount, invoice_id: invoice.id },
+    }]);
+  }
+  return payment.id;
+}
+
+/** The automatic payments of one tenant as of `asOf`; returns the ids of the payments attempted. */
+export async function collectAutomaticPayments(db: Db, domain: DomainServices, tenant: Tenant, asOf: Date): Promise<string[]> {
+  const today = calendarDate(asOf);
+  const from = calendarDate(new Date(asOf.getTime() - AUTOPAY_RETRY_DAYS * 86_400_000));
+  const attempted: string[] = [];
+  for (const invoice of await invoicesForAutopay(db, tenant, from, today, today)) {
+    const id = await db.transaction((tx) => attempt({
+      tx, tenant, version: 'v1', domain, principal: { kind: 'secret', keyId: 'automatic_payments', settings: {} },
+    }, invoice.id, today));
+    if (id) attempted.push(id);
+  }
+  return attempted;
+}

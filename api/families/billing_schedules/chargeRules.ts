@@ -1,0 +1,46 @@
+/**
+ * Charge rules: each charge belongs to a schedule (locked while its charges change), carries its
+ * own total (`amount × qty`), and keeps the schedule's `recurring_amount` in step.
+ */
+import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
+import type { Json } from '../../engine/view.ts';
+import { invalidAttributes } from '../../errors.ts';
+import { chargeTotal } from '../invoices/itemRules.ts';
+import { lockSchedule, recomputeRecurringAmount } from './repository.ts';
+import { normaliseDateRange } from './dateRange.ts';
+
+/** A charge's defaults, dates and total; its amount is required. */
+export function completeScheduleCharge(ctx: RuleContext, data: Json): Json {
+  if (typeof data.amount !== 'number') throw invalidAttributes(ctx.version === 'v1' ? { amount: 'Required' } : { line_item: { value: 'Required' } });
+  const out: Json = { ...data, qty: data.qty ?? 1, value_units: data.value_units ?? 'number' };
+  normaliseDateRange(out, false);
+  out.total = chargeTotal(Number(out.amount), Number(out.qty));
+  return out;
+}
+
+async function scheduleOf(ctx: RuleContext, data: Json): Promise<StoredObject> {
+  const schedule = await lockSchedule(ctx.tx, ctx.tenant, String(data.billing_schedule_id));
+  if (!schedule) throw invalidAttributes({ billing_schedule_id: 'No billing schedule with this id' });
+  return schedule;
+}
+
+async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
+  if (previous && next.data.billing_schedule_id !== previous.data.billing_schedule_id) {
+    throw invalidAttributes({ billing_schedule_id: 'Cannot be changed; delete the charge and add another' });
+  }
+  await scheduleOf(ctx, next.data);
+  return { ...next, data: completeScheduleCharge(ctx, next.data) };
+}
+
+async function afterWrite(ctx: RuleContext, next: StoredObject): Promise<void> {
+  await recomputeRecurringAmount(ctx.tx, ctx.tenant, String(next.data.billing_schedule_id));
+}
+
+async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
+  for (const scheduleId of new Set(rows.map((r) => String(r.data.billing_schedule_id)))) {
+    await scheduleOf(ctx, { billing_schedule_id: scheduleId });
+    await recomputeRecurringAmount(ctx.tx, ctx.tenant, scheduleId, rows.map((r) => r.id));
+  }
+}
+
+export const chargeRules: FamilyRules = { prepare, afterWrite, beforeDelete };

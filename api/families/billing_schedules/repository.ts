@@ -1,0 +1,119 @@
+/** Billing schedule SQL beyond the generic operations. */
+import { rows, type Db } from '../../db/connection.ts';
+import { insertObjects } from '../../db/objects.ts';
+import { tenantScan } from '../../db/tenant.ts';
+import type { StoredObject, Tenant } from '../../engine/family.ts';
+
+const ROW = 'id, type, data, created_at, modified_at';
+
+export async function lockSchedule(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
+  const found = await rows<StoredObject>(db, `select ${ROW} from billing_schedules where id = ? and org_id = ? and environment = ? for update`, [id, tenant.orgId, tenant.environment]);
+  return found[0] ?? null;
+}
+
+export async function chargesOfSchedules(db: Db, tenant: Tenant, scheduleIds: string[]): Promise<StoredObject[]> {
+  if (scheduleIds.length === 0) return [];
+  const scope = tenantScan(tenant);
+  return rows<StoredObject>(db,
+    `select ${ROW} from billing_charges where ${scope.sql} and data->>'billing_schedule_id' = any(?::text[])
+      order by created_at, (data->>'position')::int nulls last, id`,
+    [...scope.bindings, scheduleIds]);
+}
+
+export async function insertCharges(db: Db, tenant: Tenant, charges: StoredObject[]): Promise<void> {
+  await insertObjects(db, 'billing_charges', tenant, charges);
+}
+
+export async function deleteChargesOfSchedules(db: Db, tenant: Tenant, scheduleIds: string[]): Promise<void> {
+  const scope = tenantScan(tenant);
+  await rows(db, `delete from billing_charges where ${scope.sql} and data->>'billing_schedule_id' = any(?::text[])`, [...scope.bindings, scheduleIds]);
+}
+
+/** `recurring_amount` follows the schedule's charges (less those being deleted). */
+export async function recomputeRecurringAmount(db: Db, tenant: Tenant, scheduleId: string, excluding: string[] = []): Promise<void> {
+  const scope = tenantScan(tenant);
+  await rows(db,
+    `update billing_schedules set modified_at = now(), data = jsonb_set(data, '{recurring_amount}', to_jsonb((
+       select coalesce(sum((data->>'total')::bigint), 0) from billing_charges
+        where ${scope.sql} and data->>'billing_schedule_id' = ? and not (id = any(?::text[])))))
+      where id = ? and org_id = ? and environment = ?`,
+    [...scope.bindings, scheduleId, excluding, scheduleId, tenant.orgId, tenant.environment]);
+}
+
+export interface ScheduleInvoiceTotals {
+  billing_schedule_id: string;
+  total: number;
+  paid: number;
+  balance_due: number;
+}
+
+/** What the invoices of each schedule total, have received and still owe (closed invoices owe nothing). */
+export async function invoiceTotalsOfSchedules(db: Db, tenant: Tenant, scheduleIds: string[]): Promise<ScheduleInvoiceTotals[]> {
+  if (scheduleIds.length === 0) return [];
+  const scope = tenantScan(tenant);
+  return rows<ScheduleInvoiceTotals>(db,
+    `select data->>'billing_schedule_id' as billing_schedule_id,
+            coalesce(sum((data->'totals'->>'total')::bigint), 0)::bigint as total,
+            coalesce(sum((data->'totals'->>'paid')::bigint), 0)::bigint as paid,
+            coalesce(sum((data->'totals'->>'balance_due')::bigint) filter (where data->>'status' not in ('closed', 'draft')), 0)::bigint as balance_due
+       from invoices where ${scope.sql} and data->>'billing_schedule_id' = any(?::text[])
+      group by 1`,
+    [...scope.bindings, scheduleIds]);
+}
+
+export async function invoicesOfSchedules(db: Db, tenant: Tenant, scheduleIds: string[]): Promise<StoredObject[]> {
+  if (scheduleIds.length === 0) return [];
+  const scope = tenantScan(tenant);
+  return rows<StoredObject>(db,
+    `select ${ROW} from invoices where ${scope.sql} and data->>'billing_schedule_id' = any(?::text[]) order by data->>'due_date', id`,
+    [...scope.bindings, scheduleIds]);
+}
+
+/** Schedules of a tenant with billing dates up to `today` not yet invoiced. */
+export async function schedulesToInvoice(db: Db, tenant: Tenant, today: string): Promise<StoredObject[]> {
+  const scope = tenantScan(tenant);
+  return rows<StoredObject>(db,
+    `select ${ROW} from billing_schedules
+      where ${scope.sql} and data->>'start_date' <= ?
+        and coalesce(data->>'billed_through', '') < least(coalesce(data->>'end_date', ?), ?)
+      order by created_at, id`,
+    [...scope.bindings, today, today, today]);
+}
+
+/** Inserts a produced invoice unless its schedule already has one for that date; true when inserted. */
+export async function insertScheduledInvoice(db: Db, tenant: Tenant, invoice: StoredObject): Promise<boolean> {
+  const inserted = await rows(db,
+    `insert into invoices (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)
+     on conflict ((data->>'billing_schedule_id'), (data->>'due_date')) where data->>'billing_schedule_id' is not null do nothing
+     returning id`,
+    [invoice.id, tenant.orgId, tenant.environment, invoice.type, JSON.stringify(invoice.data)]);
+  return inserted.length > 0;
+}
+
+export async function mergeScheduleData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
+  await rows(db, 'update billing_schedules set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
+    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
+}
+
+/** Invoices of a tenant due within [from, to] that may be charged automatically and were not tried on `today`. */
+export async function invoicesForAutopay(db: Db, tenant: Tenant, from: string, to: string, today: string): Promise<StoredObject[]> {
+  const scope = tenantScan(tenant);
+  return rows<StoredObject>(db,
+    `select ${ROW} from invoices
+      where ${scope.sql} and data->>'status' in ('unpaid', 'partially_paid')
+        and data->>'due_date' between ? and ? and coalesce((data->>'autopay_allowed')::boolean, true)
+        and coalesce(data->>'last_autopay_on', '') < ?
+      order by data->>'due_date', id`,
+    [...scope.bindings, from, to, today]);
+}
+
+export async function mergeInvoiceData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
+  await rows(db, 'update invoices set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
+    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
+}
+
+/** Every tenant that could hold billing work: each org's test and live environments. */
+export async function billingTenants(db: Db): Promise<Tenant[]> {
+  const orgs = await rows<{ id: string }>(db, 'select id from orgs order by id');
+  return orgs.flatMap((org) => (['test', 'live'] as const).map((environment) => ({ orgId: org.id, environment })));
+}
