@@ -11,6 +11,7 @@ import { idempotency } from './http/idempotency.ts';
 import { objectRoutes } from './http/objectRoutes.ts';
 import { orgRoutes } from './http/orgRoutes.ts';
 import { openApiRoute } from './http/openapiRoute.ts';
+import { metricsRoute, recordRequest } from './http/metricsRoute.ts';
 import { testClockRoutes } from './http/testClockRoutes.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
@@ -39,6 +40,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     // Trailing slashes (`/customers/?email=…`) name the same collection.
     if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '');
     await next();
+    recordRequest(ctx, started);
     ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
   });
   app.use(errorHandler);
@@ -58,6 +60,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     }
   });
   app.use(openApiRoute);
+  app.use(metricsRoute);
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
   app.use(createRateLimiter(services.config.rateLimit));

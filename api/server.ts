@@ -4,6 +4,7 @@
  */
 import type { Server } from 'node:http';
 import { createApp } from './app.ts';
+import { initMetrics } from './metrics.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
 import { createLogger } from './logger.ts';
@@ -22,6 +23,7 @@ export async function startWeb(config: Config, options: { keyCacheMs?: number } 
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
   const domain = createDomainServices(config);
+  initMetrics();
   const app = createApp({ db, config, log, domain }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
   const server = app.listen(config.port, config.host);
   server.keepAliveTimeout = 65_000;

@@ -23,6 +23,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
 import { rows, createDb } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
+import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
 import { exitOnSignals } from '../api/server.ts';
 import { FailureLog } from './failures.ts';
 import { covers, formatSnapshot, type Snapshot } from './feed.ts';
@@ -219,6 +220,10 @@ export async function startReporting(config: Config, options: ReportingOptions =
     return { healthy: state !== null, body: { object: 'health', role: 'standby', position: state ? formatSnapshot(state.position) : null } };
   }
 
+  initMetrics();
+  gaugeOnScrape('settle_reporting_mirror_lag_seconds', 'Commit-to-ClickHouse lag of the last mirror pass (leader only)', [], () => (mirror ? [[{}, mirror.status.lagMs / 1000]] : []));
+  gaugeOnScrape('settle_reporting_rows_mirrored', 'Changed transactions copied into ClickHouse since this process started (leader only)', [], () => (mirror ? [[{}, mirror.status.rowsMirrored]] : []));
+  gaugeOnScrape('settle_reporting_leader', '1 when this process mirrors, 0 when it stands by', [], () => [[{}, mirror ? 1 : 0]]);
   const app = createReportingApp(engine, { secret: config.reportingSecret, waitMs: config.reportingWaitMs, log });
   const server = app.listen(config.reportingPort, config.reportingHost);
   server.keepAliveTimeout = 65_000;

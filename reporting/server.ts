@@ -25,6 +25,7 @@ import { FailureLog } from './failures.ts';
 import { compileReport, decodeRows } from './report.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
+import { metricsText } from '../api/metrics.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -89,6 +90,12 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
       const health = await engine.health();
       ctx.status = health.healthy ? 200 : 503;
       ctx.body = health.body;
+      return;
+    }
+    if (ctx.method === 'GET' && ctx.path === '/metrics') {
+      const { contentType, body } = await metricsText();
+      ctx.type = contentType;
+      ctx.body = body;
       return;
     }
     if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);

@@ -15,6 +15,7 @@ import {
 } from '../../api/db/webhooks.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
+import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
@@ -221,6 +222,9 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       error: outcome.error,
       nextAttemptAt,
     }, { state: delivered ? 'delivered' : retry ? 'pending' : 'failed' });
+    const outcomeLabel = { outcome: delivered ? 'delivered' : gone ? 'gone' : retry ? 'retry' : 'failed' };
+    deliveries.inc(outcomeLabel);
+    deliveryDuration.observe(outcomeLabel, durationMs / 1000);
     if (freed) await wakeDeferred(deps, delivery.org_id);
     if (gone) await disableWebhook(deps.db, delivery.webhook_id, 'gone');
     else if (!delivered && !retry) await noteExhausted(deps.db, delivery.webhook_id, deps.disableAfterMs);
