@@ -14,6 +14,7 @@ import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.t
 import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey, type Environment } from '../api/keys.ts';
+import { fireTrigger } from './trigger.ts';
 import { KILL_GRACE_MS, Supervisor, type ChildSpec } from './supervisor.ts';
 
 const USAGE = `usage: settle <command>
@@ -25,7 +26,11 @@ const USAGE = `usage: settle <command>
   keys list                            list keys (prefixes only)
   keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX
   reporting rebuild                    copy every transaction into ClickHouse afresh (through the
-                                       running reporting process, or in this one)`;
+                                       running reporting process, or in this one)
+  trigger TRIGGER [--url URL] [--key KEY]
+                                       make what fires one webhook trigger in the test environment
+                                       of a running Settle and print the ids (default: this
+                                       directory's settle up and its test key)`;
 
 class UsageError extends Error {}
 
@@ -262,6 +267,18 @@ async function up(config: Config): Promise<void> {
   console.log('');
 }
 
+async function triggerCommand(config: Config, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args, options: { url: { type: 'string' }, key: { type: 'string' } }, allowPositionals: true });
+  if (positionals.length !== 1) throw new UsageError('trigger needs exactly one trigger name');
+  const keyFile = path.join(config.dataDir, 'test-secret-key');
+  const key = values.key ?? (fs.existsSync(keyFile) ? fs.readFileSync(keyFile, 'utf8').trim() : undefined);
+  if (!key) throw new UsageError('no --key given and no test key in the data directory (start `settle up` first)');
+  const url = values.url ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+  const fired = await fireTrigger({ url, key }, positionals[0]);
+  for (const [kind, id] of Object.entries(fired.ids)) console.log(`${kind} ${id}`);
+  console.log(`fired ${fired.trigger}${fired.note ? ` (${fired.note})` : ''}`);
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   const config = loadConfig();
@@ -277,6 +294,8 @@ async function main(argv: string[]): Promise<void> {
       return keysCommand(config, args);
     case 'reporting':
       return reportingCommand(config, args);
+    case 'trigger':
+      return triggerCommand(config, args);
     case undefined:
     case 'help':
     case '--help':
