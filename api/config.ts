@@ -39,6 +39,14 @@ export interface Config {
   authorizationWindowMs: number;
   /** SETTLE_PROCESSING_DELAY: ms before a v2 `processing` payment completes. Default 200. */
   processingDelayMs: number;
+  /** SETTLE_PUBLIC_URL: the base of hosted-page URLs shown in `url` fields (`<base>/pay/<id>`). Default `http://127.0.0.1:<PORT>`. */
+  publicUrl: string;
+  /** SETTLE_VERIFICATION_DELAY: ms from attaching an entity to an account until the sandbox verifies (or rejects) it. Default 1000. */
+  verificationDelayMs: number;
+  /** SMTP_URL: where link e-mails go, e.g. `smtp://user:pass@host:587` (`smtps://` for TLS from the start). Default none: each message is written as an .eml file under `<data dir>/mail/`. */
+  smtpUrl: string | undefined;
+  /** SMTP_FROM: the From address of link e-mails. Default `Settle <no-reply@localhost>`. */
+  smtpFrom: string;
   /** WORKER_POLL_INTERVAL: ms between checks for jobs that became due (new jobs arrive by NOTIFY). Default 250. */
   workerPollIntervalMs: number;
   /** WORKER_LOCAL_QUEUE: jobs a worker process fetches and locks per round trip (>1 enables batching). Default 0 (off). */
@@ -47,6 +55,8 @@ export interface Config {
   workerCompleteBatchMs: number;
   /** WORKER_DEAD_AFTER: a worker process silent this long has its locked jobs released. Default 20s. */
   workerDeadAfterMs: number;
+  /** WORKER_METRICS_PORT: the worker answers `GET /metrics` on this port (bound to HOST). Default 0 (off). */
+  workerMetricsPort: number;
   /** WEBHOOK_RETRY_SCHEDULE: delays between attempts, comma-separated durations. Default 5s,5m,30m,2h,5h,10h,10h,24h. */
   webhookRetrySchedule: number[];
   /** WEBHOOK_TIMEOUT: how long a receiver has to answer. Default 15s. */
@@ -55,6 +65,10 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** WEBHOOK_DISABLE_AFTER: a webhook whose schedule keeps running out for this long is disabled. Default 5d. */
   webhookDisableAfterMs: number;
+  /** WEBHOOK_TENANT_CONCURRENCY: deliveries of one org in flight at once per worker process; more wait their turn (0: no limit). Default a quarter of WORKER_CONCURRENCY, at least 1. */
+  webhookTenantConcurrency: number;
+  /** WEBHOOK_DNS_TIMEOUT: how long a delivery waits for its host name to resolve. Default 3s. */
+  webhookDnsTimeoutMs: number;
   /** SETTLE_SHUTDOWN_TIMEOUT: ms a process waits for in-flight work on SIGTERM. Default 10000. */
   shutdownTimeoutMs: number;
   /** CLICKHOUSE_URL: a ClickHouse server (`http://host:8123`). Default: embedded chdb in `<data dir>/clickhouse`. */
@@ -73,12 +87,22 @@ export interface Config {
   reportingUrl: string | null;
   /** REPORTING_SECRET: shared bearer token between web and reporting, required when set. Default none (loopback only). */
   reportingSecret: string | undefined;
-  /** REPORTING_POLL_INTERVAL: ms between mirror passes when no NOTIFY arrives (also the standby's leader-lock retry). Default 1000. */
+  /** REPORTING_POLL_INTERVAL: ms between mirror passes while idle (the standby retries the leader lock at most once a second). Default 100. */
   reportingPollIntervalMs: number;
   /** REPORTING_BATCH_INTERVAL: minimum ms between mirror passes, so inserts batch under load. Default 100. */
   reportingBatchIntervalMs: number;
   /** REPORTING_WAIT: ms a query waits for the mirror to reach the API's position before 503. Default 5000. */
   reportingWaitMs: number;
+  /** REPORTING_PRUNE_INTERVAL: ms between prunes of mirrored change rows by the mirror leader. Default 10000. */
+  reportingPruneIntervalMs: number;
+  /** SETTLE_IDEMPOTENCY_RETENTION: how long idempotency records are kept (duration). Default 24h. */
+  idempotencyRetentionMs: number;
+  /** SETTLE_EVENT_RETENTION: how long dispatched events (and their finished deliveries) are kept. Default 30d. */
+  eventRetentionMs: number;
+  /** WEBHOOK_LOG_RETENTION: how long webhook delivery logs (attempts) are kept. Default 30d. */
+  webhookLogRetentionMs: number;
+  /** SETTLE_RETENTION_SCHEDULE: crontab time of the retention task in the worker, or `off`. Default every 10 minutes. */
+  retentionSchedule: string | null;
 }
 
 export function parseRateLimit(text: string | undefined): RateLimit | null {
@@ -124,16 +148,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerLocalQueue: intFromEnv(env, 'WORKER_LOCAL_QUEUE', 0),
     workerCompleteBatchMs: env.WORKER_COMPLETE_BATCH_MS === '-1' ? -1 : intFromEnv(env, 'WORKER_COMPLETE_BATCH_MS', 0),
     workerDeadAfterMs: parseDurations(env.WORKER_DEAD_AFTER ?? '20s', 'WORKER_DEAD_AFTER')[0],
+    workerMetricsPort: intFromEnv(env, 'WORKER_METRICS_PORT', 0),
     webhookRetrySchedule: parseDurations(env.WEBHOOK_RETRY_SCHEDULE ?? '5s,5m,30m,2h,5h,10h,10h,24h', 'WEBHOOK_RETRY_SCHEDULE'),
     webhookTimeoutMs: parseDurations(env.WEBHOOK_TIMEOUT ?? '15s', 'WEBHOOK_TIMEOUT')[0],
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === 'true',
     webhookDisableAfterMs: parseDurations(env.WEBHOOK_DISABLE_AFTER ?? '5d', 'WEBHOOK_DISABLE_AFTER')[0],
+    webhookTenantConcurrency: intFromEnv(env, 'WEBHOOK_TENANT_CONCURRENCY', Math.max(1, Math.floor(intFromEnv(env, 'WORKER_CONCURRENCY', 10) / 4))),
+    webhookDnsTimeoutMs: parseDurations(env.WEBHOOK_DNS_TIMEOUT ?? '3s', 'WEBHOOK_DNS_TIMEOUT')[0],
     workerPollIntervalMs: intFromEnv(env, 'WORKER_POLL_INTERVAL', 250),
     shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
     ...reportingConfig(env),
+    ...retentionConfig(env),
     vaultKey: env.SETTLE_VAULT_KEY || undefined,
     authorizationWindowMs: intFromEnv(env, 'SETTLE_AUTH_WINDOW', 120_000),
     processingDelayMs: intFromEnv(env, 'SETTLE_PROCESSING_DELAY', 200),
+    publicUrl: (env.SETTLE_PUBLIC_URL || `http://127.0.0.1:${intFromEnv(env, 'PORT', 8080)}`).replace(/\/+$/, ''),
+    verificationDelayMs: intFromEnv(env, 'SETTLE_VERIFICATION_DELAY', 1000),
+    smtpUrl: env.SMTP_URL || undefined,
+    smtpFrom: env.SMTP_FROM || 'Settle <no-reply@localhost>',
   };
 }
 
@@ -149,8 +181,22 @@ function reportingConfig(env: NodeJS.ProcessEnv) {
     reportingHost: env.REPORTING_HOST || '127.0.0.1',
     reportingUrl: url === 'off' ? null : url.replace(/\/+$/, ''),
     reportingSecret: env.REPORTING_SECRET || undefined,
-    reportingPollIntervalMs: intFromEnv(env, 'REPORTING_POLL_INTERVAL', 1000),
+    reportingPollIntervalMs: intFromEnv(env, 'REPORTING_POLL_INTERVAL', 100),
     reportingBatchIntervalMs: intFromEnv(env, 'REPORTING_BATCH_INTERVAL', 100),
     reportingWaitMs: intFromEnv(env, 'REPORTING_WAIT', 5000),
+    reportingPruneIntervalMs: intFromEnv(env, 'REPORTING_PRUNE_INTERVAL', 10_000),
+  };
+}
+
+function retentionConfig(env: NodeJS.ProcessEnv) {
+  const schedule = (env.SETTLE_RETENTION_SCHEDULE ?? '*/10 * * * *').trim();
+  if (schedule !== 'off' && schedule.split(/\s+/).length !== 5) {
+    throw new Error(`SETTLE_RETENTION_SCHEDULE must be a crontab time (5 fields, e.g. "*/10 * * * *") or off, got "${schedule}"`);
+  }
+  return {
+    idempotencyRetentionMs: parseDurations(env.SETTLE_IDEMPOTENCY_RETENTION ?? '24h', 'SETTLE_IDEMPOTENCY_RETENTION')[0],
+    eventRetentionMs: parseDurations(env.SETTLE_EVENT_RETENTION ?? '30d', 'SETTLE_EVENT_RETENTION')[0],
+    webhookLogRetentionMs: parseDurations(env.WEBHOOK_LOG_RETENTION ?? '30d', 'WEBHOOK_LOG_RETENTION')[0],
+    retentionSchedule: schedule === 'off' ? null : schedule,
   };
 }

@@ -2,6 +2,7 @@
  * The `worker` process: graphile-worker running the task list against DATABASE_URL. On SIGTERM
  * it stops taking jobs, finishes the ones in hand and exits 0.
  */
+import './threadpool.ts'; // first: sizes libuv's pool before anything uses it
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
@@ -12,19 +13,46 @@ import { exitOnSignals } from '../api/server.ts';
 import { heartbeat, releaseDeadWorkers } from '../api/db/webhooks.ts';
 import { createDomainServices } from '../api/domain.ts';
 import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';
+import { verifyEntity } from './tasks/entityVerification.ts';
+import { expireIntent } from './tasks/intentExpiry.ts';
+import { sendLinkEmail } from './tasks/linkEmail.ts';
+import { retentionCrontab, retentionTask } from './tasks/retention.ts';
+import { runBillingDayForAll } from '../api/families/billing_schedules/run.ts';
+import { timedRuns } from '../api/metrics.ts';
+import { startWorkerMetrics } from './metricsServer.ts';
 import { deliverWebhook, dispatchEvents } from './webhooks/deliver.ts';
+import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
+import { TenantSlots } from './webhooks/tenantSlots.ts';
 
 export function taskList(db: Db, config: Config): TaskList {
   const http = createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const { vault } = createDomainServices(config);
   return {
     dispatch_events: dispatchEvents(db),
-    deliver_webhook: deliverWebhook({ db, http, oauth: new OAuthTokens(http), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs }),
+    deliver_webhook: deliverWebhook({
+      db, http, oauth: new OAuthTokens(http), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
+      slots: new TenantSlots(config.webhookTenantConcurrency),
+      lookups: createDnsLookups({ timeoutMs: config.webhookDnsTimeoutMs, pendingPerTenant: config.webhookTenantConcurrency }),
+      timeoutMs: config.webhookTimeoutMs,
+    }),
     complete_processing: completeProcessing(db),
     bank_reject: bankReject(db),
     expire_authorization: expireAuthorization(db),
+    verify_entity: verifyEntity(db, config.verificationDelayMs),
+    expire_intent: expireIntent(db),
+    send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker')),
+    retention: retentionTask(db, config),
+    billing_day: async () => {
+      try {
+        await runBillingDayForAll(db, createDomainServices(config), new Date());
+        timedRuns.inc({ task: 'billing_day', result: 'ok' });
+      } catch (error) {
+        timedRuns.inc({ task: 'billing_day', result: 'failed' });
+        throw error;
+      }
+    },
   };
 }
 
@@ -65,7 +93,8 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
         failJobBatchDelay: Math.max(0, config.workerCompleteBatchMs),
       },
     },
-    crontab: '',
+    // Retention, and the daily billing run at 00:05 UTC (once, whichever worker takes it).
+    crontab: [retentionCrontab(config), '5 0 * * * billing_day ?jobKey=billing_day&jobKeyMode=preserve_run_at'].filter(Boolean).join('\n'),
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
@@ -115,6 +144,7 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
     }
   };
   await beat();
+  const metricsServer = await startWorkerMetrics(db, config.workerMetricsPort, config.host);
   const beating = setInterval(beat, Math.max(200, Math.floor(config.workerDeadAfterMs / 4)));
   log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');
   return {
@@ -126,6 +156,7 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
       clearInterval(beating);
       // (rejects only when this runner had already stopped on its own)
       await runner.stop().catch(() => {});
+      metricsServer?.close();
       await Promise.all([db.destroy(), pgPool.end()]);
     },
   };

@@ -1,9 +1,21 @@
 /** The registry: every URL collection and the family behind it. A new family is a new folder plus one line here. */
 import type { Collection } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
+import { billingCharges } from './billing_schedules/charges.ts';
+import { billingSchedules } from './billing_schedules/family.ts';
+import { entities, legalEntities } from './entities/family.ts';
+import { intents } from './intents/family.ts';
+import { stakeholders } from './stakeholders/family.ts';
+import { invoices } from './invoices/family.ts';
+import { invoiceItems, lineItems, paymentAllocations } from './invoices/items.ts';
+import { paymentLinks } from './payment_links/family.ts';
+import { paymentActivations } from './payment_activations/family.ts';
 import { paymentMethods } from './payment_methods/family.ts';
+import { processingSettings } from './processing_settings/family.ts';
+import { profiles } from './profiles/family.ts';
 import { transactions } from './transactions/family.ts';
 import { transferEntries } from './transfers/family.ts';
+import { transactionOperations } from './transaction_operations/family.ts';
 import { webhookLogs } from './webhook_logs/family.ts';
 import { webhooks } from './webhooks/family.ts';
 
@@ -11,12 +23,28 @@ export const collections: Collection[] = [
   { path: 'customers', family: accounts, fixedType: 'customer' },
   { path: 'processing_accounts', family: accounts, fixedType: 'processing' },
   { path: 'accounts', family: accounts },
+  { path: 'entities', family: entities },
+  { path: 'legal_entities', family: legalEntities, fixedType: 'business' },
+  { path: 'stakeholders', family: stakeholders },
+  { path: 'processing_settings', family: processingSettings, readOnly: true },
+  { path: 'profiles', family: profiles, readOnly: true },
+  { path: 'intents', family: intents },
+  { path: 'payment_activations', family: paymentActivations },
   { path: 'payment_methods', family: paymentMethods },
   { path: 'transactions', family: transactions },
   { path: 'webhooks', family: webhooks },
   { path: 'webhook_logs', family: webhookLogs, readOnly: true, newestFirst: true },
   { path: 'transfers', family: transferEntries, readOnly: true },
   { path: 'transaction_ledgers', family: transferEntries, readOnly: true },
+  { path: 'transaction_operations', family: transactionOperations, readOnly: true },
+  { path: 'invoices', family: invoices },
+  { path: 'line_items', family: lineItems },
+  { path: 'invoice_items', family: invoiceItems, fixedType: 'charge' },
+  { path: 'payment_allocations', family: paymentAllocations, fixedType: 'payment' },
+  { path: 'payment_links', family: paymentLinks },
+  { path: 'billing_schedules', family: billingSchedules },
+  { path: 'billing_charges', family: billingCharges },
+  { path: 'billing_items', family: billingCharges },
 ];
 
 export const collectionByPath = new Map(collections.map((c) => [c.path, c]));

@@ -23,6 +23,10 @@ const fields: FieldSpec[] = [
   { store: 'primary_processing_id', type: 'id', v1: 'primary_processing_id', v2: 'primary_processing_id', types: CUSTOMER },
   // Stored on the payment method (v2 account_defaults.paying); read and written here for v1.
   { store: 'default_payment_method', type: 'id', v1: 'default_payment_method', types: CUSTOMER },
+  // The entity behind the account (CONTRACT §13): given inline (created as an entity row) or by id,
+  // stored as `entity_id` only, and shown whole in each version's shape (rules.load).
+  { store: 'entity_id', type: 'id', v1: 'legal_entity_id', types: PROCESSING },
+  { store: 'entity_id', type: 'id', v2: 'entity_id' },
   { store: 'legal_entity', type: 'json', v1: 'legal_entity', types: PROCESSING, maxLength: 16 * 1024 },
   { store: 'entity', type: 'json', v2: 'entity', maxLength: 16 * 1024 },
   {
@@ -43,6 +47,8 @@ const fields: FieldSpec[] = [
     v2: 'processing.settings.funding.default_descriptor', types: PROCESSING, maxLength: 64,
   },
   { store: 'processing.default_category', type: 'string', v2: 'processing.default_category', types: PROCESSING, maxLength: 64 },
+  // The account's processing settings (/processing_settings); on create, another's id copies its funding settings.
+  { store: 'processing_settings_id', type: 'id', v1: 'processing_settings_id', v2: 'processing.settings_id', types: PROCESSING },
   // Funding methods created with the account (CONTRACT §13); never stored on the account itself.
   { store: 'payment_methods', type: 'list', v1: 'payment_methods', v2: 'payment_methods', types: PROCESSING, writeOnly: true },
   attrsField,

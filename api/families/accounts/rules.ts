@@ -5,6 +5,8 @@ import { ApiError, invalidAttributes } from '../../errors.ts';
 import { createNested } from '../../engine/operations.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefault } from './repository.ts';
+import { reopenOnNewEntity, resolveInlineEntity, showEntities, validateEntityReference, verifyAttachedEntity } from './entityLink.ts';
+import { applySettingsTemplate, showSettingsIds } from './settingsLink.ts';
 
 /**
  * v1 `default_payment_method` and v2 `account_defaults.paying` are one rule: setting either goes
@@ -12,6 +14,8 @@ import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefa
  */
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
   next = holdNestedMethods(ctx, next, previous);
+  next = reopenOnNewEntity(await resolveInlineEntity(ctx, next, previous), previous);
+  next = await applySettingsTemplate(ctx, next, previous);
   const requested = next.data.default_payment_method;
   if (requested === undefined || (previous && requested === previous.data.default_payment_method)) return next;
   if (!previous) throw invalidAttributes({ default_payment_method: 'Attach a payment method to the customer first, then set it as default' });
@@ -34,6 +38,7 @@ function holdNestedMethods(ctx: RuleContext, next: StoredObject, previous: Store
 
 /** A processing account's nested methods become its funding methods (v2 `account_defaults.funding = all`). */
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
+  await verifyAttachedEntity(ctx, next, previous);
   const methods = previous ? undefined : ctx.nestedInputs?.get(next.id);
   if (!methods) return;
   ctx.nestedInputs!.delete(next.id);
@@ -51,6 +56,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
 }
 
 async function validate(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
+  await validateEntityReference(ctx, next, previous);
   const primary = next.data.primary_processing_id;
   if (typeof primary === 'string' && primary !== previous?.data.primary_processing_id) {
     if (!(await findProcessingAccount(ctx.tx, ctx.tenant, primary))) {
@@ -86,4 +92,10 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   }];
 }
 
-export const accountRules: FamilyRules = { prepare, validate, afterWrite, beforeDelete, events };
+/** Derived parts of the rendered account: its entity and its processing settings id. */
+async function load(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
+  await showEntities(ctx, rows);
+  showSettingsIds(rows);
+}
+
+export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events };

@@ -11,6 +11,7 @@ export const TRIGGERS = [
   'bank_account_reject', 'reject', 'refund', 'void', 'chargeback', 'chargeback_reversal', 'automatic_payment',
   'payment', 'processed', 'authorized', 'decline', 'processing_status', 'deposit', 'payment_activation:status',
   'payment_link:status', 'reversal', 'credit', 'transaction:operation', 'transaction:operation:clear', 'transfer',
+  'entity:status', 'intent:status',
 ];
 
 const both = (path: string) => ({ v1: path, v2: path });

@@ -1,0 +1,94 @@
+/**
+ * Completing an enrollment link (CONTRACT §13), the domain step behind the hosted `/enroll/<id>`
+ * page (§16): a payouts enrollment link or payment activation becomes a customer account (v1
+ * customer) whose bank account is its payout method (`account_defaults.funding = all`); an
+ * account enrollment link becomes a processing account with its entity (which starts
+ * verification). Either way `account_id` is set and the link finishes with its status event, all
+ * in the caller's transaction. Each object is made through its family's own pipeline.
+ */
+import { rows } from '../../db/connection.ts';
+import { recordEvents } from '../../db/events.ts';
+import type { RuleContext, StoredObject } from '../../engine/family.ts';
+import { createNested } from '../../engine/operations.ts';
+import { conflict, invalidAttributes, notFound } from '../../errors.ts';
+import { accounts } from '../accounts/family.ts';
+import { paymentMethods } from '../payment_methods/family.ts';
+
+export type EnrollmentTarget = { table: 'intents' | 'payment_activations'; id: string };
+
+export interface BankAccountInput {
+  account_number: string;
+  routing_number: string;
+  account_type?: 'checking' | 'savings';
+}
+
+export interface PayoutEnrollment {
+  name: string;
+  email?: string;
+  bank_account: BankAccountInput;
+}
+
+export interface AccountEnrollment {
+  name: string;
+  /** a v2 entity body (`{type, legal_name, tax_id{value}, address{…}, business{…}}`) */
+  entity: Record<string, unknown>;
+  /** the processing account's funding method, when collected */
+  bank_account?: BankAccountInput;
+}
+
+const OBJECT = { intents: 'intent', payment_activations: 'payment_activation' } as const;
+
+/** The link locked for this change: it must be pending and not past its time. */
+async function lockPendingLink(ctx: RuleContext, target: EnrollmentTarget): Promise<StoredObject> {
+  const found = await rows<StoredObject>(ctx.tx,
+    `select id, type, data, created_at, modified_at from ${target.table} where id = ? and org_id = ? and environment = ? for update`,
+    [target.id, ctx.tenant.orgId, ctx.tenant.environment]);
+  const link = found[0];
+  if (!link) throw notFound(`No ${OBJECT[target.table]} with id ${target.id}`);
+  if (link.data.status !== 'pending' || Date.parse(String(link.data.expires_at)) <= ctx.domain.now().getTime()) {
+    throw conflict(`This link is ${link.data.status === 'pending' ? 'expired' : link.data.status}`);
+  }
+  return link;
+}
+
+async function finish(ctx: RuleContext, target: EnrollmentTarget, accountId: string): Promise<void> {
+  await rows(ctx.tx,
+    `update ${target.table} set data = data || jsonb_build_object('status', 'finished', 'account_id', ?::text), modified_at = now()
+      where id = ? and org_id = ? and environment = ?`,
+    [accountId, target.id, ctx.tenant.orgId, ctx.tenant.environment]);
+  const object = OBJECT[target.table];
+  await recordEvents(ctx.tx, ctx.tenant, [{ trigger: `${object}:status`, objectType: object, objectId: target.id, value: { status: 'finished', previous_status: 'pending' } }]);
+}
+
+/** The enrollment acts for the link's owner, in the v2 shapes, whoever opened the page. */
+function asService(ctx: RuleContext, target: EnrollmentTarget): RuleContext {
+  return { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `enrollment:${target.id}`, settings: {} } };
+}
+
+function bankMethod(input: BankAccountInput, holder: string): Record<string, unknown> {
+  return { type: 'bank_account', account_holder: holder, bank_account: { account_type: 'checking', ...input } };
+}
+
+/** A payouts enrollment link or payment activation: a customer with its payout bank account. */
+export async function completePayoutEnrollment(ctx: RuleContext, target: EnrollmentTarget, input: PayoutEnrollment): Promise<string> {
+  const link = await lockPendingLink(ctx, target);
+  if (target.table === 'intents' && link.type !== 'payouts_enrollment_link') throw invalidAttributes({ type: 'Not a payouts enrollment link' });
+  const service = asService(ctx, target);
+  const customer = await createNested(service, accounts, { type: 'customer', name: input.name, contact_details: { email: input.email ?? null } });
+  await createNested(service, paymentMethods, { ...bankMethod(input.bank_account, input.name), account_id: customer.id },
+    new Map([['account_defaults.funding', 'all']]));
+  await finish(ctx, target, customer.id);
+  return customer.id;
+}
+
+/** An account enrollment link: a processing account with its entity (and funding method). */
+export async function completeAccountEnrollment(ctx: RuleContext, target: EnrollmentTarget, input: AccountEnrollment): Promise<string> {
+  const link = await lockPendingLink(ctx, target);
+  if (target.table !== 'intents' || link.type !== 'account_enrollment_link') throw invalidAttributes({ type: 'Not an account enrollment link' });
+  const template = ((link.data.account_enrollment_link as { entity?: Record<string, unknown> } | undefined)?.entity) ?? {};
+  const body: Record<string, unknown> = { type: 'processing', name: input.name, entity: { ...template, ...input.entity } };
+  if (input.bank_account) body.payment_methods = [bankMethod(input.bank_account, input.name)];
+  const account = await createNested(asService(ctx, target), accounts, body);
+  await finish(ctx, target, account.id);
+  return account.id;
+}

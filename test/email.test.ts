@@ -1,0 +1,164 @@
+/**
+ * Link e-mails (CONTRACT §13): a link intent or payment activation with `send_to` e-mails each
+ * recipient its link through SMTP (a real SMTP server on loopback here), from the outbox, by the
+ * worker, at most once per recipient per link; a refusal before hand-over is retried, a permanent
+ * one is not; without SMTP_URL each message is an .eml file under <data dir>/mail/.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import { SMTPServer } from 'smtp-server';
+import { startTestApi, startTestWorker } from './helpers/api.ts';
+
+process.env.SETTLE_PUBLIC_URL = 'https://pay.example.test';
+const V2 = { version: 'v2' };
+
+interface Received {
+  from: string;
+  to: string[];
+  raw: string;
+}
+
+/** An SMTP server that wants user/secret, refuses `busy@` once (451) and `nobody@` always (550). */
+async function startSmtp(t: Test): Promise<{ url: string; received: Received[] }> {
+  const received: Received[] = [];
+  let busyRefused = false;
+  const server = new SMTPServer({
+    disabledCommands: ['STARTTLS'],
+    allowInsecureAuth: true,
+    logger: false,
+    onAuth(auth, _session, callback) {
+      if (auth.username === 'user' && auth.password === 'secret') callback(null, { user: 'user' });
+      else callback(new Error('Invalid credentials'));
+    },
+    onRcptTo(address, _session, callback) {
+      if (address.address.startsWith('nobody@')) return callback(Object.assign(new Error('No such user'), { responseCode: 550 }));
+      if (address.address.startsWith('busy@') && !busyRefused) {
+        busyRefused = true;
+        return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
+      }
+      callback();
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        received.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks).toString('utf8'),
+        });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.server.address() as { port: number };
+  return { url: `smtp://user:secret@127.0.0.1:${port}`, received };
+}
+
+async function eventually(check: () => Promise<boolean> | boolean): Promise<void> {
+  const until = Date.now() + 5000;
+  while (!(await check()) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+const smtp = await startSmtp(t);
+const api = await startTestApi(t);
+await startTestWorker(t, api.databaseUrl, { SMTP_URL: smtp.url, SMTP_FROM: 'Shop <shop@example.com>', WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WORKER_POLL_INTERVAL: '50' });
+
+function messagesTo(address: string): Received[] {
+  return smtp.received.filter((m) => m.to.includes(address));
+}
+
+t.test('a link intent e-mails each recipient its link once, through SMTP', async (t) => {
+  const res = await api.request('POST', '/intents', {
+    ...V2,
+    json: {
+      type: 'payouts_enrollment_link',
+      payouts_enrollment_link: { entity_name: 'Jango', purpose: 'Commissions' },
+      send_to: [{ name: 'Jango Fett', email: 'jango@example.com' }, { email: 'ops@example.com' }, { email: 'JANGO@example.com' }],
+    },
+  });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  await eventually(() => messagesTo('jango@example.com').length > 0 && messagesTo('ops@example.com').length > 0);
+  const [jango] = messagesTo('jango@example.com');
+  t.ok(jango, 'jango got a message');
+  t.equal(jango.from, 'shop@example.com');
+  t.match(jango.raw, /^From: Shop <shop@example\.com>/m);
+  t.match(jango.raw, /^To: Jango Fett <jango@example\.com>/m);
+  t.match(jango.raw, /^Subject: Connect your bank account for payouts/m);
+  t.match(jango.raw, /Hello Jango Fett,/);
+  t.ok(jango.raw.includes(res.body.url), 'the message carries the link');
+  t.equal(messagesTo('ops@example.com').length, 1);
+  const sent = () => api.db('link_emails').where({ object_id: res.body.id }).orderBy('recipient');
+  await eventually(async () => (await sent()).every((r: any) => r.state === 'sent'));
+  const rows = await sent();
+  t.same(rows.map((r: any) => [r.recipient, r.state, r.attempts]), [['jango@example.com', 'sent', 1], ['ops@example.com', 'sent', 1]], 'one message per recipient, however it was spelled');
+  // Another run of a finished job (a retry, a duplicate enqueue) sends nothing more.
+  await api.db.raw(`select graphile_worker.add_job('send_link_email', json_build_object('email_id', ?::text, 'org_id', ?::text, 'environment', 'test'))`, [rows[0].id, rows[0].org_id]);
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  t.equal(messagesTo('jango@example.com').length, 1, 'at most once');
+});
+
+t.test('a payment activation e-mails its recipients too', async (t) => {
+  const res = await api.request('POST', '/payment_activations', { json: { intent: { entity_name: 'Boba' }, send_to: [{ name: 'Boba', email: 'boba@example.com' }] } });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  await eventually(() => messagesTo('boba@example.com').length > 0);
+  const [boba] = messagesTo('boba@example.com');
+  t.match(boba?.raw, /^Subject: Connect your bank account$/m);
+  t.ok(boba?.raw.includes(`https://pay.example.test/enroll/${res.body.id}`));
+});
+
+t.test('a temporary refusal is retried and delivered once; a permanent one is not retried', async (t) => {
+  const res = await api.request('POST', '/intents', {
+    ...V2,
+    json: { type: 'checkout_link', checkout_link: { amount: 9.5, description: 'Invoice 12' }, send_to: [{ email: 'busy@example.com' }, { email: 'nobody@example.com' }] },
+  });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  const states = async () => Object.fromEntries((await api.db('link_emails').where({ object_id: res.body.id })).map((r: any) => [r.recipient, r]));
+  await eventually(async () => {
+    const s = await states();
+    return s['busy@example.com']?.state === 'sent' && s['nobody@example.com']?.state === 'failed';
+  });
+  const final = await states();
+  t.match(final['busy@example.com'], { state: 'sent', attempts: 2 }, 'sent on the second attempt');
+  t.match(final['nobody@example.com'], { state: 'failed', attempts: 1, last_error: /No such user/ }, 'a 550 is final');
+  t.equal(messagesTo('busy@example.com').length, 1);
+  t.match(messagesTo('busy@example.com')[0].raw, /^Subject: Your payment link/m);
+  t.equal(messagesTo('nobody@example.com').length, 0);
+});
+
+t.test('nothing is queued for a link that was not created, or that has no recipients', async (t) => {
+  const before = Number((await api.db('link_emails').count('* as n'))[0].n);
+  const bad = await api.request('POST', '/intents', { ...V2, json: { type: 'checkout_link', checkout_link: { description: 'no amount' }, send_to: [{ email: 'ghost@example.com' }] } });
+  t.equal(bad.status, 400);
+  const badList = await api.request('POST', '/payment_activations', { json: { object: 'list', values: [{ send_to: [{ email: 'ghost@example.com' }] }, { send_to: [{ email: 'bad' }] }] } });
+  t.equal(badList.status, 400, 'one bad item fails the whole list');
+  const silent = await api.request('POST', '/intents', { ...V2, json: { type: 'checkout_link', checkout_link: { amount: 1, description: 'quiet' } } });
+  t.equal(silent.status, 200);
+  t.equal(Number((await api.db('link_emails').count('* as n'))[0].n), before);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(messagesTo('ghost@example.com').length, 0);
+});
+
+t.test('without SMTP_URL each message is an .eml file under <data dir>/mail/', async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-mail-'));
+  t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const local = await startTestApi(t);
+  await startTestWorker(t, local.databaseUrl, { SETTLE_DATA_DIR: dataDir, WORKER_POLL_INTERVAL: '50' });
+  const res = await local.request('POST', '/intents', { ...V2, json: { type: 'account_enrollment_link', send_to: [{ name: 'Lando', email: 'lando@example.com' }] } });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  const dir = path.join(dataDir, 'mail');
+  await eventually(() => fs.existsSync(dir) && fs.readdirSync(dir).length > 0);
+  const files = fs.readdirSync(dir);
+  t.equal(files.length, 1);
+  const eml = fs.readFileSync(path.join(dir, files[0]), 'utf8');
+  t.match(eml, /^To: Lando <lando@example\.com>/m);
+  t.match(eml, /^Subject: Set up your processing account/m);
+  t.ok(eml.includes(`https://pay.example.test/enroll/${res.body.id}`));
+  const row = () => local.db('link_emails').where({ object_id: res.body.id }).first();
+  await eventually(async () => (await row()).state === 'sent');
+  t.equal((await row()).state, 'sent');
+});

@@ -1,0 +1,84 @@
+/**
+ * Sandbox verification (CONTRACT §13): attaching an entity starts it, the worker settles it after
+ * the verification delay (shortened here), and the processing accounts it backs follow, each
+ * change with its event.
+ */
+import t from 'tap';
+import { startTestApi, startTestWorker } from './helpers/api.ts';
+
+const api = await startTestApi(t);
+await startTestWorker(t, api.databaseUrl, { SETTLE_VERIFICATION_DELAY: '150', WORKER_POLL_INTERVAL: '50' });
+const V2 = { version: 'v2' };
+
+/** Polls until `read` answers what `done` accepts (at most 5 s), returning the last answer. */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  const until = Date.now() + 5000;
+  let value = await read();
+  while (!done(value) && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    value = await read();
+  }
+  return value;
+}
+
+async function eventsOf(id: string): Promise<Array<[string, string]>> {
+  const rows = await api.db('events').where({ object_id: id }).orderBy('seq');
+  return rows.map((e: any) => [e.trigger, e.value.status]);
+}
+
+const entity = (taxId: string) => ({ type: 'business', legal_name: 'Verify Me LLC', country: 'US', tax_id: { value: taxId } });
+
+t.test('an attached entity is verified a moment later and its processing account becomes active', async (t) => {
+  const created = await api.request('POST', '/accounts', { ...V2, json: { type: 'processing', name: 'Good', entity: entity('123456789') } });
+  t.equal(created.status, 200, JSON.stringify(created.body));
+  t.equal(created.body.processing.status.funding, 'pending');
+  t.equal(created.body.entity.verification_status, 'pending', 'attaching started verification');
+  const settled = await eventually(() => api.request('GET', `/accounts/${created.body.id}`, V2), (r) => r.body.processing.status.funding !== 'pending');
+  t.equal(settled.body.processing.status.funding, 'active');
+  t.equal(settled.body.entity.verification_status, 'verified');
+  t.equal((await api.request('GET', `/processing_accounts/${created.body.id}`)).body.status, 'active', 'v1 status too');
+  t.same(await eventsOf(created.body.entity.id), [['entity:status', 'pending'], ['entity:status', 'verified']]);
+  t.same(await eventsOf(created.body.id), [['processing_status', 'pending'], ['processing_status', 'active']]);
+});
+
+t.test('a tax id ending in 0000 is rejected and the processing account denied', async (t) => {
+  const created = await api.request('POST', '/processing_accounts', {
+    json: { name: 'Bad', legal_entity: { legal_name: 'Nope LLC', type: 'LIMITED_LIABILITY_COMPANY', ein: '12-3450000' } },
+  });
+  t.equal(created.status, 200, JSON.stringify(created.body));
+  t.equal(created.body.status, 'pending');
+  const settled = await eventually(() => api.request('GET', `/processing_accounts/${created.body.id}`), (r) => r.body.status !== 'pending');
+  t.equal(settled.body.status, 'denied');
+  t.equal(settled.body.legal_entity.verification_status, 'rejected');
+  t.same(await eventsOf(settled.body.legal_entity.id), [['entity:status', 'pending'], ['entity:status', 'rejected']]);
+  t.same(await eventsOf(created.body.id), [['processing_status', 'pending'], ['processing_status', 'denied']]);
+  const fresh = (await api.request('POST', '/legal_entities', { json: { legal_name: 'Better LLC', ein: '12-3456789' } })).body;
+  const reopened = await api.request('PUT', `/processing_accounts/${created.body.id}`, { json: { legal_entity_id: fresh.id } });
+  t.equal(reopened.body.status, 'pending', 'another entity starts over');
+  const active = await eventually(() => api.request('GET', `/processing_accounts/${created.body.id}`), (r) => r.body.status !== 'pending');
+  t.equal(active.body.status, 'active');
+});
+
+t.test('an entity on its own stays unverified; attaching it later starts verification, and a second account follows the decision', async (t) => {
+  const alone = (await api.request('POST', '/entities', { ...V2, json: entity('987654321') })).body;
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.equal((await api.request('GET', `/entities/${alone.id}`, V2)).body.verification_status, 'unverified');
+  const first = (await api.request('POST', '/accounts', { ...V2, json: { type: 'processing', name: 'First' } })).body;
+  const attached = await api.request('PUT', `/accounts/${first.id}`, { ...V2, json: { entity_id: alone.id } });
+  t.equal(attached.status, 200, JSON.stringify(attached.body));
+  t.equal(attached.body.entity.verification_status, 'pending');
+  const verified = await eventually(() => api.request('GET', `/entities/${alone.id}`, V2), (r) => r.body.verification_status !== 'pending');
+  t.equal(verified.body.verification_status, 'verified');
+  const second = (await api.request('POST', '/accounts', { ...V2, json: { type: 'processing', name: 'Second', entity_id: alone.id } })).body;
+  t.equal(second.processing.status.funding, 'pending', 'every processing account starts pending');
+  const active = await eventually(() => api.request('GET', `/accounts/${second.id}`, V2), (r) => r.body.processing.status.funding !== 'pending');
+  t.equal(active.body.processing.status.funding, 'active');
+  t.same(await eventsOf(alone.id), [['entity:status', 'pending'], ['entity:status', 'verified']], 'verified once, not again');
+});
+
+t.test('a customer account with an entity starts verification but has no processing status', async (t) => {
+  const customer = (await api.request('POST', '/accounts', { ...V2, json: { type: 'customer', name: 'Buyer', entity: { ...entity('111222333'), type: 'individual' } } })).body;
+  const verified = await eventually(() => api.request('GET', `/entities/${customer.entity.id}`, V2), (r) => r.body.verification_status !== 'pending');
+  t.equal(verified.body.verification_status, 'verified');
+  t.same(await eventsOf(customer.id), [], 'no processing_status for a customer');
+});
