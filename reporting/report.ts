@@ -136,7 +136,11 @@ function decoder(typed: Typed, exact: Exact | undefined, version: Version): (raw
   };
 }
 
-/** Minor units → the API's 2-decimal number, rounding a fraction of a cent half up (as Math.round). */
+/**
+ * Minor units → the API's number. A sum, minimum or maximum is exact cents; an average, standard
+ * deviation or variance is computed from the exact integer sums and only then converted, in major
+ * units (the variance in units squared), not rounded to the cent (as the Postgres path answers).
+ */
 function exactMoney(kind: Exact, raw: unknown): number | null {
   switch (kind) {
     case 'money':
@@ -144,34 +148,17 @@ function exactMoney(kind: Exact, raw: unknown): number | null {
     case 'money_avg': {
       const [sum, count] = raw as [string, number | string];
       const n = BigInt(count);
-      return n === 0n ? null : Number(roundedQuotient(BigInt(sum), n)) / 100;
+      return n === 0n ? null : Number(BigInt(sum)) / Number(n) / 100;
     }
     default: {
       const [count, sum, squares] = raw as [number | string, string, string];
       const n = BigInt(count);
       if (n < 2n) return null;
-      // Sample variance = (n·Σx² − (Σx)²) / (n(n−1)), kept as an exact fraction.
+      // Sample variance = (n·Σx² − (Σx)²) / (n(n−1)): the numerator exact, so no cancellation.
       const numerator = n * BigInt(squares) - BigInt(sum) ** 2n;
-      const denominator = n * (n - 1n);
-      if (kind === 'money_variance') return Number(roundedQuotient(numerator, denominator)) / 100;
-      // round(√(num/den)) = the largest k with (2k−1)² ≤ 4·num/den.
-      const root = integerSqrt((4n * numerator) / denominator);
-      return Number((root + 1n) / 2n) / 100;
+      const varianceMinor = Number(numerator) / Number(n * (n - 1n));
+      return kind === 'money_variance' ? varianceMinor / 10_000 : Math.sqrt(varianceMinor) / 100;
     }
   }
 }
 
-/** a / b rounded half up, for b > 0. */
-function roundedQuotient(a: bigint, b: bigint): bigint {
-  const twice = 2n * a + b;
-  const q = twice / (2n * b);
-  return twice < 0n && q * 2n * b !== twice ? q - 1n : q;
-}
-
-function integerSqrt(n: bigint): bigint {
-  if (n < 2n) return n < 0n ? 0n : n;
-  let x = BigInt(Math.floor(Math.sqrt(Number(n))));
-  while (x * x > n) x -= 1n;
-  while ((x + 1n) * (x + 1n) <= n) x += 1n;
-  return x;
-}

@@ -379,3 +379,37 @@ t.test('v1 transactions through the client: card and bank payments, refunds, voi
   const biggest = await v1.Payment.filterBy(mine).orderBy('desc(amount)').limit(1).all();
   t.same(biggest.map((x: any) => x.amount), [40], 'orderBy desc(amount) with limit');
 });
+
+t.test('v1 billing through the client: an invoice paid by allocation, a payment link, a billing schedule', async (t) => {
+  const shop = await v1.ProcessingAccount.create({ name: 'Client billing shop' });
+  const payer = await v1.Customer.create({ name: 'Client payer', email: 'client-payer@example.com' });
+  const today = new Date().toISOString().slice(0, 10);
+  const invoice = await v1.Invoice.create({ customer_id: payer.id, processing_id: shop.id, due_date: today, items: [v1.ChargeItem({ amount: 29.99, type: 'plan' })] });
+  t.ok(invoice instanceof v1.Invoice.wrappedModel, 'an Invoice model');
+  t.equal(invoice.status, 'unpaid');
+  t.equal(invoice.amount_due, 29.99);
+  t.equal(invoice.items[0].object, 'line_item', 'nested items carry their object');
+  // The model's setters nest card_number and expiry under `card`, as the libraries' own tests do it.
+  const card = await v1.create(v1.Card({ account_id: payer.id, card_number: '4242 4242 4242 4242', expiry: '12/35' }));
+  await v1.Payment.create({ amount: invoice.amount_due, customer_id: payer.id, payment_method_id: card.id, allocations: [v1.PaymentItem({ invoice_id: invoice.id })] });
+  const paid = await v1.Invoice.get(invoice.id);
+  t.equal(paid.status, 'paid', 'paid in the payment\'s own transaction');
+  t.equal(paid.amount_due, 0);
+
+  const link = await v1.PaymentLink.create({ type: 'one_time', description: 'Client link', amount: 12, processing_id: shop.id });
+  t.equal(link.status, 'active');
+  t.match(link.url, /\/pay\/pay_/);
+  await link.delete();
+  await rejectsWith(t, v1.PaymentLink.get(link.id), pl.NotFound, 'a deleted link is gone');
+
+  const schedule = await v1.BillingSchedule.create({
+    customer_id: payer.id, processing_id: shop.id, start_date: today, recurring_frequency: 'monthly', monthly: { billing_day: 1 },
+    charges: [v1.BillingCharge({ amount: 15, type: 'subscription' })],
+  });
+  t.equal(schedule.recurring_amount, 15);
+  t.equal(schedule.charges[0].object, 'billing_charge');
+  await schedule.update({ recurring_frequency: 'quarterly' });
+  t.equal(schedule.recurring_frequency, 'quarterly', 'the model is updated in place');
+  const charges = await v1.BillingCharge.filterBy({ billing_schedule_id: schedule.id }).all();
+  t.equal(charges.length, 1);
+});

@@ -186,6 +186,11 @@ export class SqlCompiler {
       const arg = this.singleArg(node, false);
       requireArgType(fn, arg);
       const sqlFn = fn === 'stddev' ? 'stddev_samp' : fn === 'variance' ? 'var_samp' : fn;
+      // Sums, minima and maxima of money are exact cents; an average, deviation or variance of
+      // money is a plain number in major units (squared for the variance), never rounded to the cent.
+      if (arg.type === 'money' && MONEY_STATISTICS[fn]) {
+        return { sql: `${sqlFn}(${arg.sql}) / ${MONEY_STATISTICS[fn]}`, bindings: arg.bindings, type: 'aggregate' };
+      }
       const type: ValueType = (fn === 'min' || fn === 'max') ? arg.type : fn === 'count' ? 'aggregate' : arg.type === 'money' ? 'money' : 'aggregate';
       return { sql: `${sqlFn}(${arg.sql})`, bindings: arg.bindings, type, field: arg.field };
     }
@@ -241,6 +246,9 @@ export class SqlCompiler {
 
 const DATE_FUNCTIONS = new Set(['year', 'month', 'monthname', 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'hour', 'minute', 'second', 'unix_timestamp', 'date']);
 const NUMERIC_FUNCTIONS = new Set(['abs', 'ceil', 'floor', 'round', 'sum', 'avg', 'stddev', 'variance']);
+/** Divisors taking statistics of minor units to major units (the variance is in units squared). */
+const MONEY_STATISTICS: Record<string, string> = { avg: '100.0', stddev: '100.0', variance: '10000.0' };
+
 const NUMERIC_TYPES = new Set<ValueType>(['integer', 'number', 'money', 'aggregate']);
 
 /** A function over the wrong kind of value is the client's mistake: 400, before Postgres sees it. */

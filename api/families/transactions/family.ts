@@ -29,6 +29,8 @@ const fields: FieldSpec[] = [
   // Inline method on input; a masked snapshot of the method on output.
   { store: 'payment_method', type: 'json', v1: 'payment_method', v2: 'payment_method' },
   { store: 'payment_method', type: 'json', v2: 'sender.method', writeOnly: true },
+  // A payout's (or withdrawal's) method typed inline on the receiver side, as v2 clients send it.
+  { store: 'payment_method', type: 'json', v2: 'receiver.method', writeOnly: true, types: ['payout', 'refund', 'withdraw'] },
   { store: 'payment_method_type', type: 'string', v1: 'payment_method_type', v2: 'payment_method_type', readOnly: true },
   { store: 'card_brand', type: 'string', v1: 'card_brand', v2: 'card_brand', readOnly: true },
   // The sandbox's risk screen allows every payment; a real screen plugs in where the processor does.
