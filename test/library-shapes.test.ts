@@ -107,3 +107,15 @@ t.test('refund entries list as v1 transaction_ledgers and v2 transfers', async (
   t.equal((await api.request('GET', '/transfers', { key: await api.newKey('other-org', 'test'), version: 'v2' })).body.values.length, 0, 'another tenant sees none');
   t.equal((await api.request('POST', '/transfers', { version: 'v2', json: { amount: 1 } })).status, 400, 'read-only');
 });
+
+t.test('a v2 payout takes its receiver\'s method inline; a payment cannot', async (t) => {
+  const payee = (await api.request('POST', '/accounts', { version: 'v2', json: { type: 'customer', name: 'Payee' } })).body;
+  const payout = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payout', amount: 12, receiver: { account_id: payee.id, method: BANK } } });
+  t.equal(payout.status, 200, JSON.stringify(payout.body));
+  t.equal(payout.body.receiver.account_id, payee.id);
+  t.match(payout.body.receiver.method_id, /^pm_/);
+  const methods = await api.request('GET', `/payment_methods?account_id=${payee.id}`, { version: 'v2' });
+  t.equal(methods.body.values.length, 1, 'the method belongs to the payee');
+  const wrongSide = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payment', amount: 1, receiver: { method: BANK } } });
+  t.equal(wrongSide.status, 400);
+});
