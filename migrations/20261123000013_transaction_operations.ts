@@ -74,8 +74,9 @@ function noteOperations(name: string, withOld: boolean): string {
       )
       select count(*) into noted from evented;
       if noted > 0 then
+        -- The same shard as the transaction's other events (api/db/events.ts): one job row per transaction.
         perform graphile_worker.add_job('dispatch_events', '{}'::json,
-          job_key => 'dispatch:' || floor(random() * 32)::int, job_key_mode => 'preserve_run_at');
+          job_key => 'dispatch:' || (pg_current_xact_id()::text::bigint % 32), job_key_mode => 'preserve_run_at');
       end if;
       return null;
     end $$;`;

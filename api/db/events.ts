@@ -13,6 +13,13 @@ import type { Db } from './connection.ts';
 /** Dispatch jobs events spread over; more shards, less waiting on one job row under concurrent writes. */
 export const DISPATCH_SHARDS = 32;
 
+/**
+ * The shard is chosen by the writing transaction's id, so every event of one transaction (ours and
+ * those the operations trigger writes) touches the same job row: two job rows per transaction,
+ * taken in different orders by concurrent transactions, would deadlock.
+ */
+export const DISPATCH_JOB_KEY = `'dispatch:' || (pg_current_xact_id()::text::bigint % ${DISPATCH_SHARDS})`;
+
 export interface EventDraft {
   trigger: string;
   objectType: string;
@@ -36,7 +43,7 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
          from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
        returning id)
      select (select count(*) from inserted) as n,
-            (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ?, job_key_mode => 'preserve_run_at')).id as job`,
+            (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')).id as job`,
     [
       tenant.orgId,
       tenant.environment,
@@ -45,7 +52,6 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
       drafts.map((d) => d.objectType),
       drafts.map((d) => d.objectId),
       drafts.map((d) => JSON.stringify(d.value)),
-      `dispatch:${Math.floor(Math.random() * DISPATCH_SHARDS)}`,
     ],
   );
   return ids;
