@@ -3,6 +3,7 @@ import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
 import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
+import { browserRoutes } from './browser/routes.ts';
 import { webhookRoutes } from './http/webhookRoutes.ts';
 import { clientScope, createAuthenticator } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
@@ -61,6 +62,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   });
   app.use(openApiRoute);
   app.use(metricsRoute);
+  app.use(browserRoutes().routes());
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
   app.use(createRateLimiter(services.config.rateLimit));

@@ -11,6 +11,7 @@ import { invalidAttributes, type ErrorDetails } from './errors.ts';
 import { formatTimestamp, parseMoney } from './engine/values.ts';
 import { randomBase62 } from './ids.ts';
 import { hashKey } from './keys.ts';
+import { hostedPageUrl } from './families/intents/links.ts';
 
 export const CLIENT_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
 
@@ -112,7 +113,8 @@ export async function createClientToken(db: Db, tenant: Tenant, body: Record<str
     type: 'client',
     environ: tenant.environment,
     status: 'active',
-    intent,
+    // The checkout page's address carries the token: shown in the answer, never stored.
+    intent: kind === 'checkout_page' ? { checkout_page: { ...options, url: hostedPageUrl('checkout', token) } } : intent,
     created_at: formatTimestamp(now),
     expires_at: formatTimestamp(expiresAt),
   };

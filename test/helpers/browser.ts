@@ -1,0 +1,93 @@
+/**
+ * A real browser for tests: Debian's chromium driven by playwright-core, with a fresh profile per
+ * test file, and a tiny merchant site on its own loopback origin that records what is posted to it.
+ * Without chromium the test fails with how to install it (it never skips).
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import type { Test } from 'tap';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+export async function launchBrowser(t: Test): Promise<BrowserContext> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`chromium is not installed at ${CHROMIUM}: browser tests need it. Install it with \`apt-get update && apt-get install -y chromium\` (.ci/run does this).`);
+  }
+  const profile = mkdtempSync(path.join(os.tmpdir(), 'settle-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 60_000 });
+  context.setDefaultTimeout(15_000);
+  t.teardown(async () => {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  });
+  return context;
+}
+
+export interface Posted {
+  path: string;
+  body: string;
+  form: URLSearchParams;
+}
+
+export interface MerchantSite {
+  /** its origin, a different one from the API's */
+  url: string;
+  /** pages by path; each answered as HTML */
+  pages: Map<string, string>;
+  posted: Posted[];
+  /**
+   * The first POST to `path` (now or later); fails at once when `failure()` names a reason (e.g.
+   * the page reported an error instead of submitting), or after `ms`.
+   */
+  waitForPost: (path: string, failure?: () => string | null, ms?: number) => Promise<Posted>;
+}
+
+export async function startMerchantSite(t: Test): Promise<MerchantSite> {
+  const site: MerchantSite = {
+    url: '',
+    pages: new Map(),
+    posted: [],
+    waitForPost: async (wanted, failure = () => null, ms = 15_000) => {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const found = site.posted.find((p) => p.path === wanted);
+        if (found) return found;
+        const reason = failure();
+        if (reason) throw new Error(`nothing was posted to ${wanted}: ${reason}`);
+        if (Date.now() > deadline) throw new Error(`nothing was posted to ${wanted} within ${ms} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+      if (req.method === 'POST') {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const posted = { path: pathname, body, form: new URLSearchParams(body) };
+        site.posted.push(posted);
+        res.writeHead(200, { 'Content-Type': 'text/html' });
+        res.end('<!doctype html><title>Thanks</title><h1>Thank you</h1>');
+        return;
+      }
+      const page = site.pages.get(pathname);
+      res.writeHead(page === undefined ? 404 : 200, { 'Content-Type': 'text/html; charset=utf-8' });
+      res.end(page ?? 'not found');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  site.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return site;
+}
