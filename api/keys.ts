@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from './db/connection.ts';
 import { findOrCreateOrg, insertKey } from './db/keys.ts';
+import { insertDefaultProcessingAccount } from './families/accounts/repository.ts';
 import { newId, randomBase62 } from './ids.ts';
 
 export type Environment = 'test' | 'live';
@@ -32,7 +33,10 @@ export interface KeySettings {
 }
 
 export async function createKey(db: Db, orgName: string, environment: Environment, settings: KeySettings = {}): Promise<CreatedKey> {
-  const orgId = await findOrCreateOrg(db, newId('org'), orgName);
+  const org = await findOrCreateOrg(db, newId('org'), orgName);
+  const orgId = org.id;
+  // A new org's test environment starts with an active processing account, its default (CONTRACT §3).
+  if (org.created) await insertDefaultProcessingAccount(db, { orgId, environment: 'test' }, newId('acct'), orgName);
   const secret = `${environment === 'test' ? 'test_' : ''}secret_key_${randomBase62(32)}`;
   // The prefix identifies a key in listings and `keys revoke` without revealing it.
   const prefix = secret.slice(0, secret.length - 24);

@@ -99,7 +99,7 @@ t.test('processing status changes record processing_status events', async (t) =>
       where k.identifier = 'dispatch_events'`);
   t.ok(jobs.rows[0].n >= 1, 'the events enqueued their dispatch in the same transaction');
   t.same(events.map((e: any) => e.dispatched_at), [null, null], 'no worker runs here: not yet dispatched');
-  const active = await api.request('GET', '/processing_accounts/?status=active');
+  const active = await api.request('GET', `/processing_accounts/?status=active&id=${created.body.id}`);
   t.same(active.body.values.map((a: any) => a.id), [created.body.id]);
 });
 

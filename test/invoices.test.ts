@@ -9,8 +9,8 @@ import { startTestApi, startTestWorker, type TestApi } from './helpers/api.ts';
 const api = await startTestApi(t, { SETTLE_PROCESSING_DELAY: '50' });
 await startTestWorker(t, api.databaseUrl, { SETTLE_PROCESSING_DELAY: '50', WORKER_POLL_INTERVAL: '50' });
 
-// The environment's default processing account: the first one created.
-const defaultBiller = (await api.request('POST', '/processing_accounts', { json: { name: 'Default biller' } })).body.id;
+// The environment's default processing account: the one a new org's test environment starts with.
+const defaultBiller = (await api.request('GET', '/processing_accounts?order_by=created_at&limit=1')).body.values[0].id;
 
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35' } };
 const DECLINED_CARD = { type: 'card', card: { card_number: '4111 1111 1111 9903', expiry: '12/35' } };

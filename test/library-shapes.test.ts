@@ -119,3 +119,17 @@ t.test('a v2 payout takes its receiver\'s method inline; a payment cannot', asyn
   const wrongSide = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payment', amount: 1, receiver: { method: BANK } } });
   t.equal(wrongSide.status, 400);
 });
+
+t.test('a new org\'s test environment starts with an active default processing account; live starts empty', async (t) => {
+  const test = await api.newKey('fresh-org', 'test');
+  const live = await api.newKey('fresh-org', 'live');
+  const accounts = (await api.request('GET', '/processing_accounts', { key: test })).body.values;
+  t.match(accounts, [{ object: 'processing_account', name: 'fresh-org', status: 'active' }]);
+  t.equal(accounts.length, 1);
+  const paid = await api.request('POST', '/transactions', { key: test, json: { type: 'payment', amount: 3, payment_method: CARD } });
+  t.equal(paid.status, 200, 'a payment without processing_id goes to it');
+  t.equal(paid.body.processing_id, accounts[0].id);
+  t.equal((await api.request('GET', '/processing_accounts', { key: live })).body.values.length, 0);
+  await api.newKey('fresh-org', 'test');
+  t.equal((await api.request('GET', '/processing_accounts', { key: test })).body.values.length, 1, 'a second key makes no second account');
+});

@@ -9,6 +9,12 @@ import { startTestApi, type ApiResponse } from './helpers/api.ts';
 const api = await startTestApi(t);
 // An org of its own, so every list below is exactly the fixture.
 const key = await api.newKey('query-http', 'test');
+// The fixtures below are this environment's only accounts: the default processing account a new
+// org starts with (CONTRACT §3) is deleted first.
+for (const account of (await api.request('GET', '/processing_accounts', { key })).body.values) {
+  const deleted = await api.request('DELETE', `/processing_accounts/${account.id}`, { key });
+  if (deleted.status !== 200) throw new Error(`setup: ${JSON.stringify(deleted.body)}`);
+}
 
 type Params = Array<[string, string]> | Record<string, string>;
 

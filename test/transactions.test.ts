@@ -7,7 +7,8 @@ await startTestWorker(t, api.databaseUrl, { SETTLE_AUTH_WINDOW: '1500', WORKER_P
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 const BANK = { type: 'bank_account', bank_account: { account_number: '123456789', routing_number: '036001808', account_type: 'checking' } };
 
-const processing = (await api.request('POST', '/processing_accounts', { json: { name: 'Shop' } })).body;
+// The default processing account a new org's test environment starts with (CONTRACT §3).
+const processing = (await api.request('GET', '/processing_accounts?order_by=created_at&limit=1')).body.values[0];
 const customer = (await api.request('POST', '/customers', { json: { name: 'Payer', email: 'payer@example.com' } })).body;
 
 async function pay(a: TestApi, amount: number, extra: Record<string, unknown> = {}, key?: string) {

@@ -12,14 +12,15 @@ export interface KeyRecord {
   revoked_at: Date | null;
 }
 
-export async function findOrCreateOrg(db: Db, id: string, name: string): Promise<string> {
+/** The org of this name (`created` when this call made it). */
+export async function findOrCreateOrg(db: Db, id: string, name: string): Promise<{ id: string; created: boolean }> {
   const result = await db.raw(
     `insert into orgs (id, name) values (?, ?)
      on conflict (name) do update set name = excluded.name
-     returning id`,
+     returning id, (xmax = 0) as created`,
     [id, name],
   );
-  return result.rows[0].id;
+  return { id: result.rows[0].id, created: result.rows[0].created };
 }
 
 export async function insertKey(db: Db, key: { id: string; orgId: string; environment: string; hash: Buffer; prefix: string; settings: Record<string, unknown> }): Promise<void> {

@@ -189,7 +189,8 @@ export class SqlCompiler {
       // Sums, minima and maxima of money are exact cents; an average, deviation or variance of
       // money is a plain number in major units (squared for the variance), never rounded to the cent.
       if (arg.type === 'money' && MONEY_STATISTICS[fn]) {
-        return { sql: `${sqlFn}(${arg.sql}) / ${MONEY_STATISTICS[fn]}`, bindings: arg.bindings, type: 'aggregate' };
+        // Over double precision: numeric's results keep too few digits (a square root to the cent).
+        return { sql: `${sqlFn}((${arg.sql})::float8) / ${MONEY_STATISTICS[fn]}`, bindings: arg.bindings, type: 'aggregate' };
       }
       const type: ValueType = (fn === 'min' || fn === 'max') ? arg.type : fn === 'count' ? 'aggregate' : arg.type === 'money' ? 'money' : 'aggregate';
       return { sql: `${sqlFn}(${arg.sql})`, bindings: arg.bindings, type, field: arg.field };

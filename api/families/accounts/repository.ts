@@ -65,3 +65,10 @@ export async function setPayingDefault(db: Db, tenant: Tenant, accountId: string
       [methodId, accountId]);
   }
 }
+
+/** The processing account a new org's test environment starts with: active, the environment's default. */
+export async function insertDefaultProcessingAccount(db: Db, tenant: Tenant, id: string, name: string): Promise<void> {
+  await rows(db,
+    `insert into accounts (id, org_id, environment, type, data) values (?, ?, ?, 'processing', ?::jsonb)`,
+    [id, tenant.orgId, tenant.environment, JSON.stringify({ name, processing: { status: 'active', funding: { style: 'netted', delay: 2 } } })]);
+}
