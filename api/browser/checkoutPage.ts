@@ -36,7 +36,7 @@ function amountText(options: Record<string, unknown>): string {
   return parsed.ok ? (Number(parsed.value) / 100).toFixed(2) : '';
 }
 
-function layout(title: string, main: string, withScript: boolean): string {
+export function layout(title: string, main: string, withScript: boolean): string {
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -11,6 +11,7 @@ import { ASSETS, assetUrl, serveAsset } from './assets.ts';
 import { findCheckout } from './checkoutToken.ts';
 import { pluginView, renderCheckout, renderClosed, renderPaymentPage } from './checkoutPage.ts';
 import { paymentLinkPage } from './paymentLinkPage.ts';
+import { showEnrollPage, submitEnrollPage } from './enrollPage.ts';
 
 const BASE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'";
 /** Secure inputs are framed by merchants' pages, on any origin. */
@@ -70,6 +71,16 @@ export function browserRoutes(): Router {
     const checkout = await findCheckout((ctx.state as RequestState).services.db, ctx.params.token, 'checkout_plugin');
     if (checkout.state === 'open') return sendHtml(ctx, 200, renderPaymentPage(pluginView(checkout.options)), FRAME_CSP);
     sendHtml(ctx, checkout.state === 'unknown' ? 404 : 410, renderClosed(checkout), FRAME_CSP);
+  });
+  // Enrollment pages post a plain form back to themselves (form-action 'self').
+  const ENROLL_CSP = PAGE_CSP.replace("form-action 'none'", "form-action 'self'");
+  router.get('/enroll/:id', async (ctx) => {
+    const page = await showEnrollPage(ctx as Context & { state: RequestState }, ctx.params.id);
+    sendHtml(ctx, page.status, page.html, ENROLL_CSP);
+  });
+  router.post('/enroll/:id', async (ctx) => {
+    const page = await submitEnrollPage(ctx as Context & { state: RequestState }, ctx.params.id);
+    sendHtml(ctx, page.status, page.html, ENROLL_CSP);
   });
   router.get('/pay/:id', async (ctx) => {
     const { db, domain } = (ctx.state as RequestState).services;
