@@ -44,7 +44,7 @@ export async function up(knex: Knex): Promise<void> {
         insert into events (id, org_id, environment, trigger, object_type, object_id, value)
         values ('evt_' || replace(gen_random_uuid()::text, '-', ''), new.org_id, new.environment, 'intent:status', 'intent', finished,
                 jsonb_build_object('status', 'finished', 'previous_status', 'pending'));
-        perform graphile_worker.add_job('dispatch_events', '{}'::json, job_key => 'dispatch:0', job_key_mode => 'preserve_run_at');
+        perform graphile_worker.add_job('dispatch_events', '{}'::json, job_key => 'dispatch:' || (pg_current_xact_id()::text::bigint % 32), job_key_mode => 'preserve_run_at');
       end if;
       return new;
     end $$;

@@ -158,3 +158,21 @@ t.test('intents and payment activations belong to one tenant', async (t) => {
   const token = (await api.request('POST', '/access_tokens', { json: { type: 'client' } })).body.id;
   t.equal((await api.request('GET', '/intents', { key: token })).status, 403, 'a client token cannot read intents');
 });
+
+t.test('a client token made through /access_tokens with an element intent is listed as an intent and finishes when used', async (t) => {
+  const minted = await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { payment_form: { payment: { amount: 4 } } } } });
+  t.equal(minted.status, 200, JSON.stringify(minted.body));
+  const listed = (await api.request('GET', '/intents?type=payment_form&status=pending', { version: 'v2' })).body.values;
+  t.ok(listed.length >= 1, 'listed as a pending payment_form intent');
+  const mine = listed.at(-1);
+  t.notMatch(JSON.stringify(listed), minted.body.id, 'the token itself is never shown again');
+  await api.request('POST', '/processing_accounts', { json: { name: 'Intent shop' } });
+  const paid = await api.request('POST', '/transactions', { key: minted.body.id, json: { type: 'payment', payment_method: { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35' } } } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  t.equal((await api.request('GET', `/intents/${mine.id}`, { version: 'v2' })).body.status, 'finished');
+  const count = async () => Number((await api.db('intents').count('* as n'))[0].n);
+  const before = await count();
+  const none = await api.request('POST', '/access_tokens', { json: { type: 'client' } });
+  t.equal(none.status, 200);
+  t.equal(await count(), before, 'a token without an intent makes no intent row');
+});

@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { createClientToken } from '../clientTokens.ts';
+import { recordTokenIntent } from '../families/intents/tokenIntents.ts';
 import { forbidden } from '../errors.ts';
 import { completeInTransaction } from './idempotency.ts';
 import type { RequestState } from './state.ts';
@@ -14,6 +15,7 @@ export function accessTokenRoutes(): Router {
     const { db, domain } = c.state.services;
     c.body = await db.transaction(async (tx) => {
       const token = await createClientToken(tx, c.state.tenant!, c.state.body ?? {}, domain.now());
+      await recordTokenIntent(tx, c.state.tenant!, domain, token);
       await completeInTransaction(c, tx, 200, token);
       return token;
     });
