@@ -8,6 +8,7 @@ import { webhookRoutes } from './http/webhookRoutes.ts';
 import { clientScope, createAuthenticator } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
 import { errorHandler } from './http/errorHandler.ts';
+import { clientTokenCors } from './http/cors.ts';
 import { idempotency } from './http/idempotency.ts';
 import { objectRoutes } from './http/objectRoutes.ts';
 import { orgRoutes } from './http/orgRoutes.ts';
@@ -44,6 +45,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     recordRequest(ctx, started);
     ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
   });
+  app.use(clientTokenCors);
   app.use(errorHandler);
   app.use(async (ctx: Ctx, next: Next) => {
     if (ctx.path !== '/healthz') {

@@ -63,6 +63,12 @@ async function authenticateClient(ctx: Context & { state: RequestState }, next: 
   await next();
 }
 
+/** Every route some client token may call: the only routes a browser on another origin may reach (CORS). */
+export function clientTokenRoutes(): Array<[string, string]> {
+  const all = Object.values(CLIENT_SCOPES).flat();
+  return all.filter(([method, path], i) => all.findIndex(([m, p]) => m === method && p === path) === i);
+}
+
 /** What each intent kind lets its token do; everything else is 403. */
 const CLIENT_SCOPES: Record<string, Array<[string, string]>> = {
   checkout_plugin: [['POST', '/transactions']],
