@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
-import { launchBrowser, startMerchantSite } from './helpers/browser.ts';
+import { launchBrowser, screenshot, startMerchantSite } from './helpers/browser.ts';
 import { hashKey } from '../api/keys.ts';
 
 const api = await startTestApi(t);
@@ -48,6 +48,7 @@ t.test('the checkout page shows an error under its input, then pays and redirect
   t.equal(await pay.count(), 1, 'the button says what it does');
   t.equal(await page.getByRole('link', { name: 'Back' }).getAttribute('href'), `${site.url}/cart`);
   t.ok(await page.evaluate<boolean>('document.documentElement.scrollWidth <= 375'), 'no sideways scrolling at phone width');
+  await screenshot(page, 'checkout.png');
 
   const number = page.getByLabel('Card number');
   t.equal(await number.getAttribute('autocomplete'), 'cc-number');

@@ -8,7 +8,7 @@ import http from 'node:http';
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startTestApi } from './helpers/api.ts';
-import { launchBrowser, startMerchantSite } from './helpers/browser.ts';
+import { launchBrowser, screenshot, startMerchantSite } from './helpers/browser.ts';
 
 const api = await startTestApi(t);
 const browser = await launchBrowser(t);
@@ -141,6 +141,7 @@ t.test('a payment form pays with the card typed into Settle frames; the merchant
   await secureInput(page, 'card_code').fill('123');
   t.equal(await secureInput(page, 'card_number').getAttribute('autocomplete'), 'cc-number');
   t.notMatch(await merchantDom(page), /4242/, 'the number is not in the merchant page');
+  await screenshot(page, 'payment-form.png');
   t.ok(await page.evaluate<boolean>(`(() => {
     try {
       return document.querySelector('[pl-input=card_number] iframe').contentDocument === null;

@@ -91,3 +91,9 @@ export async function startMerchantSite(t: Test): Promise<MerchantSite> {
   }));
   return site;
 }
+
+/** With SETTLE_SCREENSHOTS=<dir>, the tests save the pages the README shows (docs/screenshots). */
+export async function screenshot(page: import('playwright-core').Page, name: string): Promise<void> {
+  const dir = process.env.SETTLE_SCREENSHOTS;
+  if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
+}
