@@ -5,7 +5,9 @@ import { startReceiver } from './helpers/receiver.ts';
 
 const WORKER = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms', WORKER_POLL_INTERVAL: '50' };
 const api = await startTestApi(t);
-await startTestWorker(t, api.databaseUrl, WORKER);
+// OAuth token lifetimes are moved with this clock, not waited for.
+let tokenClockOffset = 0;
+await startTestWorker(t, api.databaseUrl, WORKER, { tokenClock: () => Date.now() + tokenClockOffset });
 
 async function webhookFor(url: string, extra: Record<string, unknown> = {}) {
   const res = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url, ...extra } });
@@ -152,7 +154,7 @@ t.test('OAuth: one token for many deliveries, refreshed after a 401 and after ex
   t.equal(receiver.received.length, 7, 'the rejected delivery and its retry, nothing more');
   t.equal(receiver.received[5].headers.authorization, 'Bearer tok1', 'the receiver rejected this one');
   t.equal(receiver.received[6].headers.authorization, 'Bearer tok2', 'a 401 drops the token and retries at once with a new one');
-  await new Promise((r) => setTimeout(r, 2100));
+  tokenClockOffset += 2100; // past the 2 s lifetime
   await fireEvent();
   await receiver.waitFor(8);
   t.equal(receiver.received.length, 8);

@@ -26,13 +26,19 @@ import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
 import { TenantSlots } from './webhooks/tenantSlots.ts';
 
-export function taskList(db: Db, config: Config): TaskList {
+/** What a test may replace in the worker. */
+export interface WorkerSeams {
+  /** the clock OAuth tokens are cached by (delivery times stay on the database's clock) */
+  tokenClock?: () => number;
+}
+
+export function taskList(db: Db, config: Config, seams: WorkerSeams = {}): TaskList {
   const http = createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const { vault } = createDomainServices(config);
   return {
     dispatch_events: dispatchEvents(db),
     deliver_webhook: deliverWebhook({
-      db, http, oauth: new OAuthTokens(http), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
+      db, http, oauth: new OAuthTokens(http, seams.tokenClock), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
       slots: new TenantSlots(config.webhookTenantConcurrency),
       lookups: createDnsLookups({ timeoutMs: config.webhookDnsTimeoutMs, pendingPerTenant: config.webhookTenantConcurrency }),
       timeoutMs: config.webhookTimeoutMs,
@@ -61,7 +67,7 @@ export interface RunningWorker {
   stop: () => Promise<void>;
 }
 
-export async function startWorker(config: Config): Promise<RunningWorker> {
+export async function startWorker(config: Config, seams: WorkerSeams = {}): Promise<RunningWorker> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
   const db = createDb(config.databaseUrl, config.workerConcurrency + 2);
@@ -98,7 +104,7 @@ export async function startWorker(config: Config): Promise<RunningWorker> {
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
-    taskList: taskList(db, config),
+    taskList: taskList(db, config, seams),
   });
   // When the database goes away mid-job, graphile-worker shuts its pool down ("queue is in an
   // inconsistent state"), and that shutdown can hang. Replace the pool at once; the old pool's ids
