@@ -17,6 +17,7 @@ import { verifyEntity } from './tasks/entityVerification.ts';
 import { expireIntent } from './tasks/intentExpiry.ts';
 import { sendLinkEmail } from './tasks/linkEmail.ts';
 import { retentionCrontab, retentionTask } from './tasks/retention.ts';
+import { FUNDING_CRONTAB, fundInstantTask, fundingDay, sandboxChargeback, sandboxChargebackReversal } from './tasks/funding.ts';
 import { runBillingDayForAll } from '../api/families/billing_schedules/run.ts';
 import { timedRuns } from '../api/metrics.ts';
 import { startWorkerMetrics } from './metricsServer.ts';
@@ -35,6 +36,7 @@ export interface WorkerSeams {
 export function taskList(db: Db, config: Config, seams: WorkerSeams = {}): TaskList {
   const http = createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const { vault } = createDomainServices(config);
+  const now = () => new Date();
   return {
     dispatch_events: dispatchEvents(db),
     deliver_webhook: deliverWebhook({
@@ -50,6 +52,10 @@ export function taskList(db: Db, config: Config, seams: WorkerSeams = {}): TaskL
     expire_intent: expireIntent(db),
     send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker')),
     retention: retentionTask(db, config),
+    funding_day: fundingDay(db, now),
+    fund_instant: fundInstantTask(db, now),
+    sandbox_chargeback: sandboxChargeback(db, now),
+    sandbox_chargeback_reversal: sandboxChargebackReversal(db),
     billing_day: async () => {
       try {
         await runBillingDayForAll(db, createDomainServices(config), new Date());
@@ -99,8 +105,8 @@ export async function startWorker(config: Config, seams: WorkerSeams = {}): Prom
         failJobBatchDelay: Math.max(0, config.workerCompleteBatchMs),
       },
     },
-    // Retention, and the daily billing run at 00:05 UTC (once, whichever worker takes it).
-    crontab: [retentionCrontab(config), '5 0 * * * billing_day ?jobKey=billing_day&jobKeyMode=preserve_run_at'].filter(Boolean).join('\n'),
+    // Retention, the daily billing run at 00:05 UTC and the funding run at 00:10 (once each, whichever worker takes it).
+    crontab: [retentionCrontab(config), '5 0 * * * billing_day ?jobKey=billing_day&jobKeyMode=preserve_run_at', FUNDING_CRONTAB].filter(Boolean).join('\n'),
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,

@@ -1,10 +1,12 @@
 /**
  * `GET /test_clock` and `PUT /test_clock {now}` (CONTRACT §15): a test environment's clock, moved
- * forward to run every timed step that falls due (invoicing runs, automatic payments) in time order.
+ * forward to run every timed step that falls due (invoicing runs, automatic payments, funding runs) in time order.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
+import { runBillingDay } from '../families/billing_schedules/run.ts';
 import { moveTestClock, readTestClock } from '../families/billing_schedules/testClock.ts';
+import { runFundingDay } from '../families/funding/run.ts';
 import { forbidden } from '../errors.ts';
 import type { RequestState } from './state.ts';
 
@@ -24,7 +26,7 @@ export function testClockRoutes(): Router {
   router.put('/test_clock', async (ctx) => {
     const c = ctx as Ctx;
     requireSecretKey(c);
-    c.body = await moveTestClock(c.state.services.db, c.state.services.domain, c.state.tenant!, c.state.body?.now);
+    c.body = await moveTestClock(c.state.services.db, c.state.services.domain, c.state.tenant!, c.state.body?.now, [runBillingDay, runFundingDay]);
   });
   return router;
 }

@@ -72,7 +72,7 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}): P
 /** Runs the real worker process code against a test database until the test ends. */
 export async function startTestWorker(t: Test, databaseUrl: string, env: Record<string, string> = {}, seams: import('../../workers/main.ts').WorkerSeams = {}): Promise<void> {
   const { startWorker } = await import('../../workers/main.ts');
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATABASE_URL: databaseUrl });
+  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env, DATABASE_URL: databaseUrl });
   const worker = await startWorker(config, seams);
   t.teardown(() => worker.stop());
 }

@@ -49,6 +49,8 @@ const fields: FieldSpec[] = [
   { store: 'processing.default_category', type: 'string', v2: 'processing.default_category', types: PROCESSING, maxLength: 64 },
   // The account's processing settings (/processing_settings); on create, another's id copies its funding settings.
   { store: 'processing_settings_id', type: 'id', v1: 'processing_settings_id', v2: 'processing.settings_id', types: PROCESSING },
+  // The ledger's buckets (CONTRACT §14), summed when asked for: `fields=*,balance`.
+  { store: 'balance', type: 'json', v1: 'balance', v2: 'balance', types: PROCESSING, readOnly: true, nonDefault: true },
   // Funding methods created with the account (CONTRACT §13); never stored on the account itself.
   { store: 'payment_methods', type: 'list', v1: 'payment_methods', v2: 'payment_methods', types: PROCESSING, writeOnly: true },
   attrsField,

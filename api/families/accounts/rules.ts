@@ -1,4 +1,5 @@
 /** Account rules that span fields or rows: processing references, status events. */
+import { showBalances } from '../funding/balance.ts';
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
@@ -92,10 +93,11 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   }];
 }
 
-/** Derived parts of the rendered account: its entity and its processing settings id. */
-async function load(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
+/** Derived parts of the rendered account: its entity, its processing settings id and, when asked, its balance. */
+async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>): Promise<void> {
   await showEntities(ctx, rows);
   showSettingsIds(rows);
+  if (include.has('balance')) await showBalances(ctx, rows);
 }
 
 export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events };

@@ -35,6 +35,10 @@ const fields: FieldSpec[] = [
   { store: 'card_brand', type: 'string', v1: 'card_brand', v2: 'card_brand', readOnly: true },
   // The sandbox's risk screen allows every payment; a real screen plugs in where the processor does.
   { store: 'risk_flag', type: 'string', v1: 'risk_flag', v2: 'risk_flag', readOnly: true, enum: ['allowed', 'denied', 'in_review'] },
+  // Funding (CONTRACT §14), set by the ledger trigger when a paying transaction is processed.
+  { store: 'fee', type: 'money', v1: 'fee', v2: 'fee', readOnly: true },
+  { store: 'funding_status', type: 'string', v1: 'funding_status', v2: 'funding_status', readOnly: true, enum: ['pending', 'funded', 'held'] },
+  { store: 'funding_date', type: 'string', v1: 'funding_date', v2: 'funding_date', readOnly: true },
   { store: 'funding_timing', type: 'string', v2: 'funding_timing', enum: ['standard', 'rapid', 'instant'] },
   { store: 'funding_delay', type: 'integer', v2: 'funding_delay', min: 0, max: 10 },
   // Input on create (links and splits); the rows of the transfers table on output.

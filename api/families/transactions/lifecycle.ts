@@ -10,7 +10,9 @@
 import type { EventDraft } from '../../db/events.ts';
 import type { StoredObject } from '../../engine/family.ts';
 
-export const TYPES = ['payment', 'payout', 'refund', 'deposit', 'withdraw'];
+export const TYPES = ['payment', 'payout', 'refund', 'deposit', 'withdraw', 'chargeback', 'chargeback_reversal'];
+/** Types only the service creates (funding runs, the card network). */
+export const SYSTEM_TYPES = ['chargeback', 'chargeback_reversal'];
 export const STATUSES = ['processing', 'authorized', 'processed', 'voided', 'declined', 'rejected'];
 
 /** Status changes a client may ask for by PUT, and what the worker does on its own. */
@@ -59,6 +61,11 @@ export function creationEvents(row: StoredObject): EventDraft[] {
     }
   }
   return events;
+}
+
+/** A transaction the service makes (deposit, withdrawal, chargeback): its type's trigger only. */
+export function systemCreationEvents(row: StoredObject): EventDraft[] {
+  return [event(CREATE_TRIGGER[row.type] ?? row.type, row)];
 }
 
 export function transitionEvents(next: StoredObject, previous: StoredObject): EventDraft[] {

@@ -11,12 +11,12 @@ export async function lockTransaction(db: Db, tenant: Tenant, id: string): Promi
   return found[0] ?? null;
 }
 
-/** Minor units already refunded from a transaction by refunds that still stand. */
+/** Minor units already taken back from a transaction by refunds (and chargebacks) that still stand. */
 export async function refundedAmount(db: Db, transactionId: string): Promise<number> {
   const found = await rows<{ total: number }>(db,
     `select coalesce(sum(f.amount), 0)::bigint as total
        from transfers f join transactions r on r.id = f.transaction_id
-      where f.assoc_transaction_id = ? and f.entry_type = 'refund'
+      where f.assoc_transaction_id = ? and f.entry_type in ('refund', 'chargeback')
         and r.data->>'status' not in ('voided', 'declined', 'rejected')`,
     [transactionId]);
   return Number(found[0].total);

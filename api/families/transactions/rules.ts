@@ -12,10 +12,11 @@ import { invalidAttributes, transactionDeclined } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
-import { bankWillReject, cardOutcome } from './sandbox.ts';
+import { bankWillReject, cardOutcome, disputeOutcome } from './sandbox.ts';
+import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyClientIntent } from './clientIntent.ts';
 import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
-import { canTransition, creationEvents, statusCodeFor, transitionEvents } from './lifecycle.ts';
+import { canTransition, creationEvents, statusCodeFor, SYSTEM_TYPES, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
 type Data = Json;
@@ -197,18 +198,22 @@ function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject 
   if (requested !== undefined && requested !== null && requested !== 'authorized') {
     throw invalidAttributes({ status: 'Only authorized may be requested when creating a transaction' });
   }
+  let dispute: Json = {};
   if (row.type === 'payment' && method?.type === 'card') {
-    const sealed = (method.data.card as Json).sealed_number;
-    const outcome = cardOutcome(ctx.domain.vault.decrypt(String(sealed)));
+    const number = ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number));
+    const outcome = cardOutcome(number);
     if (!outcome.approved) return { status: 'declined', status_code: outcome.statusCode, status_message: outcome.message };
+    const disputed = disputeOutcome(number);
+    if (disputed) dispute = { sandbox_chargeback: disputed };
   }
   const authorizeOnly = row.type === 'payment'
     && (requested === 'authorized' || automatic || (ctx.version === 'v1' && ctx.principal.kind === 'secret' && ctx.principal.settings.authorize_and_capture === true));
-  if (authorizeOnly) return { status: 'authorized', status_code: 'approved', status_message: 'Authorized', authorization_mode: automatic ? 'automatic' : 'manual' };
-  return { status: ctx.version === 'v2' ? 'processing' : 'processed', status_code: 'approved', status_message: 'Approved' };
+  if (authorizeOnly) return { status: 'authorized', status_code: 'approved', status_message: 'Authorized', authorization_mode: automatic ? 'automatic' : 'manual', ...dispute };
+  return { status: ctx.version === 'v2' ? 'processing' : 'processed', status_code: 'approved', status_message: 'Approved', ...dispute };
 }
 
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
+  if (SYSTEM_TYPES.includes(row.type)) throw invalidAttributes({ type: 'Chargebacks come from the card network; they cannot be created' });
   const data: Data = { ...row.data };
   const { automatic } = await applyClientIntent(ctx, row.type, data);
   await planAllocations(ctx, row.type, data);
@@ -226,10 +231,12 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     const customer = await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
     await checkAccount(ctx, parties.processingId, 'processing', ctx.version === 'v1' ? 'processing_id' : 'receiver[account_id]');
     method = await resolveMethod(ctx, row.type, data, parties);
+    if (!method && isRelease(row.type)) method = await defaultFundingMethod(ctx, parties.processingId);
     if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method' : 'sender']: 'A payment method is required' });
     parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties, customer) };
     if (!parties.processingId) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
     if (row.type === 'payment') plan = await planSplit(ctx, data);
+    if (isRelease(row.type)) await planRelease(ctx, row.type, data, parties.processingId);
   }
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
   storeParties(data, row.type, parties);
@@ -263,6 +270,10 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
   const to = String(next.data.status);
   if (from === to) return next;
   if (!canTransition(from, to)) throw invalidAttributes({ status: `Cannot change status from ${from} to ${to}` });
+  if (SYSTEM_TYPES.includes(previous.type) || isRelease(previous.type)) throw invalidAttributes({ status: 'Funding transfers and chargebacks cannot change status' });
+  if (previous.data.funding_status === 'funded' || previous.data.funding_status === 'held') {
+    throw invalidAttributes({ status: 'Already cleared for funding; refund it instead' });
+  }
   if (to === 'voided' && (await repo.refundedAmount(ctx.tx, previous.id)) > 0) {
     throw invalidAttributes({ status: 'A payment with refunds cannot be voided; refund the rest instead' });
   }
@@ -276,6 +287,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
     return;
   }
   await applyAllocations(ctx, next);
+  if (isRelease(next.type)) await postRelease(ctx, next);
   const plan = (Array.isArray(data.transfer_plan) ? data.transfer_plan : []) as Json[];
   await repo.insertTransfers(ctx.tx, ctx.tenant, plan.flatMap((entry): repo.TransferRow[] => {
     const own = { id: String(entry.id), transaction_id: next.id, account_id: (entry.account_id as string) ?? null, assoc_transaction_id: (entry.assoc_transaction_id as string) ?? null, entry_type: String(entry.entry_type), amount: Number(entry.amount) };

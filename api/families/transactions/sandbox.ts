@@ -1,7 +1,7 @@
 /**
  * The sandbox processor (CONTRACT §7): every Luhn-valid card is approved except 4111 1111 1111
  * 99NN, declined with the code NN names; a bank account number starting 000 is rejected by the
- * bank shortly after processing. It is the seam where a real processor would plug in.
+ * bank shortly after processing; two cards are disputed after processing. It is the seam where a real processor would plug in.
  */
 
 const DECLINE_CODES = [
@@ -32,4 +32,11 @@ export function cardOutcome(cardNumber: string): CardOutcome {
 
 export function bankWillReject(accountNumber: string): boolean {
   return accountNumber.startsWith('000');
+}
+
+/** Sandbox disputes (CONTRACT §14): 4000 0000 0000 0259 is charged back; 4000 0000 0000 2685 is charged back, then reversed. */
+export function disputeOutcome(cardNumber: string): 'chargeback' | 'chargeback_reversal' | null {
+  if (cardNumber === '4000000000000259') return 'chargeback';
+  if (cardNumber === '4000000000002685') return 'chargeback_reversal';
+  return null;
 }

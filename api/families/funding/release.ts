@@ -1,0 +1,50 @@
+/**
+ * Deposits and withdrawals asked for through the API (CONTRACT §14). A deposit releases cleared
+ * money to the funding method (the manual style's only way out): never more than the available
+ * balance, by default all of it, and the held transactions it covers, oldest first, become
+ * funded. A withdrawal pulls money from the funding method into the available balance. Both lock
+ * the processing account, so they queue with funding runs and with each other.
+ */
+import type { RuleContext, StoredObject } from '../../engine/family.ts';
+import type { Json } from '../../engine/view.ts';
+import { invalidAttributes } from '../../errors.ts';
+import { newId } from '../../ids.ts';
+import { insertTransfers } from '../transactions/repository.ts';
+import { bucketTotal, postLegs } from './ledger.ts';
+import { netOf } from './run.ts';
+import { fundingMethod, lockProcessingAccount, recordFundingOperations, releaseHeldItems } from './repository.ts';
+
+export function isRelease(type: string): boolean {
+  return type === 'deposit' || type === 'withdraw';
+}
+
+export async function defaultFundingMethod(ctx: RuleContext, processingId: string | undefined): Promise<StoredObject | null> {
+  return processingId ? fundingMethod(ctx.tx, ctx.tenant, processingId) : null;
+}
+
+/** Checks the amount against the available balance under the account's lock; fills in the default. */
+export async function planRelease(ctx: RuleContext, type: string, data: Json, processingId: string): Promise<void> {
+  const field = ctx.version === 'v1' ? 'processing_id' : type === 'deposit' ? 'receiver[account_id]' : 'sender[account_id]';
+  if (!(await lockProcessingAccount(ctx.tx, ctx.tenant, processingId))) throw invalidAttributes({ [field]: 'Must be a processing account' });
+  if (type !== 'deposit') return;
+  const available = await bucketTotal(ctx.tx, ctx.tenant, processingId, 'available');
+  const amount = typeof data.amount === 'number' ? data.amount : available;
+  if (amount <= 0) throw invalidAttributes({ amount: 'Nothing is available to deposit' });
+  if (amount > available) throw invalidAttributes({ amount: `Must not exceed the available balance (${(Math.max(available, 0) / 100).toFixed(2)})` });
+  data.amount = amount;
+}
+
+/** The ledger posting of a requested deposit or withdrawal, and the held transactions a deposit funds. */
+export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<void> {
+  const accountId = String(row.data.processing_id);
+  const amount = Number(row.data.amount);
+  await postLegs(ctx.tx, ctx.tenant, row.id, `fund:${row.id}`, row.type === 'deposit'
+    ? [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'funded', amount }]
+    : [{ accountId, bucket: 'available', amount }, { accountId, bucket: 'withdrawn', amount: -amount }]);
+  if (row.type !== 'deposit') return;
+  const items = await releaseHeldItems(ctx.tx, ctx.tenant, accountId, amount);
+  await insertTransfers(ctx.tx, ctx.tenant, items.map((item) => ({
+    id: newId('trf'), transaction_id: row.id, account_id: accountId, assoc_transaction_id: item.id, entry_type: 'deposit', amount: netOf(item),
+  })));
+  await recordFundingOperations(ctx.tx, ctx.tenant, items.map((item) => ({ id: item.id, amount: item.amount, depositId: row.id })), ['fund']);
+}

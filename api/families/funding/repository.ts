@@ -1,0 +1,164 @@
+/** Funding SQL on the transaction side: the account lock, the funding method, due items, deposits, operations. */
+import { rows, type Db } from '../../db/connection.ts';
+import { DISPATCH_JOB_KEY } from '../../db/events.ts';
+import { insertObjects } from '../../db/objects.ts';
+import { tenantCheck, tenantScan } from '../../db/tenant.ts';
+import type { StoredObject, Tenant } from '../../engine/family.ts';
+import { newId } from '../../ids.ts';
+import { insertTransfers } from '../transactions/repository.ts';
+
+const ROW = 'id, type, data, created_at, modified_at';
+
+/** The processing account, locked: funding runs, releases and instant funding of one account queue here. */
+export async function lockProcessingAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
+  const scope = tenantCheck(tenant);
+  const found = await rows<StoredObject>(db, `select ${ROW} from accounts where id = ? and ${scope.sql} and type = 'processing' for update`, [id, ...scope.bindings]);
+  return found[0] ?? null;
+}
+
+/** The account's bank method with `account_defaults.funding` deposits or all (v2), the oldest first. */
+export async function fundingMethod(db: Db, tenant: Tenant, accountId: string): Promise<StoredObject | null> {
+  const scope = tenantScan(tenant);
+  const found = await rows<StoredObject>(db,
+    `select ${ROW} from payment_methods
+      where ${scope.sql} and data->>'account_id' = ? and type = 'bank_account' and data->'account_defaults'->>'funding' in ('deposits', 'all')
+      order by created_at, id limit 1`,
+    [...scope.bindings, accountId]);
+  return found[0] ?? null;
+}
+
+export interface FundingItem {
+  id: string;
+  type: string;
+  /** funding status before this change */
+  was: 'pending' | 'held';
+  amount: number;
+  fee: number;
+}
+
+export interface SettleSpec {
+  accountId: string;
+  /** funding date (YYYY-MM-DD) up to which pending items are due */
+  dueBy: string;
+  to: 'funded' | 'held';
+  /** items already held are settled too */
+  includeHeld: boolean;
+  /** only these transactions (instant funding) */
+  only?: string[];
+}
+
+/** Marks the due items and returns them; the row locks make a second, concurrent run find nothing. */
+export async function settleDueItems(db: Db, tenant: Tenant, spec: SettleSpec): Promise<FundingItem[]> {
+  const scope = tenantScan(tenant, 't');
+  const only = spec.only ? ' and t.id = any(?::text[])' : '';
+  const found = await rows<FundingItem & { amount: string; fee: string }>(db,
+    `with due as (
+       select t.id, t.data->>'funding_status' as was from transactions t
+        where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held')
+          and ((t.data->>'funding_status' = 'pending' and t.data->>'funding_date' <= ?) or (? and t.data->>'funding_status' = 'held'))${only}
+        order by t.id for update of t
+     )
+     update transactions t set data = t.data || jsonb_build_object('funding_status', ?::text), modified_at = now()
+       from due where t.id = due.id
+     returning t.id, t.type, due.was, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee`,
+    [...scope.bindings, spec.accountId, spec.dueBy, spec.includeHeld, ...(spec.only ? [spec.only] : []), spec.to]);
+  return found.map((r) => ({ ...r, amount: Number(r.amount), fee: Number(r.fee) })).sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+/** Held items of an account, oldest first, whose nets fit in `amount` together (a manual release). */
+export async function releaseHeldItems(db: Db, tenant: Tenant, accountId: string, amount: number): Promise<FundingItem[]> {
+  const scope = tenantScan(tenant, 't');
+  const found = await rows<FundingItem & { amount: string; fee: string }>(db,
+    `with held as (
+       select t.id, t.type, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee, t.created_at
+         from transactions t
+        where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held') and t.data->>'funding_status' = 'held'
+        order by t.created_at, t.id for update of t
+     ), running as (
+       select id, sum(ledger_gross(type, amount) - fee) over (order by created_at, id) as total from held
+     )
+     update transactions t set data = t.data || '{"funding_status": "funded"}'::jsonb, modified_at = now()
+       from running r where t.id = r.id and r.total <= ?
+     returning t.id, t.type, 'held' as was, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee`,
+    [...scope.bindings, accountId, amount]);
+  return found.map((r) => ({ ...r, amount: Number(r.amount), fee: Number(r.fee) }));
+}
+
+export interface FundingTransfer {
+  kind: 'deposit' | 'withdraw';
+  amount: number;
+  accountId: string;
+  method: StoredObject | null;
+  description: string;
+  /** transactions this one funds, with the net each contributes */
+  items: Array<{ id: string; net: number }>;
+}
+
+/** A deposit (or withdrawal) to the funding method, listing what it funds in its transfers. */
+export async function insertFundingTransfer(db: Db, tenant: Tenant, transfer: FundingTransfer): Promise<StoredObject> {
+  const processing = { account_id: transfer.accountId, method_id: null };
+  const bank = { account_id: null, method_id: transfer.method?.id ?? null };
+  const data = {
+    amount: transfer.amount, currency: 'USD', status: 'processed', status_code: 'approved', status_message: 'Approved',
+    description: transfer.description, processing_id: transfer.accountId, customer_id: null, payment_method_id: transfer.method?.id ?? null,
+    sender: transfer.kind === 'deposit' ? processing : bank, receiver: transfer.kind === 'deposit' ? bank : processing,
+    payment_method: transfer.method ? { object: 'payment_method', id: transfer.method.id, type: transfer.method.type } : null,
+    payment_method_type: transfer.method?.type ?? null, trigger: 'automatic', attrs: {},
+  };
+  const [row] = await insertObjects(db, 'transactions', tenant, [{ id: newId('txn'), type: transfer.kind, data, created_at: new Date(), modified_at: new Date() }]);
+  await insertTransfers(db, tenant, transfer.items.map((item) => ({
+    id: newId('trf'), transaction_id: row.id, account_id: transfer.accountId, assoc_transaction_id: item.id, entry_type: transfer.kind, amount: item.net,
+  })));
+  return row;
+}
+
+/**
+ * One operation row per transaction and step (`clear`, `fund`), each with its
+ * `transaction:operation` event, and `transaction:operation:clear` for each clear, in one statement.
+ */
+export async function recordFundingOperations(db: Db, tenant: Tenant, items: Array<{ id: string; amount: number; depositId?: string }>, steps: Array<'clear' | 'fund' | 'chargeback'>): Promise<void> {
+  if (items.length === 0 || steps.length === 0) return;
+  await rows(db,
+    `with ops as (
+       insert into transaction_operations (id, org_id, environment, type, data)
+       select 'op_' || replace(gen_random_uuid()::text, '-', ''), ?, ?, s.step,
+              jsonb_strip_nulls(jsonb_build_object('transaction_id', i.id, 'amount', i.amount, 'status', 'complete', 'deposit_id', i.deposit_id))
+         from unnest(?::text[], ?::bigint[], ?::text[]) as i(id, amount, deposit_id) cross join unnest(?::text[]) with ordinality as s(step, n)
+        order by i.id, s.n
+       returning id, org_id, environment, type, data
+     ), evented as (
+       insert into events (id, org_id, environment, trigger, object_type, object_id, value)
+       select 'evt_' || replace(gen_random_uuid()::text, '-', ''), o.org_id, o.environment, tr.trigger, 'transaction', o.data->>'transaction_id',
+              jsonb_build_object('object', 'transaction_operation', 'id', o.id, 'type', o.type, 'status', 'complete', 'amount', o.data->'amount')
+         from ops o cross join lateral (select 'transaction:operation' as trigger union all select 'transaction:operation:clear' where o.type = 'clear') tr
+       returning 1
+     )
+     select (select count(*) from evented) as n,
+            (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')).id as job`,
+    [tenant.orgId, tenant.environment, items.map((i) => i.id), items.map((i) => i.amount), items.map((i) => i.depositId ?? null), steps]);
+}
+
+/** Processing accounts of a tenant (or of every tenant) with items due by a date or held. */
+export async function accountsWithDueItems(db: Db, dueBy: string, tenant?: Tenant): Promise<Array<{ org_id: string; environment: 'test' | 'live'; account_id: string }>> {
+  const scope = tenant ? tenantScan(tenant) : { sql: 'true', bindings: [] };
+  return rows(db,
+    `select distinct org_id, environment, data->>'processing_id' as account_id from transactions
+      where ${scope.sql} and data->>'funding_status' in ('pending', 'held') and data->>'funding_date' <= ?
+      order by 1, 2, 3`,
+    [...scope.bindings, dueBy]);
+}
+
+/** Gross-style accounts of a tenant (or all), for the monthly fee withdrawal. */
+export async function grossAccounts(db: Db, tenant?: Tenant): Promise<Array<{ org_id: string; environment: 'test' | 'live'; account_id: string }>> {
+  const scope = tenant ? tenantScan(tenant) : { sql: 'true', bindings: [] };
+  return rows(db,
+    `select org_id, environment, id as account_id from accounts
+      where ${scope.sql} and type = 'processing' and data->'processing'->'funding'->>'style' = 'gross' order by 1, 2, 3`,
+    scope.bindings);
+}
+
+export async function transactionAccount(db: Db, transactionId: string): Promise<{ org_id: string; environment: 'test' | 'live'; account_id: string | null } | null> {
+  const found = await rows<{ org_id: string; environment: 'test' | 'live'; account_id: string | null }>(db,
+    `select org_id, environment, data->>'processing_id' as account_id from transactions where id = ?`, [transactionId]);
+  return found[0] ?? null;
+}

@@ -1,0 +1,174 @@
+/**
+ * Funding runs (CONTRACT §14): for each processing account, the paying transactions due by the
+ * run's date are cleared and, by the account's style, deposited to its funding method.
+ *
+ *   netted   one deposit of the available balance (a withdrawal when negative)
+ *   gross    one deposit of the due transactions' amounts before fees; on the 1st of the month,
+ *            one withdrawal of last month's fees
+ *   itemized one deposit (or withdrawal) per due transaction
+ *   manual   cleared into `available` and held there until a deposit request releases it
+ *
+ * Without a funding method, cleared money waits in `held` until one exists. Each account's run
+ * is one database transaction under the account's row lock; the due rows are claimed by an
+ * update of their `funding_status`, so two workers running the same day, or a run retried after
+ * a crash, fund each transaction exactly once.
+ */
+import { recordEvents } from '../../db/events.ts';
+import type { Db } from '../../db/connection.ts';
+import type { DomainServices, Tenant } from '../../engine/family.ts';
+import { newId } from '../../ids.ts';
+import { systemCreationEvents } from '../transactions/lifecycle.ts';
+import { bucketTotal, feesCharged, postLegs, postingExists } from './ledger.ts';
+import * as repo from './repository.ts';
+
+export interface FundingOutcome {
+  cleared: number;
+  funded: number;
+  deposits: string[];
+}
+
+const NONE: FundingOutcome = { cleared: 0, funded: 0, deposits: [] };
+
+/** Money a transaction moves into its processing account, before fees (the SQL `ledger_gross`). */
+export function grossOf(type: string, amount: number): number {
+  if (type === 'payment' || type === 'chargeback_reversal') return amount;
+  if (type === 'refund' || type === 'payout' || type === 'chargeback') return -amount;
+  return 0;
+}
+
+export function netOf(item: { type: string; amount: number; fee: number }): number {
+  return grossOf(item.type, item.amount) - item.fee;
+}
+
+export function isoDate(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+function sum(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+/** A deposit (positive) or withdrawal (negative) to the funding method, its ledger posting and event. */
+async function moveFunds(tx: Db, tenant: Tenant, accountId: string, method: repo.FundingTransfer['method'], amount: number, items: Array<{ id: string; net: number }>, description: string): Promise<string> {
+  const kind = amount >= 0 ? 'deposit' : 'withdraw';
+  const row = await repo.insertFundingTransfer(tx, tenant, { kind, amount: Math.abs(amount), accountId, method, description, items });
+  await postLegs(tx, tenant, row.id, `fund:${row.id}`, kind === 'deposit'
+    ? [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'funded', amount }]
+    : [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'withdrawn', amount }]);
+  await recordEvents(tx, tenant, systemCreationEvents(row));
+  return row.id;
+}
+
+export interface FundOptions {
+  /** fund just these transactions at once, itemized (funding_timing instant) */
+  only?: string[];
+}
+
+/** One account's run for the date of `asOf`. */
+export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asOf: Date, options: FundOptions = {}): Promise<FundingOutcome> {
+  return db.transaction(async (tx) => {
+    const account = await repo.lockProcessingAccount(tx, tenant, accountId);
+    if (!account) return NONE;
+    const funding = ((account.data.processing as Record<string, unknown> | undefined)?.funding ?? {}) as Record<string, unknown>;
+    const configured = typeof funding.style === 'string' ? funding.style : 'netted';
+    if (options.only && configured === 'manual') return NONE;
+    const style = options.only ? 'itemized' : configured;
+    const method = style === 'manual' ? null : await repo.fundingMethod(tx, tenant, accountId);
+    if (options.only && !method) return NONE;
+    const funds = method !== null;
+    const items = await repo.settleDueItems(tx, tenant, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
+    const cleared = items.filter((item) => item.was === 'pending');
+    const clearedNet = sum(cleared.map(netOf));
+    const run = newId('run');
+    await postLegs(tx, tenant, null, `clear:${run}`, [
+      { accountId, bucket: 'pending', amount: -clearedNet },
+      { accountId, bucket: style === 'manual' || funds ? 'available' : 'held', amount: clearedNet },
+    ]);
+    await repo.recordFundingOperations(tx, tenant, cleared, ['clear']);
+    if (!funds) return { cleared: cleared.length, funded: 0, deposits: [] };
+
+    const held = await bucketTotal(tx, tenant, accountId, 'held');
+    await postLegs(tx, tenant, null, `release:${run}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
+    const description = `Funding of ${isoDate(asOf)}`;
+    const funded: Array<{ id: string; amount: number; depositId?: string }> = [];
+    const deposits: string[] = [];
+    if (style === 'itemized') {
+      for (const item of items) {
+        const net = netOf(item);
+        const depositId = net === 0 ? undefined : await moveFunds(tx, tenant, accountId, method, net, [{ id: item.id, net }], description);
+        if (depositId) deposits.push(depositId);
+        funded.push({ id: item.id, amount: item.amount, depositId });
+      }
+    } else {
+      const listed = items.map((item) => ({ id: item.id, net: style === 'gross' ? grossOf(item.type, item.amount) : netOf(item) }));
+      const amount = style === 'gross' ? sum(listed.map((l) => l.net)) : await bucketTotal(tx, tenant, accountId, 'available');
+      const depositId = amount === 0 ? undefined : await moveFunds(tx, tenant, accountId, method, amount, listed, description);
+      if (depositId) deposits.push(depositId);
+      for (const item of items) funded.push({ id: item.id, amount: item.amount, depositId });
+    }
+    await repo.recordFundingOperations(tx, tenant, funded, ['fund']);
+    return { cleared: cleared.length, funded: funded.length, deposits };
+  });
+}
+
+/** Gross style: on the 1st of the month, one withdrawal of the fees charged last month (once per month). */
+export async function withdrawGrossFees(db: Db, tenant: Tenant, accountId: string, asOf: Date): Promise<string | null> {
+  if (asOf.getUTCDate() !== 1) return null;
+  const monthStart = new Date(Date.UTC(asOf.getUTCFullYear(), asOf.getUTCMonth(), 1));
+  const lastMonthStart = new Date(Date.UTC(asOf.getUTCFullYear(), asOf.getUTCMonth() - 1, 1));
+  const posting = `fees:${accountId}:${isoDate(lastMonthStart).slice(0, 7)}`;
+  return db.transaction(async (tx) => {
+    const account = await repo.lockProcessingAccount(tx, tenant, accountId);
+    if (!account || (await postingExists(tx, posting))) return null;
+    const fees = await feesCharged(tx, tenant, accountId, lastMonthStart, monthStart);
+    const method = await repo.fundingMethod(tx, tenant, accountId);
+    if (fees <= 0 || !method) return null;
+    const row = await repo.insertFundingTransfer(tx, tenant, { kind: 'withdraw', amount: fees, accountId, method, description: `Fees of ${posting.slice(-7)}`, items: [] });
+    await postLegs(tx, tenant, row.id, posting, [{ accountId, bucket: 'available', amount: fees }, { accountId, bucket: 'withdrawn', amount: -fees }]);
+    await recordEvents(tx, tenant, systemCreationEvents(row));
+    return row.id;
+  });
+}
+
+export interface FundingDayResult {
+  accounts: number;
+  cleared: number;
+  funded: number;
+  deposits: string[];
+}
+
+async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayResult> {
+  const result: FundingDayResult = { accounts: 0, cleared: 0, funded: 0, deposits: [] };
+  const tenantOf = (row: { org_id: string; environment: 'test' | 'live' }): Tenant => ({ orgId: row.org_id, environment: row.environment });
+  for (const due of await repo.accountsWithDueItems(db, isoDate(asOf), tenant)) {
+    const outcome = await fundAccount(db, tenantOf(due), due.account_id, asOf);
+    result.accounts += 1;
+    result.cleared += outcome.cleared;
+    result.funded += outcome.funded;
+    result.deposits.push(...outcome.deposits);
+  }
+  if (asOf.getUTCDate() === 1) {
+    for (const gross of await repo.grossAccounts(db, tenant)) {
+      const id = await withdrawGrossFees(db, tenantOf(gross), gross.account_id, asOf);
+      if (id) result.deposits.push(id);
+    }
+  }
+  return result;
+}
+
+/** A tenant's funding day (the test clock's step). */
+export function runFundingDay(db: Db, _domain: DomainServices, tenant: Tenant, asOf: Date): Promise<FundingDayResult> {
+  return runFor(db, asOf, tenant);
+}
+
+/** Every tenant's funding day (the worker's daily run). */
+export function runFundingDayForAll(db: Db, asOf: Date): Promise<FundingDayResult> {
+  return runFor(db, asOf);
+}
+
+/** `funding_timing: instant`: the transaction is funded as soon as it is processed, by its own deposit. */
+export async function fundInstant(db: Db, transactionId: string, now: Date): Promise<FundingOutcome> {
+  const found = await repo.transactionAccount(db, transactionId);
+  if (!found?.account_id) return NONE;
+  return fundAccount(db, { orgId: found.org_id, environment: found.environment }, found.account_id, now, { only: [transactionId] });
+}

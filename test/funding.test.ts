@@ -1,0 +1,248 @@
+/** Funding (CONTRACT §14): fees, funding runs by style on the test clock, balances, releases, voids, disputes, operations. */
+import t from 'tap';
+import { startTestApi, startTestWorker, type ApiResponse } from './helpers/api.ts';
+import { fundAccount } from '../api/families/funding/run.ts';
+import { rows } from '../api/db/connection.ts';
+
+const api = await startTestApi(t);
+await startTestWorker(t, api.databaseUrl);
+
+const DAY = 86_400_000;
+const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
+const BANK = { type: 'bank_account', bank_account: { account_number: '123456789', routing_number: '036001808', account_type: 'checking' } };
+const clockText = (at: Date) => at.toISOString().slice(0, 19).replace('T', ' ');
+
+interface Merchant {
+  key: string;
+  accountId: string;
+  customerId: string;
+  get: (path: string, version?: 'v1' | 'v2') => Promise<ApiResponse>;
+  post: (path: string, json: Record<string, unknown>, version?: 'v1' | 'v2') => Promise<ApiResponse>;
+  put: (path: string, json: Record<string, unknown>) => Promise<ApiResponse>;
+}
+
+let merchants = 0;
+async function merchant(settings: Record<string, unknown> = {}, withFundingMethod = true): Promise<Merchant> {
+  const key = await api.newKey(`funding-${++merchants}`, 'test');
+  const get = (path: string, version: 'v1' | 'v2' = 'v1') => api.request('GET', path, { key, version });
+  const post = (path: string, json: Record<string, unknown>, version: 'v1' | 'v2' = 'v1') => api.request('POST', path, { key, json, version });
+  const put = (path: string, json: Record<string, unknown>) => api.request('PUT', path, { key, json });
+  const account = await post('/processing_accounts', {
+    name: 'Shop', ...settings, payment_methods: withFundingMethod ? [BANK] : [],
+  });
+  if (account.status !== 200) throw new Error(JSON.stringify(account.body));
+  const customer = await post('/customers', { name: 'Payer', email: 'payer@example.com' });
+  return { key, accountId: account.body.id, customerId: customer.body.id, get, post, put };
+}
+
+async function pay(m: Merchant, amount: number, method: Record<string, unknown> = CARD, extra: Record<string, unknown> = {}): Promise<any> {
+  const res = await m.post('/transactions', { type: 'payment', amount, customer_id: m.customerId, processing_id: m.accountId, payment_method: method, ...extra });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body;
+}
+
+async function balance(m: Merchant): Promise<Record<string, number>> {
+  return (await m.get(`/processing_accounts/${m.accountId}?fields=*,balance`)).body.balance;
+}
+
+/** Moves the merchant's test clock `days` ahead of real time (always far enough for a 2-business-day delay at 5). */
+async function advance(m: Merchant, days: number): Promise<void> {
+  const moved = await m.put('/test_clock', { now: clockText(new Date(Date.now() + days * DAY)) });
+  if (moved.status !== 200) throw new Error(JSON.stringify(moved.body));
+}
+
+async function transactionsOf(m: Merchant, type: string): Promise<any[]> {
+  return (await m.get(`/transactions?type=${type}&fields=*,ledger&limit=100`)).body.values;
+}
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 8000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > until) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+t.test('fees follow the sandbox pricing, half-up to the cent', async (t) => {
+  const m = await merchant();
+  t.equal((await pay(m, 100)).fee, 3.2, 'card: 2.9 % + 0.30');
+  t.equal((await pay(m, 5)).fee, 0.45, 'card 5.00: 0.145 rounds half-up to 0.15');
+  t.equal((await pay(m, 10, BANK)).fee, 0.1, 'bank: 1 %');
+  t.equal((await pay(m, 1000, BANK)).fee, 5, 'bank: capped at 5.00');
+  const refund = await m.post('/transactions', { type: 'refund', amount: 10, ledger: [{ assoc_transaction_id: (await pay(m, 10)).id }] });
+  t.equal(refund.body.fee, 0, 'refunds carry no fee');
+});
+
+t.test('a processed payment is pending with a funding date in business days, and counts in the pending balance', async (t) => {
+  const m = await merchant({ funding_delay: 3 });
+  const payment = await pay(m, 100);
+  t.equal(payment.funding_status, 'pending');
+  const expected = new Date();
+  for (let left = 3; left > 0;) {
+    expected.setUTCDate(expected.getUTCDate() + 1);
+    if (expected.getUTCDay() !== 0 && expected.getUTCDay() !== 6) left -= 1;
+  }
+  t.equal(payment.funding_date, expected.toISOString().slice(0, 10));
+  t.same(await balance(m), { pending: 96.8, available: 0, held: 0, funded: 0, withdrawn: 0 });
+});
+
+t.test('netted: one deposit of payments less refunds and fees, listing what it funds', async (t) => {
+  const m = await merchant();
+  const a = await pay(m, 100);
+  const b = await pay(m, 50);
+  const refund = (await m.post('/transactions', { type: 'refund', amount: 20, ledger: [{ assoc_transaction_id: a.id }] })).body;
+  await advance(m, 6);
+  const deposits = await transactionsOf(m, 'deposit');
+  t.equal(deposits.length, 1);
+  t.equal(deposits[0].amount, 125.05);
+  t.same(deposits[0].ledger.map((e: any) => e.assoc_transaction_id).sort(), [a.id, b.id, refund.id].sort());
+  for (const id of [a.id, b.id, refund.id]) t.equal((await m.get(`/transactions/${id}`)).body.funding_status, 'funded', `${id} funded`);
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 125.05, withdrawn: 0 });
+  await advance(m, 8);
+  t.equal((await transactionsOf(m, 'deposit')).length, 1, 'a later run funds nothing twice');
+});
+
+t.test('netted: refunds above the day\'s payments make a withdrawal', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  const a = await pay(m, 100);
+  await advance(m, 2);
+  await m.post('/transactions', { type: 'refund', amount: 60, ledger: [{ assoc_transaction_id: a.id }] });
+  await advance(m, 4);
+  const withdrawals = await transactionsOf(m, 'reversal');
+  t.equal(withdrawals.length, 1);
+  t.equal(withdrawals[0].amount, 60);
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 96.8, withdrawn: 60 });
+});
+
+t.test('itemized: one deposit per payment and one withdrawal per refund', async (t) => {
+  const m = await merchant({ funding_style: 'itemized', funding_delay: 0 });
+  const a = await pay(m, 100);
+  const b = await pay(m, 10, BANK);
+  await m.post('/transactions', { type: 'refund', amount: 5, ledger: [{ assoc_transaction_id: a.id }] });
+  await advance(m, 2);
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount).sort(), [9.9, 96.8]);
+  t.same((await transactionsOf(m, 'reversal')).map((d) => d.amount), [5]);
+  t.equal((await m.get(`/transactions/${b.id}`)).body.funding_status, 'funded');
+});
+
+t.test('gross: deposits before fees, and the month\'s fees withdrawn on the 1st', async (t) => {
+  const m = await merchant({ funding_style: 'gross', funding_delay: 0 });
+  await pay(m, 100);
+  await pay(m, 200);
+  await advance(m, 1);
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [300]);
+  t.same(await balance(m), { pending: 0, available: -9.3, held: 0, funded: 300, withdrawn: 0 }, 'fees are owed until the 1st');
+  const now = new Date();
+  const firstOfNext = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1, 1));
+  await m.put('/test_clock', { now: clockText(firstOfNext) });
+  t.same((await transactionsOf(m, 'reversal')).map((d) => d.amount), [9.3]);
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 300, withdrawn: 9.3 });
+});
+
+t.test('manual: cleared money is held until a deposit releases it, never above the available balance', async (t) => {
+  const m = await merchant({ funding_style: 'manual', funding_delay: 0 });
+  const a = await pay(m, 100);
+  const b = await pay(m, 50);
+  await advance(m, 2);
+  t.equal((await transactionsOf(m, 'deposit')).length, 0, 'no automatic deposit');
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held');
+  t.same(await balance(m), { pending: 0, available: 145.05, held: 0, funded: 0, withdrawn: 0 });
+  const tooMuch = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId, amount: 145.06 });
+  t.equal(tooMuch.status, 400);
+  t.match(tooMuch.body.details, { amount: /available balance \(145\.05\)/ });
+  const first = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId, amount: 96.8 });
+  t.equal(first.status, 200, JSON.stringify(first.body));
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'funded', 'the oldest held payment it covers is funded');
+  t.equal((await m.get(`/transactions/${b.id}`)).body.funding_status, 'held');
+  const rest = await m.post('/transactions', { type: 'deposit', receiver: { account_id: m.accountId } }, 'v2');
+  t.equal(rest.status, 200, JSON.stringify(rest.body));
+  t.equal(rest.body.amount, 48.25, 'without an amount, all that is available');
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 145.05, withdrawn: 0 });
+  t.equal((await m.post('/transactions', { type: 'deposit', processing_id: m.accountId })).status, 400, 'nothing left to release');
+});
+
+t.test('without a funding method cleared money is held, then deposited once a method exists', async (t) => {
+  const m = await merchant({ funding_delay: 0 }, false);
+  const a = await pay(m, 100);
+  await advance(m, 2);
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held');
+  t.same(await balance(m), { pending: 0, available: 0, held: 96.8, funded: 0, withdrawn: 0 });
+  const method = await m.post('/payment_methods', { ...BANK, account_id: m.accountId, account_defaults: { funding: 'deposits' } }, 'v2');
+  t.equal(method.status, 200, JSON.stringify(method.body));
+  await advance(m, 3);
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [96.8]);
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'funded');
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 96.8, withdrawn: 0 });
+});
+
+t.test('a void before clearing cancels the payment and its fee; after funding it is refused', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  const a = await pay(m, 100);
+  const voided = await m.put(`/transactions/${a.id}`, { status: 'voided' });
+  t.equal(voided.status, 200, JSON.stringify(voided.body));
+  t.equal(voided.body.funding_status, null);
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 0, withdrawn: 0 });
+  const b = await pay(m, 100);
+  await advance(m, 2);
+  const late = await m.put(`/transactions/${b.id}`, { status: 'voided' });
+  t.equal(late.status, 400);
+  t.match(late.body.details, { status: /refund/ });
+});
+
+t.test('instant funding deposits the payment at once', async (t) => {
+  const m = await merchant();
+  const payment = (await m.post('/transactions', { type: 'payment', amount: 40, sender: { account_id: m.customerId, method: CARD }, receiver: { account_id: m.accountId }, funding_timing: 'instant' }, 'v2')).body;
+  const funded = await eventually(() => m.get(`/transactions/${payment.id}`), (r) => r.body.funding_status === 'funded');
+  t.equal(funded.body.funding_status, 'funded');
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [38.54]);
+});
+
+t.test('funding writes clear and fund operations, with their events', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  const a = await pay(m, 100);
+  await advance(m, 2);
+  const ops = (await m.get(`/transaction_operations?transaction_id=${a.id}&limit=20`, 'v2')).body.values.map((o: any) => o.type);
+  t.same(ops.sort(), ['clear', 'fund', 'process']);
+  const events = (await rows<{ trigger: string }>(api.db, 'select trigger from events where object_id = ? order by seq', [a.id])).map((e) => e.trigger);
+  t.ok(events.includes('transaction:operation:clear'), events.join(','));
+  t.equal(events.filter((e) => e === 'transaction:operation').length, 3);
+});
+
+t.test('two funding runs of the same account at once fund each transaction once', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  for (let i = 0; i < 5; i++) await pay(m, 10 + i);
+  const [{ org_id: orgId }] = await rows<{ org_id: string }>(api.db, 'select org_id from accounts where id = ?', [m.accountId]);
+  const tenant = { orgId, environment: 'test' as const };
+  const later = new Date(Date.now() + 3 * DAY);
+  const outcomes = await Promise.all([fundAccount(api.db, tenant, m.accountId, later), fundAccount(api.db, tenant, m.accountId, later)]);
+  t.same(outcomes.map((o) => o.funded).sort(), [0, 5]);
+  const deposits = await transactionsOf(m, 'deposit');
+  t.equal(deposits.length, 1);
+  t.equal(deposits[0].ledger.length, 5);
+});
+
+t.test('a disputed card is charged back, the chargeback comes off the next deposit, and cannot be made by hand', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  const disputed = await pay(m, 100, { type: 'card', card: { card_number: '4000 0000 0000 0259', expiry: '12/35', card_code: '123' } });
+  const chargebacks = await eventually(() => transactionsOf(m, 'chargeback'), (list) => list.length > 0);
+  t.equal(chargebacks.length, 1);
+  t.equal(chargebacks[0].amount, 100);
+  t.equal(chargebacks[0].ledger[0].assoc_transaction_id, disputed.id);
+  const events = (await rows<{ trigger: string }>(api.db, 'select trigger from events where object_id = ?', [chargebacks[0].id])).map((e) => e.trigger);
+  t.equal(events.filter((e) => e === 'chargeback').length, 1, events.join(','));
+  t.equal((await m.post('/transactions', { type: 'refund', amount: 1, ledger: [{ assoc_transaction_id: disputed.id }] })).status, 400, 'a charged-back payment cannot be refunded');
+  await pay(m, 200);
+  await advance(m, 2);
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [190.7]);
+  t.equal((await m.post('/transactions', { type: 'chargeback', amount: 5, processing_id: m.accountId })).status, 400);
+});
+
+t.test('a reversed dispute returns the money with a chargeback_reversal', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  await pay(m, 100, { type: 'card', card: { card_number: '4000 0000 0000 2685', expiry: '12/35', card_code: '123' } });
+  const reversals = await eventually(() => transactionsOf(m, 'chargeback_reversal'), (list) => list.length > 0, 10_000);
+  t.equal(reversals.length, 1);
+  t.equal(reversals[0].amount, 100);
+  t.same(await balance(m), { pending: 96.8, available: 0, held: 0, funded: 0, withdrawn: 0 });
+});

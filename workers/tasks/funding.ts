@@ -1,0 +1,45 @@
+/** Funding work in the worker: the daily run, instant funding and the sandbox card network's disputes. */
+import type { Task } from 'graphile-worker';
+import type { Db } from '../../api/db/connection.ts';
+import { chargeBack, reverseChargeback } from '../../api/families/funding/chargebacks.ts';
+import { fundInstant, runFundingDayForAll } from '../../api/families/funding/run.ts';
+import { timedRuns } from '../../api/metrics.ts';
+
+/** The daily run at 00:10 UTC (once, whichever worker takes it). */
+export const FUNDING_CRONTAB = '10 0 * * * funding_day ?jobKey=funding_day&jobKeyMode=preserve_run_at';
+
+function transactionIdOf(payload: unknown): string {
+  const id = (payload as { transaction_id?: unknown }).transaction_id;
+  if (typeof id !== 'string') throw new Error('task needs a transaction_id');
+  return id;
+}
+
+export function fundingDay(db: Db, now: () => Date): Task {
+  return async () => {
+    try {
+      await runFundingDayForAll(db, now());
+      timedRuns.inc({ task: 'funding_day', result: 'ok' });
+    } catch (error) {
+      timedRuns.inc({ task: 'funding_day', result: 'failed' });
+      throw error;
+    }
+  };
+}
+
+export function fundInstantTask(db: Db, now: () => Date): Task {
+  return async (payload) => {
+    await fundInstant(db, transactionIdOf(payload), now());
+  };
+}
+
+export function sandboxChargeback(db: Db, now: () => Date): Task {
+  return async (payload) => {
+    await chargeBack(db, transactionIdOf(payload), now());
+  };
+}
+
+export function sandboxChargebackReversal(db: Db): Task {
+  return async (payload) => {
+    await reverseChargeback(db, transactionIdOf(payload));
+  };
+}
