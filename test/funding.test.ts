@@ -55,7 +55,7 @@ async function transactionsOf(m: Merchant, type: string): Promise<any[]> {
   return (await m.get(`/transactions?type=${type}&fields=*,ledger&limit=100`)).body.values;
 }
 
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 8000): Promise<T> {
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {
     const value = await read();
@@ -245,4 +245,31 @@ t.test('a reversed dispute returns the money with a chargeback_reversal', async 
   t.equal(reversals.length, 1);
   t.equal(reversals[0].amount, 100);
   t.same(await balance(m), { pending: 96.8, available: 0, held: 0, funded: 0, withdrawn: 0 });
+});
+
+t.test('a reverse-flow payment charges each sender its part, in one transaction, to one receiver', async (t) => {
+  const m = await merchant();
+  const senders = [];
+  for (const number of ['4242 4242 4242 4242', '5555 5555 5555 4444']) {
+    const customer = (await m.post('/customers', { name: 'Sender', email: 'sender@example.com' })).body.id;
+    const method = (await m.post('/payment_methods', { type: 'card', card: { card_number: number, expiry: '12/35', card_code: '123' }, account_id: customer }, 'v2')).body.id;
+    senders.push({ account_id: customer, method_id: method });
+  }
+  const res = await m.post('/transactions', { type: 'payment', receiver: { account_id: m.accountId }, transfers: [{ amount: 30, sender: senders[0] }, { amount: 20, sender: senders[1] }] }, 'v2');
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  t.equal(res.body.amount, 50);
+  t.same(res.body.transfers.map((x: any) => [x.account_id, x.amount]), [[senders[0].account_id, 30], [senders[1].account_id, 20]]);
+  await eventually(() => m.get(`/transactions/${res.body.id}`, 'v2'), (r) => r.body.status.value === 'processed');
+  t.same(await balance(m), { pending: 48.25, available: 0, held: 0, funded: 0, withdrawn: 0 });
+});
+
+t.test('a reverse-flow payment with one declined part charges no one', async (t) => {
+  const m = await merchant();
+  const customer = (await m.post('/customers', { name: 'Sender', email: 'sender@example.com' })).body.id;
+  const good = (await m.post('/payment_methods', { ...CARD, account_id: customer }, 'v2')).body.id;
+  const declined = (await m.post('/payment_methods', { type: 'card', card: { card_number: '4111 1111 1111 9903', expiry: '12/35', card_code: '123' }, account_id: customer }, 'v2')).body.id;
+  const res = await m.post('/transactions', { type: 'payment', receiver: { account_id: m.accountId }, transfers: [{ amount: 30, sender: { account_id: customer, method_id: good } }, { amount: 20, sender: { account_id: customer, method_id: declined } }] }, 'v2');
+  t.equal(res.status, 400);
+  t.match(res.body.details, { transfers: { 1: { sender: { method_id: /Declined/ } } } }, JSON.stringify(res.body));
+  t.equal((await transactionsOf(m, 'payment')).length, 0);
 });

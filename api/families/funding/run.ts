@@ -137,16 +137,24 @@ export interface FundingDayResult {
   deposits: string[];
 }
 
+const ACCOUNTS_AT_ONCE = 3;
+
 async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayResult> {
   const result: FundingDayResult = { accounts: 0, cleared: 0, funded: 0, deposits: [] };
   const tenantOf = (row: { org_id: string; environment: 'test' | 'live' }): Tenant => ({ orgId: row.org_id, environment: row.environment });
-  for (const due of await repo.accountsWithDueItems(db, isoDate(asOf), tenant)) {
-    const outcome = await fundAccount(db, tenantOf(due), due.account_id, asOf);
-    result.accounts += 1;
-    result.cleared += outcome.cleared;
-    result.funded += outcome.funded;
-    result.deposits.push(...outcome.deposits);
-  }
+  const queue = await repo.accountsWithDueItems(db, isoDate(asOf), tenant);
+  // Accounts are independent (each run holds its own account's lock): a few at once keep both the
+  // database and this process busy.
+  const fundNext = async (): Promise<void> => {
+    for (let due = queue.shift(); due; due = queue.shift()) {
+      const outcome = await fundAccount(db, tenantOf(due), due.account_id, asOf);
+      result.accounts += 1;
+      result.cleared += outcome.cleared;
+      result.funded += outcome.funded;
+      result.deposits.push(...outcome.deposits);
+    }
+  };
+  await Promise.all(Array.from({ length: ACCOUNTS_AT_ONCE }, fundNext));
   if (asOf.getUTCDate() === 1) {
     for (const gross of await repo.grossAccounts(db, tenant)) {
       const id = await withdrawGrossFees(db, tenantOf(gross), gross.account_id, asOf);

@@ -15,6 +15,7 @@ import { paymentMethods } from '../payment_methods/family.ts';
 import { bankWillReject, cardOutcome, disputeOutcome } from './sandbox.ts';
 import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyClientIntent } from './clientIntent.ts';
+import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
 import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
 import { canTransition, creationEvents, statusCodeFor, SYSTEM_TYPES, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
@@ -227,6 +228,13 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     const o = refund.original.data;
     parties = { customerId: o.customer_id as string, processingId: o.processing_id as string, methodId: o.payment_method_id as string };
     method = parties.methodId ? await repo.findMethod(ctx.tx, ctx.tenant, parties.methodId) : null;
+  } else if (isReverseFlow(ctx, row.type, data)) {
+    const gathered = await planReverseFlow(ctx, data);
+    plan = gathered.plan;
+    method = gathered.method;
+    await checkAccount(ctx, parties.processingId, 'processing', 'receiver[account_id]');
+    parties = { customerId: gathered.customerId, methodId: method.id, processingId: await resolveProcessing(ctx, parties, null) };
+    if (!parties.processingId) throw invalidAttributes({ receiver: { account_id: 'Required' } });
   } else {
     const customer = await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
     await checkAccount(ctx, parties.processingId, 'processing', ctx.version === 'v1' ? 'processing_id' : 'receiver[account_id]');
