@@ -1,10 +1,12 @@
 /**
  * The hosted enrollment page `/enroll/<id>`: a plain form, no key needed; completing it creates
  * the account and its payout method and finishes the link; errors sit beside their inputs; used,
- * expired and unknown links get clear pages.
+ * expired and unknown links get clear pages. The last test fills an account enrollment link's
+ * page in chromium, as a prospective merchant would.
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
+import { launchBrowser } from './helpers/browser.ts';
 
 const api = await startTestApi(t);
 
@@ -49,4 +51,35 @@ t.test('a payment activation enrolls the same way; unknown links are 404 pages',
     t.equal(unknown.status, 404, id);
     t.notMatch(unknown.html, /error_type|stack/);
   }
+});
+
+t.test('in chromium, an account enrollment link\'s page opens a processing account with its entity', async (t) => {
+  const browser = await launchBrowser(t);
+  const link = (await api.request('POST', '/intents', { version: 'v2', json: { type: 'account_enrollment_link', account_enrollment_link: { entity: { country: 'US', type: 'business' } } } })).body;
+  const page = await browser.newPage();
+  await page.setViewportSize({ width: 375, height: 740 });
+  const response = await page.goto(api.url + new URL(link.url).pathname);
+  t.match(response?.headers()['content-security-policy'] ?? '', /default-src 'none'/);
+  t.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Open your processing account');
+  await page.getByLabel('Account name').fill('Harbor Books');
+  await page.getByLabel('Legal business name').fill('Harbor Books Inc');
+  await page.getByLabel('Routing number').fill('036001808');
+  await page.getByLabel('Account number').fill('555123456');
+  await page.getByRole('button', { name: 'Enroll' }).click();
+  const error = page.locator('#tax_id-error');
+  await error.waitFor({ state: 'visible' });
+  t.equal(await error.textContent(), 'Required');
+  t.equal(await page.getByLabel('Tax id (EIN)').getAttribute('aria-describedby'), 'tax_id-error', 'the error is tied to its input');
+  t.equal(await page.getByLabel('Account name').inputValue(), 'Harbor Books', 'what was typed is kept');
+  await page.getByLabel('Tax id (EIN)').fill('361234567');
+  await page.getByLabel('Tax id (EIN)').press('Enter');
+  await page.getByRole('heading', { name: 'You are enrolled' }).waitFor({ state: 'visible' });
+  await page.close();
+
+  const intent = (await api.request('GET', `/intents/${link.id}`, { version: 'v2' })).body;
+  t.equal(intent.status, 'finished');
+  const account = (await api.request('GET', `/accounts/${intent.account_id}`, { version: 'v2' })).body;
+  t.match(account, { type: 'processing', name: 'Harbor Books', entity: { type: 'business', country: 'US', legal_name: 'Harbor Books Inc', tax_id: { value: 'xxxxx4567' } } });
+  const methods = (await api.request('GET', `/payment_methods?account_id=${intent.account_id}`, { version: 'v2' })).body.values;
+  t.match(methods, [{ type: 'bank_account', account_defaults: { funding: 'all' }, bank_account: { account_number: 'xxxxx3456' } }]);
 });

@@ -27,6 +27,7 @@ export const ASSETS: Record<string, Asset> = {
   '/elements/element.js': load('element.js'),
   '/elements/element.css': load('element.css'),
   '/pages/checkout.js': load('checkout.js'),
+  '/pages/processing-account.js': load('processing-account.js'),
   '/pages/pages.css': load('pages.css'),
 };
 

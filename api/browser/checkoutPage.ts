@@ -36,7 +36,9 @@ function amountText(options: Record<string, unknown>): string {
   return parsed.ok ? (Number(parsed.value) / 100).toFixed(2) : '';
 }
 
-export function layout(title: string, main: string, withScript: boolean): string {
+/** `script`: true for the checkout script, or the path of another page script (an ASSETS key). */
+export function layout(title: string, main: string, script: boolean | string): string {
+  const src = script === true ? '/pages/checkout.js' : script || null;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -45,7 +47,7 @@ export function layout(title: string, main: string, withScript: boolean): string
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="${assetUrl('/pages/pages.css')}">
-${withScript ? `<script src="${assetUrl('/pages/checkout.js')}" defer></script>\n` : ''}</head>
+${src ? `<script src="${assetUrl(src)}" defer></script>\n` : ''}</head>
 <body>
 <main class="page">
 ${main}

@@ -1,16 +1,20 @@
 /**
- * The capability behind a hosted checkout page: its client token, looked up by hash whatever its
- * state, so the page can say plainly whether it is unknown, expired or already used.
+ * The capability behind a hosted checkout page or element frame: its client token, looked up by
+ * hash whatever its state, so the page can say plainly whether it is unknown, expired or already
+ * used.
  */
 import { rows, type Db } from '../db/connection.ts';
+import type { Tenant } from '../engine/family.ts';
 import { hashKey, isClientToken } from '../keys.ts';
 
 export type CheckoutState =
   | { state: 'unknown' }
   | { state: 'expired' | 'used'; options: Record<string, unknown> }
-  | { state: 'open'; options: Record<string, unknown> };
+  | { state: 'open'; options: Record<string, unknown>; tenant: Tenant; tokenHash: string };
 
 interface TokenRow {
+  org_id: string;
+  environment: 'test' | 'live';
   intent_kind: string;
   intent: Record<string, unknown>;
   status: string;
@@ -18,15 +22,19 @@ interface TokenRow {
   expired: boolean;
 }
 
-/** `kind`: checkout_page (the hosted page) or checkout_plugin (Payload.Checkout's frame). */
+/**
+ * `kind`: the intent the token must carry: checkout_page (the hosted page), checkout_plugin
+ * (Payload.Checkout's frame) or processing_account_plugin (Payload.ProcessingAccount's frame).
+ */
 export async function findCheckout(db: Db, token: string, kind = 'checkout_page'): Promise<CheckoutState> {
   if (!isClientToken(token) || token.length > 128) return { state: 'unknown' };
+  const hash = hashKey(token);
   const [row] = await rows<TokenRow>(db,
-    `select intent_kind, intent, status, uses, expires_at <= now() as expired from access_tokens where token_hash = ?`,
-    [hashKey(token)]);
+    `select org_id, environment, intent_kind, intent, status, uses, expires_at <= now() as expired from access_tokens where token_hash = ?`,
+    [hash]);
   if (!row || row.intent_kind !== kind) return { state: 'unknown' };
   const options = (row.intent[kind] ?? {}) as Record<string, unknown>;
   if (row.uses > 0) return { state: 'used', options };
   if (row.expired || row.status !== 'active') return { state: 'expired', options };
-  return { state: 'open', options };
+  return { state: 'open', options, tenant: { orgId: row.org_id, environment: row.environment }, tokenHash: hash.toString('hex') };
 }

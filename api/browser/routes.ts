@@ -1,8 +1,8 @@
 /**
  * What browsers load from the web process without an API key (CONTRACT §16): the client library,
- * the secure-input frames and the hosted checkout and payment-link pages. Registered before
- * authentication; every document carries a strict Content-Security-Policy and loads nothing from
- * another origin.
+ * the secure-input, checkout and processing-account frames and the hosted checkout, payment-link
+ * and enrollment pages. Registered before authentication; every document carries a strict
+ * Content-Security-Policy and loads nothing from another origin.
  */
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
@@ -12,6 +12,7 @@ import { findCheckout } from './checkoutToken.ts';
 import { pluginView, renderCheckout, renderClosed, renderPaymentPage } from './checkoutPage.ts';
 import { paymentLinkPage } from './paymentLinkPage.ts';
 import { showEnrollPage, submitEnrollPage } from './enrollPage.ts';
+import { showProcessingAccountFrame, submitProcessingAccountFrame } from './processingAccountPage.ts';
 
 const BASE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'";
 /** Secure inputs are framed by merchants' pages, on any origin. */
@@ -71,6 +72,17 @@ export function browserRoutes(): Router {
     const checkout = await findCheckout((ctx.state as RequestState).services.db, ctx.params.token, 'checkout_plugin');
     if (checkout.state === 'open') return sendHtml(ctx, 200, renderPaymentPage(pluginView(checkout.options)), FRAME_CSP);
     sendHtml(ctx, checkout.state === 'unknown' ? 404 : 410, renderClosed(checkout), FRAME_CSP);
+  });
+  // Payload.ProcessingAccount's frame: a processing_account_plugin token's onboarding form, framed
+  // by the merchant, posting back to itself.
+  const PLUGIN_CSP = FRAME_CSP.replace("form-action 'none'", "form-action 'self'");
+  router.get('/elements/processing-account/:token', async (ctx) => {
+    const page = await showProcessingAccountFrame((ctx.state as RequestState).services.db, ctx.params.token);
+    sendHtml(ctx, page.status, page.html, PLUGIN_CSP);
+  });
+  router.post('/elements/processing-account/:token', async (ctx) => {
+    const page = await submitProcessingAccountFrame(ctx as Context & { state: RequestState }, ctx.params.token);
+    sendHtml(ctx, page.status, page.html, PLUGIN_CSP);
   });
   // Enrollment pages post a plain form back to themselves (form-action 'self').
   const ENROLL_CSP = PAGE_CSP.replace("form-action 'none'", "form-action 'self'");

@@ -416,41 +416,33 @@
   };
 
   /**
-   * `new Payload.Checkout({container, form, autosubmit})` with a checkout_plugin token: Settle's
-   * payment form in a frame, inside `container` or, without one, in a modal dialog.
+   * What Payload.Checkout and Payload.ProcessingAccount share: a page of Settle's in a frame,
+   * inside `container` or, without one, in a modal dialog, reporting to this page by postMessage
+   * (origin, frame and session checked).
    */
-  function Checkout(options) {
-    if (!(this instanceof Checkout)) return new Checkout(options);
-    options = options || {};
-    this.token = options.token || current.token;
-    if (!this.token) throw new Error('Call Payload(clientToken) before opening a checkout');
-    this.form = options.form || null;
-    this.autosubmit = options.autosubmit !== false;
-    this.handlers = {};
-    this.sid = randomId();
+  function openHosted(self, options, path, title) {
+    self.token = options.token || current.token;
+    if (!self.token) throw new Error('Call Payload(clientToken) before opening ' + title.toLowerCase());
+    self.form = options.form || null;
+    self.title = title;
+    self.handlers = {};
+    self.sid = randomId();
     var iframe = document.createElement('iframe');
-    iframe.src = API + '/elements/checkout/' + encodeURIComponent(this.token) + '#' + new URLSearchParams({ sid: this.sid, origin: location.origin }).toString();
-    iframe.title = 'Checkout';
+    iframe.src = API + path + encodeURIComponent(self.token) + '#' + new URLSearchParams({ sid: self.sid, origin: location.origin }).toString();
+    iframe.title = title;
     iframe.style.cssText = 'border:0;width:100%;height:100%;min-height:640px;display:block;background:#fff;';
-    this.iframe = iframe;
-    if (options.container) {
-      options.container.appendChild(iframe);
-    } else {
-      this.modal = this._openModal(iframe);
-    }
-    this._onMessage = this._onMessage.bind(this);
-    window.addEventListener('message', this._onMessage);
+    self.iframe = iframe;
+    if (options.container) options.container.appendChild(iframe);
+    else self.modal = openModal(self, iframe);
+    self._onMessage = self._onMessage.bind(self);
+    window.addEventListener('message', self._onMessage);
   }
 
-  Checkout.prototype.on = Form.prototype.on;
-  Checkout.prototype._emit = Form.prototype._emit;
-
-  Checkout.prototype._openModal = function (iframe) {
-    var self = this;
+  function openModal(self, iframe) {
     var overlay = document.createElement('div');
     overlay.setAttribute('role', 'dialog');
     overlay.setAttribute('aria-modal', 'true');
-    overlay.setAttribute('aria-label', 'Checkout');
+    overlay.setAttribute('aria-label', self.title);
     overlay.style.cssText = 'position:fixed;inset:0;z-index:2147483647;background:rgba(0,0,0,0.55);display:flex;align-items:flex-start;justify-content:center;overflow:auto;';
     var box = document.createElement('div');
     box.style.cssText = 'position:relative;width:100%;max-width:30rem;margin:2rem 0.5rem;background:#fff;border-radius:8px;overflow:hidden;';
@@ -466,19 +458,55 @@
     document.body.appendChild(overlay);
     close.focus();
     return overlay;
+  }
+
+  var hosted = {
+    on: Form.prototype.on,
+    _emit: Form.prototype._emit,
+    /** Closes the modal (or removes the frame) and fires `closed`. */
+    close: function () {
+      window.removeEventListener('message', this._onMessage);
+      var node = this.modal || this.iframe;
+      if (node.parentNode) node.parentNode.removeChild(node);
+      this._emit('closed', {});
+    },
+    /** The frame's message, or null when it is not from this frame's session. */
+    _fromFrame: function (event) {
+      var data = event.data;
+      if (event.origin !== API || event.source !== this.iframe.contentWindow || !isObject(data) || data.protocol !== PROTOCOL || data.sid !== this.sid) return null;
+      return data;
+    },
+    /** With a `form`, posts it natively carrying the new object's id in a hidden input. */
+    _submitForm: function (name, id) {
+      if (!this.form) return;
+      var hidden = this.form.querySelector('input[type=hidden][name="' + name + '"]') || document.createElement('input');
+      hidden.type = 'hidden';
+      hidden.name = name;
+      hidden.value = id;
+      this.form.appendChild(hidden);
+      HTMLFormElement.prototype.submit.call(this.form);
+    },
   };
 
-  /** Closes the modal (or removes the frame) and fires `closed`. */
-  Checkout.prototype.close = function () {
-    window.removeEventListener('message', this._onMessage);
-    var node = this.modal || this.iframe;
-    if (node.parentNode) node.parentNode.removeChild(node);
-    this._emit('closed', {});
-  };
+  function mixHosted(Constructor) {
+    Object.keys(hosted).forEach(function (key) { Constructor.prototype[key] = hosted[key]; });
+  }
+
+  /**
+   * `new Payload.Checkout({container, form, autosubmit})` with a checkout_plugin token: Settle's
+   * payment form in a frame, inside `container` or, without one, in a modal dialog.
+   */
+  function Checkout(options) {
+    if (!(this instanceof Checkout)) return new Checkout(options);
+    options = options || {};
+    this.autosubmit = options.autosubmit !== false;
+    openHosted(this, options, '/elements/checkout/', 'Checkout');
+  }
+  mixHosted(Checkout);
 
   Checkout.prototype._onMessage = function (event) {
-    var data = event.data;
-    if (event.origin !== API || event.source !== this.iframe.contentWindow || !isObject(data) || data.protocol !== PROTOCOL || data.sid !== this.sid) return;
+    var data = this._fromFrame(event);
+    if (!data) return;
     if (data.kind === 'ready') return this._emit('loaded', {});
     if (data.kind !== 'result' || !isObject(data.body)) return;
     var body = data.body;
@@ -489,18 +517,39 @@
     var status = isObject(body.status) ? body.status.value : body.status;
     this._emit(status === 'authorized' ? 'authorized' : 'processed', { transaction_id: body.id });
     this._emit('success', { transaction_id: body.id, status: status, amount: body.amount });
-    if (this.autosubmit && this.form) {
-      var hidden = this.form.querySelector('input[type=hidden][name="pl_transaction_id"]') || document.createElement('input');
-      hidden.type = 'hidden';
-      hidden.name = 'pl_transaction_id';
-      hidden.value = body.id;
-      this.form.appendChild(hidden);
-      HTMLFormElement.prototype.submit.call(this.form);
+    if (this.autosubmit) this._submitForm('pl_transaction_id', body.id);
+  };
+
+  /**
+   * `new Payload.ProcessingAccount({container, form})` with a processing_account_plugin token:
+   * Settle's onboarding form in a frame (or a modal). Events: `loaded`, `account_created` and
+   * `success` (both `{account: {id}}`), `closed`. With a `form`, it is posted with a hidden
+   * `pl_account_id` once the account exists.
+   */
+  function ProcessingAccount(options) {
+    if (!(this instanceof ProcessingAccount)) return new ProcessingAccount(options);
+    openHosted(this, options || {}, '/elements/processing-account/', 'Processing account');
+  }
+  mixHosted(ProcessingAccount);
+
+  ProcessingAccount.prototype._onMessage = function (event) {
+    var data = this._fromFrame(event);
+    if (!data) return;
+    // The frame's form posts back to itself: the merchant hears `loaded` for the first page only.
+    if (data.kind === 'ready' && !this.loaded) {
+      this.loaded = true;
+      return this._emit('loaded', {});
     }
+    if (data.kind !== 'result' || data.status !== 200 || !isObject(data.body) || typeof data.body.id !== 'string' || this.account) return;
+    this.account = { id: data.body.id };
+    this._emit('account_created', { account: { id: data.body.id } });
+    this._emit('success', { account: { id: data.body.id } });
+    this._submitForm('pl_account_id', data.body.id);
   };
 
   Payload.Form = Form;
   Payload.Checkout = Checkout;
+  Payload.ProcessingAccount = ProcessingAccount;
   Payload.version = '1';
   window.Payload = Payload;
 })();

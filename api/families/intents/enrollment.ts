@@ -5,14 +5,19 @@
  * account enrollment link becomes a processing account with its entity (which starts
  * verification). Either way `account_id` is set and the link finishes with its status event, all
  * in the caller's transaction. Each object is made through its family's own pipeline.
+ *
+ * A processing_account_plugin client token (Payload.ProcessingAccount's hosted frame) opens a
+ * processing account the same way: its one use is spent, which finishes its intent.
  */
 import { rows } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
+import { tenantScan } from '../../db/tenant.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { conflict, invalidAttributes, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
+import { spendClientToken } from '../transactions/repository.ts';
 
 export type EnrollmentTarget = { table: 'intents' | 'payment_activations'; id: string };
 
@@ -81,14 +86,37 @@ export async function completePayoutEnrollment(ctx: RuleContext, target: Enrollm
   return customer.id;
 }
 
+/** A processing account with its entity (which starts verification) and, when given, its funding method. */
+async function openProcessingAccount(service: RuleContext, template: Record<string, unknown>, input: AccountEnrollment): Promise<string> {
+  const body: Record<string, unknown> = { type: 'processing', name: input.name, entity: { ...template, ...input.entity } };
+  if (input.bank_account) body.payment_methods = [bankMethod(input.bank_account, input.name)];
+  return (await createNested(service, accounts, body)).id;
+}
+
 /** An account enrollment link: a processing account with its entity (and funding method). */
 export async function completeAccountEnrollment(ctx: RuleContext, target: EnrollmentTarget, input: AccountEnrollment): Promise<string> {
   const link = await lockPendingLink(ctx, target);
   if (target.table !== 'intents' || link.type !== 'account_enrollment_link') throw invalidAttributes({ type: 'Not an account enrollment link' });
   const template = ((link.data.account_enrollment_link as { entity?: Record<string, unknown> } | undefined)?.entity) ?? {};
-  const body: Record<string, unknown> = { type: 'processing', name: input.name, entity: { ...template, ...input.entity } };
-  if (input.bank_account) body.payment_methods = [bankMethod(input.bank_account, input.name)];
-  const account = await createNested(asService(ctx, target), accounts, body);
-  await finish(ctx, target, account.id);
-  return account.id;
+  const accountId = await openProcessingAccount(asService(ctx, target), template, input);
+  await finish(ctx, target, accountId);
+  return accountId;
+}
+
+/**
+ * A processing_account_plugin client token (by its hash, hex) opens one processing account: the
+ * token's one use is spent first, so a second submission is refused (409) and its intent
+ * finishes (the access_tokens trigger); the intent then records the new `account_id`.
+ */
+export async function completeAccountPlugin(ctx: RuleContext, tokenHash: string, input: AccountEnrollment): Promise<string> {
+  if (!(await spendClientToken(ctx.tx, tokenHash))) throw conflict('This client token has expired or was already used');
+  const scope = tenantScan(ctx.tenant);
+  const [intent] = await rows<{ id: string }>(ctx.tx, `select id from intents where ${scope.sql} and data->>'token_hash' = ?`, [...scope.bindings, tokenHash]);
+  const service: RuleContext = { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `processing_account_plugin:${intent?.id ?? tokenHash.slice(0, 16)}`, settings: {} } };
+  const accountId = await openProcessingAccount(service, {}, input);
+  if (intent) {
+    await rows(ctx.tx, `update intents set data = data || jsonb_build_object('account_id', ?::text), modified_at = now() where id = ? and org_id = ? and environment = ?`,
+      [accountId, intent.id, ctx.tenant.orgId, ctx.tenant.environment]);
+  }
+  return accountId;
 }

@@ -24,7 +24,7 @@ const fields: FieldSpec[] = [
   { store: 'url', type: 'string', ...both('url'), readOnly: true },
   // Shown in the create answer only: a credential is not stored in clear.
   { store: 'client_token', type: 'string', ...both('client_token'), readOnly: true, types: ELEMENT_KINDS },
-  { store: 'account_id', type: 'id', ...both('account_id'), readOnly: true, types: ['payouts_enrollment_link', 'account_enrollment_link'] },
+  { store: 'account_id', type: 'id', ...both('account_id'), readOnly: true, types: ['payouts_enrollment_link', 'account_enrollment_link', 'processing_account_plugin'] },
   { store: 'expires_at', type: 'datetime', ...both('expires_at'), readOnly: true },
   attrsField,
   ...timestampFields,
