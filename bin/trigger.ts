@@ -21,6 +21,8 @@ type Call = (method: string, path: string, body?: unknown, version?: 'v1' | 'v2'
 
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 const BANK = { type: 'bank_account', bank_account: { account_number: '123456789', routing_number: '036001808', account_type: 'checking' } };
+const DISPUTED = { type: 'card', card: { card_number: '4000 0000 0000 0259', expiry: '12/35', card_code: '123' } };
+const REVERSED = { type: 'card', card: { card_number: '4000 0000 0000 2685', expiry: '12/35', card_code: '123' } };
 const REJECTED_BANK = { type: 'bank_account', bank_account: { account_number: '000123456', routing_number: '036001808', account_type: 'checking' } };
 
 function caller(target: TriggerTarget): Call {
@@ -44,7 +46,18 @@ async function payment(call: Call, extra: Record<string, unknown> = {}): Promise
   return call('POST', '/transactions', { type: 'payment', amount: 10, payment_method: CARD, description: 'settle trigger', ...extra });
 }
 
-const RECIPES: Record<string, (call: Call) => Promise<Fired['ids'] | [Fired['ids'], string]>> = {
+/** A payment to a shop funded at once (delay 0), then the test clock moved a day: the funding run clears and deposits it. */
+async function fundedPayment(call: Call): Promise<Fired['ids']> {
+  const shop = await call('POST', '/processing_accounts', { name: 'Trigger test shop', funding_delay: 0, payment_methods: [BANK] });
+  const paid = await payment(call, { processing_id: shop.id });
+  const clock = await call('GET', '/test_clock');
+  const later = new Date(Math.max(Date.parse(`${String(clock.now).replace(' ', 'T')}Z`), Date.now()) + 86_400_000);
+  await call('PUT', '/test_clock', { now: later.toISOString().slice(0, 19).replace('T', ' ') });
+  const deposits = await call('GET', `/transactions?type=deposit&processing_id=${shop.id}`);
+  return { processing_account: shop.id, transaction: paid.id, deposit: deposits.values[0]?.id };
+}
+
+const RECIPES: Record<string, (call: Call, url: string) => Promise<Fired['ids'] | [Fired['ids'], string]>> = {
   processing_status: async (call) => ({ processing_account: (await call('POST', '/processing_accounts', { name: 'Trigger test shop' })).id }),
   payment: async (call) => ({ transaction: (await payment(call)).id }),
   processed: async (call) => ({ transaction: (await payment(call)).id }),
@@ -68,7 +81,11 @@ const RECIPES: Record<string, (call: Call) => Promise<Fired['ids'] | [Fired['ids
     return { customer: customer.id, transaction: (await call('POST', '/transactions', { type: 'credit', amount: 10, customer_id: customer.id, payment_method: BANK })).id };
   },
   reversal: async (call) => ({ transaction: (await call('POST', '/transactions', { type: 'reversal', amount: 10, payment_method: BANK })).id }),
-  deposit: async (call) => ({ transaction: (await call('POST', '/transactions', { type: 'deposit', amount: 10, payment_method: BANK })).id }),
+  deposit: fundedPayment,
+  'transaction:operation': async (call) => ({ transaction: (await payment(call)).id }),
+  'transaction:operation:clear': fundedPayment,
+  chargeback: async (call) => [{ transaction: (await payment(call, { payment_method: DISPUTED })).id }, 'the card network charges it back about a second after processing'],
+  chargeback_reversal: async (call) => [{ transaction: (await payment(call, { payment_method: REVERSED })).id }, 'charged back about a second after processing, reversed a second later'],
   reject: async (call) => [{ transaction: (await payment(call, { payment_method: REJECTED_BANK })).id }, 'the bank rejects it about a second after processing'],
   bank_account_reject: async (call) => [{ transaction: (await payment(call, { payment_method: REJECTED_BANK })).id }, 'the bank rejects it about a second after processing'],
   transfer: async (call) => {
@@ -80,6 +97,31 @@ const RECIPES: Record<string, (call: Call) => Promise<Fired['ids'] | [Fired['ids
     const link = await call('POST', '/payment_links', { type: 'one_time', description: 'settle trigger', amount: 10 });
     await call('PUT', `/payment_links/${link.id}`, { status: 'inactive' });
     return { payment_link: link.id };
+  },
+  // The enrollment page is a public page (its id is the capability): the form is posted as a browser would.
+  'payment_activation:status': async (call, url) => {
+    const activation = await call('POST', '/payment_activations', { intent: { entity_name: 'Trigger test payee' } });
+    const form = new URLSearchParams({ name: 'Trigger test payee', routing_number: '036001808', account_number: '987654321' });
+    const page = await fetch(`${url}/enroll/${activation.id}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: form });
+    if (page.status !== 200) throw new Error(`the enrollment page answered ${page.status}`);
+    return { payment_activation: activation.id };
+  },
+  'entity:status': async (call) => {
+    // An entity is verified once an account uses it: pending at once, decided a moment later.
+    const entity = { type: 'business', legal_name: 'Trigger Test LLC', country: 'US', tax_id: { value: '123456789' } };
+    const account = await call('POST', '/accounts', { type: 'processing', name: 'Trigger test shop', entity }, 'v2');
+    return [{ processing_account: account.id, entity: account.entity?.id ?? account.entity_id }, 'verification decides its status a moment later'];
+  },
+  // An element intent finishes when its client token pays, as a browser would with it.
+  'intent:status': async (call, url) => {
+    const intent = await call('POST', '/intents', { type: 'payment_form', payment_form: { payment: { amount: 10, description: 'settle trigger' } } }, 'v2');
+    const paid = await fetch(`${url}/transactions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${intent.client_token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ type: 'payment', amount: 10, payment_method: CARD }),
+    });
+    if (paid.status !== 200) throw new Error(`the intent's payment answered ${paid.status}`);
+    return { intent: intent.id, transaction: ((await paid.json()) as { id: string }).id };
   },
   automatic_payment: async (call) => {
     const customer = await call('POST', '/customers', { name: 'Trigger subscriber', email: 'subscriber@example.com' });
@@ -93,22 +135,14 @@ const RECIPES: Record<string, (call: Call) => Promise<Fired['ids'] | [Fired['ids
   },
 };
 
-/** Triggers whose objects this service does not make yet: said plainly, never faked. */
-const NOT_YET: Record<string, string> = {
-  chargeback: 'chargebacks arrive with funding and the ledger (not built yet)',
-  chargeback_reversal: 'chargebacks arrive with funding and the ledger (not built yet)',
-  'transaction:operation': 'transaction operations arrive with funding and the ledger (not built yet)',
-  'transaction:operation:clear': 'transaction operations arrive with funding and the ledger (not built yet)',
-  'payment_activation:status': 'a payment activation changes status when its enrollment page is completed in a browser',
-};
 
 export const FIREABLE_TRIGGERS = Object.keys(RECIPES);
 
 export async function fireTrigger(target: TriggerTarget, trigger: string): Promise<Fired> {
   const recipe = RECIPES[trigger];
-  if (!recipe) throw new Error(NOT_YET[trigger] ? `${trigger}: ${NOT_YET[trigger]}` : `unknown trigger ${trigger}; one of: ${FIREABLE_TRIGGERS.join(', ')}`);
+  if (!recipe) throw new Error(`unknown trigger ${trigger}; one of: ${FIREABLE_TRIGGERS.join(', ')}`);
   if (!target.key.startsWith('test_')) throw new Error('settle trigger runs in the test environment only: give a test secret key');
-  const made = await recipe(caller(target));
+  const made = await recipe(caller(target), target.url);
   const [ids, note] = Array.isArray(made) ? made : [made, undefined];
   return { trigger, ids, ...(note && { note }) };
 }
