@@ -31,22 +31,23 @@ const domain = createDomainServices(loadConfig({ DATABASE_URL: databaseUrl }));
 
 /** Processing accounts with a funding method each, and `due` processed payments across them. */
 async function seed(orgId: string, due: number, accounts: number): Promise<void> {
+  const p = `f${due}_`;
   await rows(db,
     `insert into accounts (id, org_id, environment, type, data)
-     select 'acct_f' || g, ?, 'test', 'processing', jsonb_build_object('name', 'Shop ' || g, 'processing', jsonb_build_object('status', 'active', 'funding', jsonb_build_object('style', 'netted', 'delay', 0)))
-       from generate_series(1, ?) g`, [orgId, accounts]);
+     select 'acct_' || ? || g, ?, 'test', 'processing', jsonb_build_object('name', 'Shop ' || g, 'processing', jsonb_build_object('status', 'active', 'funding', jsonb_build_object('style', 'netted', 'delay', 0)))
+       from generate_series(1, ?) g`, [p, orgId, accounts]);
   await rows(db,
     `insert into payment_methods (id, org_id, environment, type, data)
-     select 'pm_f' || g, ?, 'test', 'bank_account', jsonb_build_object('account_id', 'acct_f' || g, 'account_defaults', jsonb_build_object('funding', 'all'),
+     select 'pm_' || ? || g, ?, 'test', 'bank_account', jsonb_build_object('account_id', 'acct_' || ? || g, 'account_defaults', jsonb_build_object('funding', 'all'),
             'bank_account', jsonb_build_object('account_number', 'xxxxx6789', 'routing_number', '036001808', 'account_type', 'checking'))
-       from generate_series(1, ?) g`, [orgId, accounts]);
+       from generate_series(1, ?) g`, [p, orgId, p, accounts]);
   for (let done = 0; done < due; done += 50_000) {
     await rows(db,
       `insert into transactions (id, org_id, environment, type, data)
-       select 'txn_f' || g, ?, 'test', 'payment', jsonb_build_object('amount', 1000 + g % 9000, 'currency', 'USD', 'status', 'processed',
-              'status_code', 'approved', 'processing_id', 'acct_f' || (1 + g % ?), 'payment_method_type', 'card', 'funding_timing', 'rapid',
+       select 'txn_' || ? || g, ?, 'test', 'payment', jsonb_build_object('amount', 1000 + g % 9000, 'currency', 'USD', 'status', 'processed',
+              'status_code', 'approved', 'processing_id', 'acct_' || ? || (1 + g % ?), 'payment_method_type', 'card', 'funding_timing', 'rapid',
               'trigger', 'manual', 'risk_flag', 'allowed')
-         from generate_series(? + 1, ?) g`, [orgId, accounts, done, Math.min(due, done + 50_000)]);
+         from generate_series(? + 1, ?) g`, [p, orgId, p, accounts, done, Math.min(due, done + 50_000)]);
   }
   await rows(db, 'analyze transactions');
 }

@@ -111,8 +111,12 @@ export async function up(knex: Knex): Promise<void> {
       end if;
       return new;
     end $$;
-    create trigger transactions_funding_fields before insert or update on transactions
-      for each row execute function transaction_funding_fields();
+    -- Only rows whose status is (or becomes) processed, voided or rejected reach the function:
+    -- funding runs' own updates (funding_status only) skip it.
+    create trigger transactions_funding_fields before insert on transactions
+      for each row when (new.data->>'status' = 'processed') execute function transaction_funding_fields();
+    create trigger transactions_funding_fields_update before update on transactions
+      for each row when (new.data->>'status' is distinct from old.data->>'status') execute function transaction_funding_fields();
 
     create index transactions_funding_due on transactions (tenant_key(org_id, environment), (data->>'processing_id'), (data->>'funding_date'), id)
       where data->>'funding_status' in ('pending', 'held');
@@ -172,6 +176,7 @@ export async function down(knex: Knex): Promise<void> {
     drop trigger if exists transactions_post_update on transactions;
     drop trigger if exists transactions_post_insert on transactions;
     drop trigger if exists transactions_funding_fields on transactions;
+    drop trigger if exists transactions_funding_fields_update on transactions;
     drop function if exists transaction_post_inserted();
     drop function if exists transaction_post_updated();
     drop function if exists transaction_funding_fields();

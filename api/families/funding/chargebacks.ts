@@ -60,7 +60,7 @@ export async function chargeBack(db: Db, paymentId: string, now: Date): Promise<
     if (await linked(tx, payment.id, 'chargeback')) return null;
     const tenant: Tenant = { orgId: payment.org_id, environment: payment.environment };
     const chargeback = await insertDispute(tx, tenant, payment, 'chargeback');
-    await recordFundingOperations(tx, tenant, [{ id: payment.id, amount: Number(payment.data.amount) }], ['chargeback']);
+    await recordFundingOperations(tx, tenant, [{ id: payment.id, amount: Number(payment.data.amount), steps: ['chargeback'] }]);
     if (payment.data.sandbox_chargeback === 'chargeback_reversal') {
       await scheduleJob(tx, 'sandbox_chargeback_reversal', { transaction_id: chargeback.id }, new Date(now.getTime() + 1000), `chargeback_reversal:${chargeback.id}`);
     }

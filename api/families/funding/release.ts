@@ -46,5 +46,5 @@ export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<
   await insertTransfers(ctx.tx, ctx.tenant, items.map((item) => ({
     id: newId('trf'), transaction_id: row.id, account_id: accountId, assoc_transaction_id: item.id, entry_type: 'deposit', amount: netOf(item),
   })));
-  await recordFundingOperations(ctx.tx, ctx.tenant, items.map((item) => ({ id: item.id, amount: item.amount, depositId: row.id })), ['fund']);
+  await recordFundingOperations(ctx.tx, ctx.tenant, items.map((item) => ({ id: item.id, amount: item.amount, depositId: row.id, steps: ['fund'] })));
 }

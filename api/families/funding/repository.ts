@@ -116,15 +116,24 @@ export async function insertFundingTransfer(db: Db, tenant: Tenant, transfer: Fu
  * One operation row per transaction and step (`clear`, `fund`), each with its
  * `transaction:operation` event, and `transaction:operation:clear` for each clear, in one statement.
  */
-export async function recordFundingOperations(db: Db, tenant: Tenant, items: Array<{ id: string; amount: number; depositId?: string }>, steps: Array<'clear' | 'fund' | 'chargeback'>): Promise<void> {
-  if (items.length === 0 || steps.length === 0) return;
+export interface OperationItem {
+  id: string;
+  amount: number;
+  depositId?: string;
+  /** the operations of this transaction, in order */
+  steps: Array<'clear' | 'fund' | 'chargeback'>;
+}
+
+export async function recordFundingOperations(db: Db, tenant: Tenant, items: OperationItem[]): Promise<void> {
+  const flat = items.flatMap((item) => item.steps.map((step) => ({ ...item, step })));
+  if (flat.length === 0) return;
   await rows(db,
     `with ops as (
        insert into transaction_operations (id, org_id, environment, type, data)
        select 'op_' || replace(gen_random_uuid()::text, '-', ''), ?, ?, s.step,
-              jsonb_strip_nulls(jsonb_build_object('transaction_id', i.id, 'amount', i.amount, 'status', 'complete', 'deposit_id', i.deposit_id))
-         from unnest(?::text[], ?::bigint[], ?::text[]) as i(id, amount, deposit_id) cross join unnest(?::text[]) with ordinality as s(step, n)
-        order by i.id, s.n
+              jsonb_strip_nulls(jsonb_build_object('transaction_id', s.id, 'amount', s.amount, 'status', 'complete', 'deposit_id', s.deposit_id))
+         from unnest(?::text[], ?::bigint[], ?::text[], ?::text[]) with ordinality as s(id, amount, deposit_id, step, n)
+        order by s.n
        returning id, org_id, environment, type, data
      ), evented as (
        insert into events (id, org_id, environment, trigger, object_type, object_id, value)
@@ -135,7 +144,7 @@ export async function recordFundingOperations(db: Db, tenant: Tenant, items: Arr
      )
      select (select count(*) from evented) as n,
             (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')).id as job`,
-    [tenant.orgId, tenant.environment, items.map((i) => i.id), items.map((i) => i.amount), items.map((i) => i.depositId ?? null), steps]);
+    [tenant.orgId, tenant.environment, flat.map((i) => i.id), flat.map((i) => i.amount), flat.map((i) => i.depositId ?? null), flat.map((i) => i.step)]);
 }
 
 /** Processing accounts of a tenant (or of every tenant) with items due by a date or held. */

@@ -59,6 +59,10 @@ async function moveFunds(tx: Db, tenant: Tenant, accountId: string, method: repo
   return row.id;
 }
 
+function stepsOf(item: repo.FundingItem): Array<'clear' | 'fund'> {
+  return item.was === 'pending' ? ['clear', 'fund'] : ['fund'];
+}
+
 export interface FundOptions {
   /** fund just these transactions at once, itemized (funding_timing instant) */
   only?: string[];
@@ -84,29 +88,32 @@ export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asO
       { accountId, bucket: 'pending', amount: -clearedNet },
       { accountId, bucket: style === 'manual' || funds ? 'available' : 'held', amount: clearedNet },
     ]);
-    await repo.recordFundingOperations(tx, tenant, cleared, ['clear']);
-    if (!funds) return { cleared: cleared.length, funded: 0, deposits: [] };
+    if (!funds) {
+      await repo.recordFundingOperations(tx, tenant, cleared.map((item) => ({ ...item, steps: ['clear'] })));
+      return { cleared: cleared.length, funded: 0, deposits: [] };
+    }
 
     const held = await bucketTotal(tx, tenant, accountId, 'held');
     await postLegs(tx, tenant, null, `release:${run}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
     const description = `Funding of ${isoDate(asOf)}`;
-    const funded: Array<{ id: string; amount: number; depositId?: string }> = [];
+    const funded: repo.OperationItem[] = [];
     const deposits: string[] = [];
     if (style === 'itemized') {
       for (const item of items) {
         const net = netOf(item);
         const depositId = net === 0 ? undefined : await moveFunds(tx, tenant, accountId, method, net, [{ id: item.id, net }], description);
         if (depositId) deposits.push(depositId);
-        funded.push({ id: item.id, amount: item.amount, depositId });
+        funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
       }
     } else {
       const listed = items.map((item) => ({ id: item.id, net: style === 'gross' ? grossOf(item.type, item.amount) : netOf(item) }));
       const amount = style === 'gross' ? sum(listed.map((l) => l.net)) : await bucketTotal(tx, tenant, accountId, 'available');
       const depositId = amount === 0 ? undefined : await moveFunds(tx, tenant, accountId, method, amount, listed, description);
       if (depositId) deposits.push(depositId);
-      for (const item of items) funded.push({ id: item.id, amount: item.amount, depositId });
+      for (const item of items) funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
     }
-    await repo.recordFundingOperations(tx, tenant, funded, ['fund']);
+    // One statement for every item's operations: `clear` (when cleared by this run) and `fund`.
+    await repo.recordFundingOperations(tx, tenant, funded);
     return { cleared: cleared.length, funded: funded.length, deposits };
   });
 }
