@@ -4,6 +4,7 @@ import type { Context, Next } from 'koa';
 import { randomUUID } from 'node:crypto';
 import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
 import { browserRoutes } from './browser/routes.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { webhookRoutes } from './http/webhookRoutes.ts';
 import { clientScope, createAuthenticator } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
@@ -65,6 +66,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(openApiRoute);
   app.use(metricsRoute);
   app.use(browserRoutes().routes());
+  app.use(consoleRoutes().routes());
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
   app.use(createRateLimiter(services.config.rateLimit));

@@ -47,10 +47,14 @@ async function selectMatching(ctx: OperationContext, query: ListQuery, forUpdate
   });
 }
 
+/** Columns every family table declares not null: ordering by them needs no nulls clause, so the tenant index serves `desc` too. */
+const NOT_NULL_COLUMNS = new Set(['id', 'type', 'created_at', 'modified_at']);
+
 function orderSql(compiler: SqlCompiler, query: ListQuery, allowAggregates = false): Sql[] {
   return query.orderBy.map((term) => {
     const operand = compiler.operand(term.expr, allowAggregates);
-    return { sql: `${operand.sql} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: operand.bindings };
+    const nulls = NOT_NULL_COLUMNS.has(operand.sql.replace(/"/g, '')) ? '' : ` nulls ${term.direction === 'asc' ? 'first' : 'last'}`;
+    return { sql: `${operand.sql} ${term.direction}${nulls}`, bindings: operand.bindings };
   });
 }
 

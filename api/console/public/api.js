@@ -1,0 +1,90 @@
+// The console's only way to the server: the public JSON API on this origin, with the secret key
+// from this tab's sessionStorage as HTTP Basic username. The key is never put in a URL or a cookie.
+
+const STORAGE = 'settle.console.key';
+
+export function storedKey() {
+  return sessionStorage.getItem(STORAGE);
+}
+
+export function forgetKey() {
+  sessionStorage.removeItem(STORAGE);
+}
+
+/** 'test' or 'live' for a secret key, null for anything else (client tokens included). */
+export function keyMode(key) {
+  if (/^test_secret_key_[A-Za-z0-9]+$/.test(key)) return 'test';
+  if (/^secret_key_[A-Za-z0-9]+$/.test(key)) return 'live';
+  return null;
+}
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const description = body && typeof body.error_description === 'string' ? body.error_description : `HTTP ${status}`;
+    super(description);
+    this.status = status;
+    this.type = body && typeof body.error_type === 'string' ? body.error_type : 'Error';
+    this.details = body && typeof body.details === 'object' && body.details !== null ? body.details : {};
+  }
+
+  /** One line an operator can act on: the type, the description and each detail. */
+  explain() {
+    const details = Object.entries(this.details)
+      .filter(([, reason]) => typeof reason === 'string')
+      .map(([field, reason]) => `${field}: ${reason}`);
+    return [`${this.type}: ${this.message}`, ...details].join(' — ');
+  }
+}
+
+/** Called when the server no longer accepts the stored key (revoked while signed in). */
+let onUnauthorized = () => {};
+export function whenUnauthorized(callback) {
+  onUnauthorized = callback;
+}
+
+function authorization(key) {
+  const bytes = new TextEncoder().encode(`${key}:`);
+  return `Basic ${btoa(String.fromCharCode(...bytes))}`;
+}
+
+/**
+ * `path` is an API path, `params` its query as pairs or an object; `version` 'v1' (default) or 'v2'.
+ * Resolves to the parsed body of a 200, rejects with an ApiError otherwise.
+ */
+export async function api(method, path, { params, body, version = 'v1', key = storedKey() } = {}) {
+  const query = params ? new URLSearchParams(params).toString() : '';
+  const headers = { Authorization: authorization(key ?? ''), 'X-API-Version': version, Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(query ? `${path}?${query}` : path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store',
+  });
+  let answer = null;
+  try {
+    answer = await response.json();
+  } catch {
+    // not JSON: the status says enough
+  }
+  if (response.status === 200) return answer;
+  const error = new ApiError(response.status, answer);
+  if (response.status === 401 && key === storedKey()) onUnauthorized(error);
+  throw error;
+}
+
+/** Checks a key against the API and keeps it for this tab when it works; answers the caller's org. */
+export async function signIn(key) {
+  const orgs = await api('GET', '/accounts/orgs', { key });
+  sessionStorage.setItem(STORAGE, key);
+  return orgs.values[0];
+}
+
+/** A page of a list: asks for one more row than shown, so "Next" needs no count of the table. */
+export async function listPage(path, { params = {}, limit = 25, offset: from = 0, version = 'v1' } = {}) {
+  const offset = Math.max(0, Math.floor(Number(from) || 0));
+  const answer = await api('GET', path, { params: { ...params, limit: String(limit + 1), offset: String(offset) }, version });
+  return { rows: answer.values.slice(0, limit), more: answer.values.length > limit, offset, limit };
+}
+
+/** A q expression's string literal. */
+export function quote(value) {
+  return JSON.stringify(String(value));
+}

@@ -1,0 +1,118 @@
+// Building blocks of the console's pages. API data only ever reaches the page as text nodes,
+// attribute values or `#/…` links built here: never as HTML.
+
+/** An element: `attrs` are attributes (`on…` ones are listeners), children are nodes or text. */
+export function h(tag, attrs = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) element.addEventListener(name.slice(2), value);
+    else element.setAttribute(name, value === true ? '' : String(value));
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/** A link inside the console: `#/view/id…`, each part encoded, so no API value can become a scheme. */
+export function link(text, ...parts) {
+  return h('a', { href: route(...parts) }, text);
+}
+
+export function route(...parts) {
+  return `#/${parts.map((p) => encodeURIComponent(p)).join('/')}`;
+}
+
+/** Replaces the content of the main area and gives it a title for screen readers and the tab. */
+export function show(main, title, ...content) {
+  main.replaceChildren(h('h1', {}, title), ...content.filter(Boolean));
+  document.title = `${title} · Settle console`;
+}
+
+export function money(amount, currency) {
+  if (typeof amount !== 'number') return '—';
+  return `${amount.toFixed(2)}${currency ? ` ${currency}` : ''}`;
+}
+
+/** v1 `status: "processed"` and v2 `status: {value}` read the same. */
+export function statusOf(object) {
+  const status = object?.status;
+  if (status && typeof status === 'object') return String(status.value ?? '—');
+  return status === undefined || status === null ? '—' : String(status);
+}
+
+export function statusBadge(object) {
+  const status = statusOf(object);
+  return h('span', { class: `status status-${status.replace(/[^a-z_]/gi, '')}` }, status);
+}
+
+export function text(value) {
+  if (value === undefined || value === null || value === '') return '—';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+export function errorBox(error) {
+  return h('p', { class: 'error', role: 'alert' }, typeof error?.explain === 'function' ? error.explain() : String(error?.message ?? error));
+}
+
+/**
+ * A table of `rows` with `columns` [{label, cell(row) → node or text}]. Each row may have a first
+ * column that links to its detail (`linkTo(row)` → route parts).
+ */
+export function table(columns, rows, { linkTo, empty = 'Nothing here yet.' } = {}) {
+  if (rows.length === 0) return h('p', { class: 'empty' }, empty);
+  const head = h('tr', {}, linkTo ? h('th', { scope: 'col' }, 'ID') : null, columns.map((c) => h('th', { scope: 'col' }, c.label)));
+  const body = rows.map((row) => h('tr', {},
+    linkTo ? h('td', {}, link(row.id, ...linkTo(row))) : null,
+    columns.map((c) => h('td', {}, c.cell(row)))));
+  return h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, head), h('tbody', {}, body)));
+}
+
+/** Previous / Next for a page from listPage(); `go(offset)` moves. */
+export function pager(page, go) {
+  const from = page.rows.length ? page.offset + 1 : 0;
+  return h('nav', { class: 'pager', 'aria-label': 'Pages' },
+    h('button', { type: 'button', disabled: page.offset === 0, onclick: () => go(Math.max(0, page.offset - page.limit)) }, 'Previous'),
+    h('span', {}, page.rows.length ? `${from}–${page.offset + page.rows.length}` : 'none'),
+    h('button', { type: 'button', disabled: !page.more, onclick: () => go(page.offset + page.limit) }, 'Next'));
+}
+
+/** A `q` filter form; `submit(q)` runs it. */
+export function filterForm(q, submit, placeholder) {
+  const input = h('input', { type: 'search', id: 'filter-q', name: 'q', value: q, placeholder, autocomplete: 'off', spellcheck: 'false' });
+  return h('form', { class: 'filter', role: 'search', onsubmit: (event) => {
+    event.preventDefault();
+    submit(input.value.trim());
+  } }, h('label', { for: 'filter-q' }, 'Filter (q)'), input, h('button', { type: 'submit' }, 'Filter'));
+}
+
+/** Every top-level field of an object: nested values as formatted JSON, as text. */
+export function fields(object) {
+  return h('dl', { class: 'fields' }, Object.entries(object).flatMap(([name, value]) => [
+    h('dt', {}, name),
+    h('dd', {}, value !== null && typeof value === 'object' ? h('pre', {}, JSON.stringify(value, null, 2)) : text(value)),
+  ]));
+}
+
+export function section(title, ...content) {
+  return h('section', {}, h('h2', {}, title), ...content);
+}
+
+/** A placeholder that fills itself when `load()` resolves, or shows its error. */
+export function later(load) {
+  const box = h('div', { class: 'loading', 'aria-busy': 'true' }, 'Loading…');
+  load().then(
+    (node) => box.replaceChildren(node),
+    (error) => box.replaceChildren(errorBox(error)),
+  ).finally(() => {
+    box.classList.remove('loading');
+    box.removeAttribute('aria-busy');
+  });
+  return box;
+}

@@ -1,0 +1,245 @@
+/**
+ * The operator console (CONTRACT §17) in a real browser against the real web, worker and
+ * reporting processes: signing in, finding a payment with `q`, resending a failed webhook delivery
+ * to a loopback receiver, charting a reporting group-by; the key stays out of cookies and URLs.
+ */
+import t from 'tap';
+import type { Page, Request } from 'playwright-core';
+import { revokeKeys } from '../api/db/keys.ts';
+import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { launchBrowser, screenshot } from './helpers/browser.ts';
+import { startReceiver } from './helpers/receiver.ts';
+import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
+
+const reportingPort = await reservePort();
+const api = await startTestApi(t, { REPORTING_URL: `http://127.0.0.1:${reportingPort}` });
+await startTestReporting(t, api.databaseUrl, tempDataDir(t), { REPORTING_PORT: String(reportingPort) });
+await startTestWorker(t, api.databaseUrl, { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_POLL_INTERVAL: '50' });
+const receiver = await startReceiver(t);
+const browser = await launchBrowser(t);
+
+const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
+
+async function pay(amount: number, description: string): Promise<string> {
+  const res = await api.request('POST', '/transactions', { json: { type: 'payment', amount, payment_method: CARD, description } });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body.id;
+}
+
+// The receiver fails every delivery until told otherwise; no retries, so the failure stays failed.
+receiver.respond = () => ({ status: 500, body: 'receiver is down' });
+const webhook = await api.request('POST', '/webhooks', { json: { trigger: 'payment', url: `${receiver.url}/hooks`, retries: 0 } });
+for (const [amount, description] of [[18, 'Green teapot'], [7.25, 'Tea sampler'], [31, 'Cast iron kettle']] as const) await pay(amount, description);
+const mug = await pay(12.5, 'Blue mug');
+const declined = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 40, description: 'Declined card', payment_method: { type: 'card', card: { card_number: '4111 1111 1111 9903', expiry: '12/35' } } } });
+const refund = await api.request('POST', '/transactions', { json: { type: 'refund', amount: 2.5, ledger: [{ assoc_transaction_id: mug }] } });
+const customer = await api.request('POST', '/customers', { json: { name: 'Ann Buyer', email: 'ann@example.com' } });
+await api.request('POST', '/invoices', { json: { customer_id: customer.body.id, due_date: '2026-12-01', items: [{ entry_type: 'charge', amount: 20 }] } });
+await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Gift card', amount: 25 } });
+await receiver.waitFor(4);
+
+/** Every URL the browser asks for, and the page's own address after each navigation. */
+function trackUrls(page: Page): string[] {
+  const seen: string[] = [];
+  page.on('request', (request: Request) => seen.push(request.url()));
+  page.on('framenavigated', (frame) => seen.push(frame.url()));
+  return seen;
+}
+
+async function signIn(page: Page, key: string): Promise<void> {
+  await page.goto(`${api.url}/console`);
+  await page.getByLabel('Secret key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+t.test('the console loads without a key and shows the sign-in form under a strict CSP', async (t) => {
+  const page = await browser.newPage();
+  const response = await page.goto(`${api.url}/console`);
+  t.equal(response?.status(), 200);
+  const csp = response?.headers()['content-security-policy'] ?? '';
+  t.match(csp, /default-src 'none'/);
+  t.match(csp, /script-src 'self'(;|$)/, 'no inline or remote script');
+  t.match(csp, /style-src 'self'(;|$)/, 'no inline style');
+  t.match(csp, /frame-ancestors 'none'/);
+  await page.getByLabel('Secret key').waitFor({ state: 'visible' });
+  t.equal(await page.getByRole('button', { name: 'Sign in' }).count(), 1);
+  t.equal(await page.getByRole('navigation', { name: 'Views' }).count(), 0, 'nothing but the form before signing in');
+  await page.close();
+});
+
+t.test('a key the API does not accept, or a string that is no secret key, shows a clear error and keeps nothing', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page, `test_secret_key_${'x'.repeat(32)}`);
+  const error = page.locator('#sign-in-error');
+  await error.filter({ hasText: 'not accepted' }).waitFor();
+  t.equal(await error.textContent(), 'This key was not accepted: Invalid or revoked API key.');
+  t.equal(await page.getByLabel('Secret key').getAttribute('aria-invalid'), 'true');
+
+  await page.getByLabel('Secret key').fill('test_client_key_abc');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await error.filter({ hasText: 'not a secret key' }).waitFor();
+  t.equal(await page.evaluate('sessionStorage.length'), 0, 'no key is stored');
+  await page.close();
+});
+
+t.test('a live key is marked "Live mode", a test key "Test mode"', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page, await api.newKey('acme', 'live'));
+  t.equal(await page.locator('#mode-badge').textContent(), 'Live mode');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Secret key').waitFor();
+  t.equal(await page.evaluate('sessionStorage.length'), 0, 'signing out forgets the key');
+  await page.getByLabel('Secret key').fill(api.key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  t.equal(await page.locator('#mode-badge').textContent(), 'Test mode');
+  await page.close();
+});
+
+t.test('an operator finds a payment with q, opens its failed delivery, and Resend reaches the receiver and shows the new attempt', async (t) => {
+  const page = await browser.newPage();
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const urls = trackUrls(page);
+  await signIn(page, api.key);
+  await page.locator('tbody tr').first().waitFor();
+  t.equal(await page.locator('tbody tr').count(), 6, 'the newest transactions, a page of them');
+  await screenshot(page, 'console-transactions.png');
+
+  await page.getByLabel('Filter (q)').fill('description == "Blue mug"');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.waitForURL(/#\/transactions\?q=/);
+  await page.waitForFunction("document.querySelectorAll('tbody tr').length === 1");
+  t.match(await page.locator('tbody tr').textContent(), /Blue mug/, 'only the payment the filter names');
+  await page.getByRole('link', { name: mug }).click();
+
+  const operations = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Operations' }) });
+  await operations.getByRole('cell', { name: 'process', exact: true }).waitFor();
+  const events = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Events' }) });
+  await events.getByRole('cell', { name: 'payment', exact: true }).waitFor();
+  const ledger = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Ledger and transfers' }) });
+  await ledger.getByRole('link', { name: refund.body.id }).first().waitFor();
+  await events.locator('a[href*="evt_"]').click();
+
+  const attempts = page.locator('#attempts tbody tr');
+  await attempts.first().waitFor();
+  t.equal(await attempts.count(), 1);
+  t.match(await attempts.first().textContent(), /Failed \(HTTP 500\)/);
+  t.match(await attempts.first().textContent(), /receiver is down/, 'what the receiver answered');
+
+  receiver.respond = () => ({ status: 200, body: 'ok' });
+  await page.getByRole('button', { name: 'Resend' }).click();
+  const [, resent] = await receiver.waitFor(5).then((all) => all.filter((r) => JSON.parse(r.body).triggered_on.id === mug));
+  t.ok(resent, 'the resent delivery reached the receiver');
+  t.equal(resent.headers['x-service-event-id'], JSON.parse(resent.body).event_id, 'the same event, resent');
+  await page.getByText('The new attempt arrived').waitFor();
+  t.equal(await attempts.count(), 2);
+  t.match(await attempts.first().textContent(), /Delivered \(HTTP 200\)/, 'the new attempt shows at the top');
+  await screenshot(page, 'console-webhooks.png');
+
+  await page.getByRole('link', { name: 'Processing accounts' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Processing accounts' }).waitFor();
+  const account = page.locator('tbody tr').first();
+  await account.waitFor();
+  t.match(await account.textContent(), /acme/);
+  t.match(await account.textContent(), /available|—/, 'the balance, or "—" while the API has none');
+
+  t.ok(urls.length > 20, 'the page, its modules and its API calls were seen');
+  t.same(urls.filter((url) => url.includes(api.key)), [], 'the key is in no URL requested or visited');
+  t.notOk(page.url().includes(api.key), 'nor in the address shown');
+  const cookies = await browser.cookies();
+  t.notOk(cookies.some((c) => c.value.includes(api.key) || c.name.includes(api.key)), 'the key is in no cookie');
+  t.equal(await page.evaluate(`sessionStorage.getItem('settle.console.key')`), api.key, 'the key lives in the tab\'s session storage');
+  const lists = urls.map((u) => new URL(u)).filter((u) => /^\/(transactions|webhook_logs|transaction_operations|transfers|processing_accounts|webhooks\/[^/]+\/logs)$/.test(u.pathname));
+  t.ok(lists.length >= 5);
+  t.same(lists.filter((u) => !(Number(u.searchParams.get('limit')) > 0 && Number(u.searchParams.get('limit')) <= 100)).map(String), [], 'every list asks for one page, never a whole table');
+  await page.close();
+});
+
+t.test('Reports charts a group-by aggregate that the reporting process answers', async (t) => {
+  const page = await browser.newPage();
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await signIn(page, api.key);
+  await page.getByRole('link', { name: 'Reports' }).click();
+  await page.getByLabel('Group by').selectOption('status');
+  await page.getByLabel('Measure').selectOption('sum(amount)');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.waitForURL(/measure=sum/);
+  const chart = page.getByRole('img', { name: 'Total amount by status' });
+  await chart.waitFor();
+  t.equal(await chart.locator('rect').count(), 2, 'a bar for processed, one for declined');
+  t.match(await page.locator('table').textContent(), /processed\s*71\.25/, 'the four payments and the refund');
+  t.match(await page.locator('table').textContent(), /declined\s*40\.00/);
+  await screenshot(page, 'console-reports.png');
+
+  await page.getByLabel('Group by').selectOption('date(created_at)');
+  await page.getByLabel('Measure').selectOption('count');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.getByRole('img', { name: 'Number of transactions by day' }).waitFor();
+  t.match(await page.locator('table').textContent(), /6/, 'six transactions today');
+  await page.close();
+});
+
+t.test('a key revoked while signed in takes the tab back to the sign-in form and forgets the key', async (t) => {
+  const key = await api.newKey('acme', 'test');
+  const page = await browser.newPage();
+  await signIn(page, key);
+  await page.locator('tbody tr').first().waitFor();
+  await revokeKeys(api.db, key.slice(0, key.length - 24));
+  await page.getByRole('link', { name: 'Invoices', exact: true }).click();
+  await page.getByLabel('Secret key').waitFor();
+  t.match(await page.getByRole('status').textContent(), /no longer accepts this key/);
+  t.equal(await page.evaluate('sessionStorage.length'), 0);
+  await page.close();
+});
+
+t.test('every view in the navigation opens with its own title and no error', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page, api.key);
+  const names = await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allTextContents();
+  t.same(names, ['Transactions', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Reports']);
+  for (const name of names) {
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name, exact: true }).waitFor();
+    await page.locator('.loading').waitFor({ state: 'detached' });
+    t.equal(await page.locator('main .error').count(), 0, `${name} shows no error`);
+  }
+  await page.getByRole('link', { name: 'Invoices', exact: true }).click();
+  await page.getByRole('cell', { name: '20.00' }).first().waitFor();
+  await page.getByRole('link', { name: 'Payment links', exact: true }).click();
+  await page.getByRole('cell', { name: 'Gift card' }).waitFor();
+  await page.close();
+});
+
+t.test('API data is shown as text: markup in a description is not run', async (t) => {
+  const id = await pay(1, '<img src=x onerror="window.pwned=1">');
+  const page = await browser.newPage();
+  await signIn(page, api.key);
+  await page.getByRole('link', { name: id }).waitFor();
+  t.equal(await page.evaluate('window.pwned'), undefined);
+  t.equal(await page.locator('td img').count(), 0);
+  t.equal(await page.getByRole('cell', { name: '<img src=x onerror="window.pwned=1">' }).count(), 1, 'the markup shows as text');
+  await page.close();
+});
+
+t.test('Next and Previous page through transactions 25 at a time, newest first', async (t) => {
+  const key = await api.newKey('paging shop', 'test');
+  for (let i = 1; i <= 27; i++) {
+    const res = await api.request('POST', '/transactions', { key, json: { type: 'payment', amount: i, payment_method: CARD, description: `Order ${i}` } });
+    if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  }
+  const page = await browser.newPage();
+  await signIn(page, key);
+  const rows = page.locator('tbody tr');
+  await rows.first().waitFor();
+  t.equal(await rows.count(), 25);
+  t.match(await rows.first().textContent(), /Order 27/);
+  t.ok(await page.getByRole('button', { name: 'Previous' }).isDisabled(), 'no page before the first');
+  await page.getByRole('button', { name: 'Next' }).click();
+  await page.getByText('26–27').waitFor();
+  t.same(await rows.locator('td:nth-child(6)').allTextContents(), ['Order 2', 'Order 1'], 'the oldest two on the second page');
+  t.ok(await page.getByRole('button', { name: 'Next' }).isDisabled(), 'no page after the last');
+  await page.getByRole('button', { name: 'Previous' }).click();
+  await page.getByText('1–25').waitFor();
+  await page.close();
+});
+
+t.same([webhook.status, declined.status, refund.status], [200, 400, 200], 'the test data was made');
