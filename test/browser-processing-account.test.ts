@@ -32,7 +32,12 @@ ${body}
   Payload(${JSON.stringify(token)});
   var onboarding = new Payload.ProcessingAccount(${options});
   ['loaded', 'account_created', 'success', 'closed'].forEach(function (name) {
-    onboarding.on(name, function (e) { reportEvent({ type: e.type, account_id: e.account && e.account.id }); });
+    onboarding.on(name, function (e) {
+      var seen = { type: e.type, account_id: e.account && e.account.id };
+      // Also kept in the tab: a form submission may navigate before the report reaches the test.
+      sessionStorage.setItem('seen', JSON.stringify(JSON.parse(sessionStorage.getItem('seen') || '[]').concat([seen])));
+      reportEvent(seen);
+    });
   });
 </script>
 </body></html>`;
@@ -131,7 +136,9 @@ t.test('without a container it is a modal; with a form it posts pl_account_id to
   const id = post.form.get('pl_account_id') ?? '';
   t.match(id, /^acct_/);
   t.equal(post.form.get('seller'), 'S-7', 'the merchant\'s own fields go with it');
-  t.same(events.filter((e) => e.type !== 'loaded').map((e) => [e.type, e.account_id]), [['account_created', id], ['success', id]]);
+  await page.waitForURL(/\/onboarded$/);
+  const seen = JSON.parse(String(await page.evaluate<string | null>('sessionStorage.getItem("seen")') ?? '[]')) as Seen[];
+  t.same(seen.filter((e) => e.type !== 'loaded').map((e) => [e.type, e.account_id]), [['account_created', id], ['success', id]]);
   const v1 = await api.request('GET', `/processing_accounts/${id}`);
   t.equal(v1.status, 200);
   t.equal(v1.body.name, 'Corner Bakery');
