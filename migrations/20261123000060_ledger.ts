@@ -105,8 +105,9 @@ export async function up(knex: Knex): Promise<void> {
           'funding_status', 'pending',
           'funding_date', add_business_days((now() at time zone 'utc')::date, coalesce(delay, 2))::text);
       elsif tg_op = 'UPDATE' and old.data->>'status' = 'processed' and new.data->>'status' in ('voided', 'rejected')
-            and old.data->>'funding_status' = 'pending' then
-        -- Never cleared: the reversal cancels it inside pending; there is nothing left to fund.
+            and old.data->>'funding_status' in ('pending', 'held') then
+        -- Not yet paid out: the reversal cancels it (inside pending, or against the available money
+        -- it was cleared into); there is nothing left to fund.
         new.data := new.data || '{"funding_status": null}'::jsonb;
       end if;
       return new;

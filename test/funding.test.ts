@@ -258,7 +258,7 @@ t.test('a reverse-flow payment charges each sender its part, in one transaction,
   const res = await m.post('/transactions', { type: 'payment', receiver: { account_id: m.accountId }, transfers: [{ amount: 30, sender: senders[0] }, { amount: 20, sender: senders[1] }] }, 'v2');
   t.equal(res.status, 200, JSON.stringify(res.body));
   t.equal(res.body.amount, 50);
-  t.same(res.body.transfers.map((x: any) => [x.account_id, x.amount]), [[senders[0].account_id, 30], [senders[1].account_id, 20]]);
+  t.same(res.body.transfers.map((x: any) => [x.account_id, x.amount]).sort((x: any, y: any) => y[1] - x[1]), [[senders[0].account_id, 30], [senders[1].account_id, 20]]);
   await eventually(() => m.get(`/transactions/${res.body.id}`, 'v2'), (r) => r.body.status.value === 'processed');
   t.same(await balance(m), { pending: 48.25, available: 0, held: 0, funded: 0, withdrawn: 0 });
 });
@@ -272,4 +272,28 @@ t.test('a reverse-flow payment with one declined part charges no one', async (t)
   t.equal(res.status, 400);
   t.match(res.body.details, { transfers: { 1: { sender: { method_id: /Declined/ } } } }, JSON.stringify(res.body));
   t.equal((await transactionsOf(m, 'payment')).length, 0);
+});
+
+t.test('manual: partial releases, then the rest, leave nothing held', async (t) => {
+  const m = await merchant({ funding_style: 'manual', funding_delay: 0 });
+  const a = await pay(m, 100);
+  const b = await pay(m, 30);
+  await advance(m, 2);
+  t.equal((await m.post('/transactions', { type: 'deposit', processing_id: m.accountId, amount: 50 })).status, 200);
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'funded', 'the oldest is paid first: what is left (75.63) no longer covers both');
+  t.equal((await m.get(`/transactions/${b.id}`)).body.funding_status, 'held');
+  t.equal((await m.post('/transactions', { type: 'deposit', processing_id: m.accountId })).status, 200);
+  for (const id of [a.id, b.id]) t.equal((await m.get(`/transactions/${id}`)).body.funding_status, 'funded', `${id} funded`);
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 125.63, withdrawn: 0 });
+});
+
+t.test('itemized: a bank rejection after payout is withdrawn by the next run', async (t) => {
+  const m = await merchant({ funding_style: 'itemized', funding_delay: 0 });
+  const rejected = await pay(m, 100, { type: 'bank_account', bank_account: { account_number: '000111222', routing_number: '036001808', account_type: 'checking' } });
+  await advance(m, 1);
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [99], 'paid out before the bank answered');
+  await eventually(() => m.get(`/transactions/${rejected.id}`), (r) => r.body.status === 'rejected');
+  await advance(m, 2);
+  t.same((await transactionsOf(m, 'reversal')).map((d) => d.amount), [99]);
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 99, withdrawn: 99 });
 });

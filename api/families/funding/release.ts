@@ -12,7 +12,7 @@ import { newId } from '../../ids.ts';
 import { insertTransfers } from '../transactions/repository.ts';
 import { bucketTotal, postLegs } from './ledger.ts';
 import { netOf } from './run.ts';
-import { fundingMethod, lockProcessingAccount, recordFundingOperations, releaseHeldItems } from './repository.ts';
+import { fundingMethod, lockHeldItems, lockProcessingAccount, markFunded, recordFundingOperations, type FundingItem } from './repository.ts';
 
 export function isRelease(type: string): boolean {
   return type === 'deposit' || type === 'withdraw';
@@ -34,6 +34,21 @@ export async function planRelease(ctx: RuleContext, type: string, data: Json, pr
   data.amount = amount;
 }
 
+/**
+ * Which held transactions a release pays out: the oldest, until what stays held is covered by
+ * what stays available (the money of held transactions is in the available balance, so after
+ * a deposit the newest ones that still fit in it stay held, and the rest count as paid); a
+ * deposit of all that is available pays out every held transaction.
+ */
+export function paidOut(held: FundingItem[], availableAfter: number): FundingItem[] {
+  // Nothing left available: everything held is paid out (a chargeback and its reversal included).
+  if (availableAfter <= 0) return held;
+  let remaining = held.reduce((sum, item) => sum + netOf(item), 0);
+  let count = 0;
+  while (count < held.length && remaining > availableAfter) remaining -= netOf(held[count++]);
+  return held.slice(0, count);
+}
+
 /** The ledger posting of a requested deposit or withdrawal, and the held transactions a deposit funds. */
 export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<void> {
   const accountId = String(row.data.processing_id);
@@ -42,7 +57,8 @@ export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<
     ? [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'funded', amount }]
     : [{ accountId, bucket: 'available', amount }, { accountId, bucket: 'withdrawn', amount: -amount }]);
   if (row.type !== 'deposit') return;
-  const items = await releaseHeldItems(ctx.tx, ctx.tenant, accountId, amount);
+  const items = paidOut(await lockHeldItems(ctx.tx, ctx.tenant, accountId), await bucketTotal(ctx.tx, ctx.tenant, accountId, 'available'));
+  await markFunded(ctx.tx, items.map((item) => item.id));
   await insertTransfers(ctx.tx, ctx.tenant, items.map((item) => ({
     id: newId('trf'), transaction_id: row.id, account_id: accountId, assoc_transaction_id: item.id, entry_type: 'deposit', amount: netOf(item),
   })));

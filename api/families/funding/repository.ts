@@ -65,23 +65,21 @@ export async function settleDueItems(db: Db, tenant: Tenant, spec: SettleSpec): 
   return found.map((r) => ({ ...r, amount: Number(r.amount), fee: Number(r.fee) })).sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
-/** Held items of an account, oldest first, whose nets fit in `amount` together (a manual release). */
-export async function releaseHeldItems(db: Db, tenant: Tenant, accountId: string, amount: number): Promise<FundingItem[]> {
+/** Held items of an account, oldest first, locked (a manual release decides which it pays out). */
+export async function lockHeldItems(db: Db, tenant: Tenant, accountId: string): Promise<FundingItem[]> {
   const scope = tenantScan(tenant, 't');
   const found = await rows<FundingItem & { amount: string; fee: string }>(db,
-    `with held as (
-       select t.id, t.type, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee, t.created_at
-         from transactions t
-        where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held') and t.data->>'funding_status' = 'held'
-        order by t.created_at, t.id for update of t
-     ), running as (
-       select id, sum(ledger_gross(type, amount) - fee) over (order by created_at, id) as total from held
-     )
-     update transactions t set data = t.data || '{"funding_status": "funded"}'::jsonb, modified_at = now()
-       from running r where t.id = r.id and r.total <= ?
-     returning t.id, t.type, 'held' as was, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee`,
-    [...scope.bindings, accountId, amount]);
+    `select t.id, t.type, 'held' as was, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee
+       from transactions t
+      where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held') and t.data->>'funding_status' = 'held'
+      order by t.created_at, t.id for update of t`,
+    [...scope.bindings, accountId]);
   return found.map((r) => ({ ...r, amount: Number(r.amount), fee: Number(r.fee) }));
+}
+
+export async function markFunded(db: Db, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await rows(db, `update transactions set data = data || '{"funding_status": "funded"}'::jsonb, modified_at = now() where id = any(?::text[])`, [ids]);
 }
 
 export interface FundingTransfer {
@@ -147,14 +145,20 @@ export async function recordFundingOperations(db: Db, tenant: Tenant, items: Ope
     [tenant.orgId, tenant.environment, flat.map((i) => i.id), flat.map((i) => i.amount), flat.map((i) => i.depositId ?? null), flat.map((i) => i.step)]);
 }
 
-/** Processing accounts of a tenant (or of every tenant) with items due by a date or held. */
+/**
+ * Processing accounts of a tenant (or of every tenant) a run has work for: items due by a date or
+ * held, or available money no item explains (a bank rejection after payout).
+ */
 export async function accountsWithDueItems(db: Db, dueBy: string, tenant?: Tenant): Promise<Array<{ org_id: string; environment: 'test' | 'live'; account_id: string }>> {
   const scope = tenant ? tenantScan(tenant) : { sql: 'true', bindings: [] };
   return rows(db,
-    `select distinct org_id, environment, data->>'processing_id' as account_id from transactions
+    `select org_id, environment, data->>'processing_id' as account_id from transactions
       where ${scope.sql} and data->>'funding_status' in ('pending', 'held') and data->>'funding_date' <= ?
-      order by 1, 2, 3`,
-    [...scope.bindings, dueBy]);
+     union
+     select org_id, environment, account_id from ledger_entries
+      where ${scope.sql} and bucket = 'available' group by org_id, environment, account_id having sum(amount) <> 0
+     order by 1, 2, 3`,
+    [...scope.bindings, dueBy, ...scope.bindings]);
 }
 
 /** Gross-style accounts of a tenant (or all), for the monthly fee withdrawal. */

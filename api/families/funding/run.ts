@@ -105,6 +105,10 @@ export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asO
         if (depositId) deposits.push(depositId);
         funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
       }
+      // What no item explains (a bank rejection after payout) is settled on its own; instant
+      // funding of one transaction leaves the account's other money to its own style.
+      const rest = options.only ? 0 : await bucketTotal(tx, tenant, accountId, 'available');
+      if (rest !== 0) deposits.push(await moveFunds(tx, tenant, accountId, method, rest, [], `Adjustment of ${isoDate(asOf)}`));
     } else {
       const listed = items.map((item) => ({ id: item.id, net: style === 'gross' ? grossOf(item.type, item.amount) : netOf(item) }));
       const amount = style === 'gross' ? sum(listed.map((l) => l.net)) : await bucketTotal(tx, tenant, accountId, 'available');
