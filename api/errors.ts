@@ -1,6 +1,7 @@
 /**
- * The one error family of the API. Domain code throws these; the error middleware
- * (api/http/errorHandler.ts) is the only place that turns them into responses.
+ * The one error family of the API. Domain code throws these; `errorResponse` below is the only
+ * place that turns an error into a response (status, headers, body), for every caller: the web
+ * process's error middleware, stored idempotent responses and the reporting process.
  */
 export type ErrorDetails = Record<string, unknown>;
 
@@ -80,4 +81,60 @@ export function describeFields(details: ErrorDetails, prefix = ''): string {
 export function transactionDeclined(transaction: Record<string, unknown>): ApiError {
   const code = transaction.status_code ?? (transaction.status as { code?: unknown } | undefined)?.code ?? 'declined';
   return new ApiError(400, 'TransactionDeclined', `Transaction declined: ${String(code)}`, transaction);
+}
+
+/** The body of every error answer (CONTRACT §2). */
+export interface ErrorBody {
+  object: 'error';
+  error_type: string;
+  error_description: string;
+  details?: Record<string, unknown>;
+}
+
+export interface ErrorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: ErrorBody;
+}
+
+/**
+ * Any error as the client sees it: an ApiError carries its own status, words and details; Koa's
+ * 4xx errors and the database errors a client or an outage can cause map onto our types; anything
+ * else is a bare 500 whose words stay in the log.
+ */
+export function errorResponse(error: unknown): ErrorResponse {
+  const apiError = toApiError(error);
+  const body: ErrorBody = { object: 'error', error_type: apiError.errorType, error_description: apiError.message };
+  if (apiError.details) body.details = apiError.details;
+  return { status: apiError.status, headers: { ...apiError.headers }, body };
+}
+
+function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  return fromForeignError(error) ?? fromDatabaseError(error) ?? new ApiError(500, 'InternalServerError', 'Internal server error');
+}
+
+/** Koa's own HTTP errors (e.g. from the router) mapped onto our error types. */
+function fromForeignError(error: unknown): ApiError | null {
+  const status = typeof error === 'object' && error !== null ? (error as { status?: unknown }).status : undefined;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return null;
+  const types: Record<number, string> = { 400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 405: 'BadRequest', 413: 'PayloadTooLarge', 415: 'BadRequest' };
+  return new ApiError(status === 405 ? 400 : status, types[status] ?? 'BadRequest', (error as Error).message || 'Bad request');
+}
+
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300']);
+
+/** Database errors a client can cause or a dependency outage: never a 500. */
+function fromDatabaseError(error: unknown): ApiError | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const code = (error as { code?: unknown }).code;
+  const name = (error as { name?: unknown }).name;
+  if ((typeof code === 'string' && UNAVAILABLE_CODES.has(code)) || name === 'KnexTimeoutError') {
+    return new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; retry shortly');
+  }
+  // Two requests locking the same rows in opposite orders: one is chosen to fail; it may retry.
+  if (code === '40P01' || code === '40001') return new ApiError(409, 'Conflict', 'The request conflicted with a concurrent change; retry it');
+  // Class 22 (data exception): a bound value out of range for its type, e.g. year 99999.
+  if (typeof code === 'string' && code.startsWith('22')) return new ApiError(400, 'BadRequest', 'A value is out of range', { value: 'Out of range' });
+  return null;
 }

@@ -9,6 +9,7 @@ import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
 import { createLogger } from './logger.ts';
 import { createDomainServices } from './domain.ts';
+import { exitOnSignals } from './process.ts';
 
 export interface RunningWeb {
   server: Server;
@@ -45,18 +46,6 @@ export async function startWeb(config: Config, options: { keyCacheMs?: number } 
     await db.destroy();
   };
   return { server, db, url, stop };
-}
-
-export function exitOnSignals(stop: () => Promise<void>, log: (message: string) => void): void {
-  let stopping = false;
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      if (stopping) return;
-      stopping = true;
-      log(`${signal} received, draining`);
-      stop().then(() => process.exit(0), () => process.exit(1));
-    });
-  }
 }
 
 if (import.meta.main) {

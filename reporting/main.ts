@@ -24,7 +24,7 @@ import { loadConfig, type Config } from '../api/config.ts';
 import { rows, createDb } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
-import { exitOnSignals } from '../api/server.ts';
+import { exitOnSignals } from '../api/process.ts';
 import { FailureLog } from './failures.ts';
 import { covers, formatSnapshot, type Snapshot } from './feed.ts';
 import { LeaderLock, WAKE_CHANNEL } from './leader.ts';

@@ -16,11 +16,10 @@ import { PassThrough } from 'node:stream';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Version } from '../api/engine/family.ts';
-import { ApiError, badRequest, serviceUnavailable, unauthorized } from '../api/errors.ts';
-import { errorBody } from '../api/http/errorHandler.ts';
-import type { ReportingQuery } from '../api/http/reportingProxy.ts';
+import { ApiError, badRequest, errorResponse, serviceUnavailable, unauthorized } from '../api/errors.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
+import type { ReportingQuery } from './protocol.ts';
 import { FailureLog } from './failures.ts';
 import { compileReport, decodeRows } from './report.ts';
 import type { ReportingStore } from './store.ts';
@@ -79,9 +78,10 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
     } catch (error) {
       // Only our own errors carry their words out; a ClickHouse message stays in the log.
       if (!(error instanceof ApiError)) failures.failed(error, { req: ctx.get('X-Request-Id') || undefined });
-      const apiError = error instanceof ApiError ? error : unavailable(error);
-      ctx.status = apiError.status;
-      ctx.body = errorBody(apiError);
+      const response = errorResponse(error instanceof ApiError ? error : unavailable(error));
+      ctx.status = response.status;
+      ctx.set(response.headers);
+      ctx.body = response.body;
     }
   });
   app.use(async (ctx: Context, next: Next) => {

@@ -9,7 +9,7 @@ import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'grap
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
-import { exitOnSignals } from '../api/server.ts';
+import { exitOnSignals } from '../api/process.ts';
 import { heartbeat, releaseDeadWorkers } from '../api/db/webhooks.ts';
 import { createDomainServices } from '../api/domain.ts';
 import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';

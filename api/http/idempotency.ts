@@ -7,8 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Db } from '../db/connection.ts';
 import { claimKey, completeKey, findKey, releaseKey } from '../db/idempotency.ts';
-import { badRequest, conflict } from '../errors.ts';
-import { errorBody, toApiError } from './errorHandler.ts';
+import { badRequest, conflict, errorResponse } from '../errors.ts';
 import type { RequestState } from './state.ts';
 
 const STALE_AFTER_SECONDS = 60;
@@ -67,10 +66,10 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
     if (ctx.body === undefined) await releaseKey(db, tenant, key);
     else if (!claim.completed) await completeKey(db, tenant, key, ctx.status, sealResponse(ctx, ctx.body));
   } catch (error) {
-    const apiError = toApiError(error);
+    const response = errorResponse(error);
     // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.
     if (claim.completed) throw error;
-    if (apiError.status < 500) await completeKey(db, tenant, key, apiError.status, sealResponse(ctx, errorBody(apiError)));
+    if (response.status < 500) await completeKey(db, tenant, key, response.status, sealResponse(ctx, response.body));
     else await releaseKey(db, tenant, key);
     throw error;
   }

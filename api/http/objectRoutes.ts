@@ -9,11 +9,10 @@ import type { Collection } from '../engine/family.ts';
 import * as operations from '../engine/operations.ts';
 import type { OperationContext } from '../engine/operations.ts';
 import { isPlainObject, type Json } from '../engine/view.ts';
-import { badRequest, notFound } from '../errors.ts';
+import { badRequest, errorResponse, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
-import { errorBody, toApiError } from './errorHandler.ts';
 import { completeInTransaction } from './idempotency.ts';
 import { answeredByReporting, queryReporting } from './reportingProxy.ts';
 import type { RequestState } from './state.ts';
@@ -52,8 +51,9 @@ async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): P
     const op = operationContext(ctx, tx);
     const body = await work(op);
     // A stored decline commits like any change, then answers as an error (and is replayed as one).
-    const error = op.deferredError ? toApiError(op.deferredError(body)) : null;
-    await completeInTransaction(ctx, tx, error ? error.status : 200, error ? errorBody(error) : body);
+    const error = op.deferredError ? op.deferredError(body) : null;
+    const stored = error ? errorResponse(error) : { status: 200, body };
+    await completeInTransaction(ctx, tx, stored.status, stored.body);
     return { body, error };
   });
   if (outcome.error) throw outcome.error;

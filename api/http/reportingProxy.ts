@@ -16,19 +16,8 @@ import type { Collection } from '../engine/family.ts';
 import { isAggregateQuery } from '../engine/operations.ts';
 import { ApiError, serviceUnavailable } from '../errors.ts';
 import type { ListQuery } from '../query/ast.ts';
+import type { ReportingQuery } from '../../reporting/protocol.ts';
 import type { AppServices, RequestState } from './state.ts';
-
-/** Body of POST /query on the reporting process. */
-export interface ReportingQuery {
-  tenant: { orgId: string; environment: string };
-  version: string;
-  /** the collection's fixed type, if any */
-  type?: string;
-  /** the request's query string, decoded pairs in order */
-  params: Array<[string, string]>;
-  /** the request's Postgres snapshot (`xmin:xmax:xip`): the answer must reflect every transaction committed before it */
-  snapshot: string;
-}
 
 const SLACK_MS = 1000;
 
