@@ -49,3 +49,27 @@ t.test('executed, the lookup reads one row and filters none of the tenant away',
   const removed = [...JSON.stringify(root).matchAll(/"Rows Removed by Filter":(\d+)/g)].map((m) => Number(m[1]));
   t.same(removed.filter((n) => n > 0), [], 'no rows of the tenant filtered away');
 });
+
+/** The SQL a list really runs (captured from the engine), explained: newest first by created_at is the tenant index, not a sort of the tenant. */
+t.test('a list ordered newest first by created_at reads the tenant index', async (t) => {
+  const { list } = await import('../api/engine/operations.ts');
+  const { parseListQuery } = await import('../api/query/listQuery.ts');
+  const { collectionByPath } = await import('../api/families/index.ts');
+  const { createDomainServices } = await import('../api/domain.ts');
+  const { loadConfig } = await import('../api/config.ts');
+  await db.raw('analyze transactions');
+  let captured: { sql: string; bindings: unknown[] } | null = null;
+  const capture = (q: { sql: string; bindings: unknown[] }) => { if (/from transactions/.test(q.sql)) captured ??= q; };
+  db.on('query', capture);
+  const ctx = {
+    tx: db, tenant, version: 'v1' as const, principal: { kind: 'secret' as const, keyId: 'k', settings: {} },
+    domain: createDomainServices(loadConfig({ DATABASE_URL: 'postgres://unused' })), collection: collectionByPath.get('transactions')!,
+  };
+  const answer = await list(ctx, parseListQuery([['order_by', 'desc(created_at)'], ['limit', '26']]));
+  db.off('query', capture);
+  t.equal(answer.values.length, 26);
+  t.ok(captured, 'the list query was seen');
+  const found = await plan({ sql: captured!.sql.replace(/\$\d+/g, '?'), bindings: captured!.bindings });
+  t.equal(found.index, 'transactions_by_tenant_created', found.text.slice(0, 300));
+  t.notMatch(found.text, /"Node Type":"Sort"/, 'no sort of the whole tenant');
+});

@@ -42,7 +42,9 @@ function conditions(tenant: Tenant, spec: Pick<SelectSpec, 'where' | 'type'>): S
 export async function selectObjects(db: Db, table: string, tenant: Tenant, spec: SelectSpec): Promise<StoredObject[]> {
   const where = conditions(tenant, spec);
   const order = spec.orderBy.length ? spec.orderBy : [{ sql: 'created_at asc', bindings: [] }];
-  const orderSql = [...order.map((o) => o.sql), 'id asc'].join(', ');
+  // Ties broken by id in the direction of the last term, so one index scan (either way) serves it.
+  const tiebreak = /\sdesc(\s|$)/.test(order[order.length - 1].sql) ? 'id desc' : 'id asc';
+  const orderSql = [...order.map((o) => o.sql), tiebreak].join(', ');
   const found = await query<StoredObject>(db,
     `select ${ROW_COLUMNS} from ${table} where ${where.sql} order by ${orderSql} limit ? offset ?${spec.forUpdate ? ' for update' : ''}`,
     [...where.bindings, ...order.flatMap((o) => o.bindings), spec.limit, spec.offset],
