@@ -69,7 +69,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(consoleRoutes().routes());
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
-  app.use(createRateLimiter(services.config.rateLimit));
+  app.use(createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime()));
   app.use(apiVersion);
   app.use(createBodyParser(services.config.bodyLimit));
   app.use(idempotency);

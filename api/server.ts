@@ -18,12 +18,18 @@ export interface RunningWeb {
   stop: () => Promise<void>;
 }
 
-export async function startWeb(config: Config, options: { keyCacheMs?: number } = {}): Promise<RunningWeb> {
+/** What a test may replace in the web process. */
+export interface WebSeams {
+  /** the domain's clock (timed rules, rate limiting); created_at stays on the database's clock */
+  clock?: () => Date;
+}
+
+export async function startWeb(config: Config, options: { keyCacheMs?: number; seams?: WebSeams } = {}): Promise<RunningWeb> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'web');
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
-  const domain = createDomainServices(config);
+  const domain = createDomainServices(config, options.seams?.clock);
   initMetrics();
   const app = createApp({ db, config, log, domain }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
   const server = app.listen(config.port, config.host);

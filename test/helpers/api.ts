@@ -32,10 +32,10 @@ export interface ApiResponse {
   body: any;
 }
 
-export async function startTestApi(t: Test, env: Record<string, string> = {}): Promise<TestApi> {
+export async function startTestApi(t: Test, env: Record<string, string> = {}, seams: import('../../api/server.ts').WebSeams = {}): Promise<TestApi> {
   const databaseUrl = await freshDatabase(t);
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
-  const web = await startWeb(config, { keyCacheMs: 0 });
+  const web = await startWeb(config, { keyCacheMs: 0, seams });
   const db = createDb(databaseUrl, 4);
   t.teardown(async () => {
     await web.stop();
