@@ -11,6 +11,14 @@
  * acknowledged to this process to the moment the receiver (in this process) has read the request.
  * For the anchor it runs from the commit of the add_jobs transaction to the no-op task starting.
  *
+ * Tenant size: every phase runs at each size of BENCH_ROWS (default 10k, then 1M): the tenant's
+ * events, deliveries and attempt logs are grown to that many rows each by SQL (dispatched,
+ * delivered, logged, as months of traffic leave them) and vacuumed before its phases.
+ *
+ * A second anchor, the bare sender: a plain node:http client (keep-alive agent, 32 requests in
+ * flight, in a child process) posting the same signed bodies to the same receiver, as fast as
+ * the receiver takes them: the ceiling of the HTTP part alone on this machine.
+ *
  * Phases, for Settle and then for the anchor: `200/s` (open loop: a batch of 10 every 50 ms) and
  * `max` (a backlog of BENCH_BACKLOG outstanding kept topped up in batches of 200: sustained
  * deliveries/s; latency there is queueing, about backlog ÷ rate); for Settle also `80% of max`
@@ -20,7 +28,7 @@
  * Postgres: DATABASE_URL when set, else an embedded server in a temp dir; a fresh database is
  * created, migrated and dropped afterwards.
  *
- * Env: BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS (default 3), BENCH_BACKLOG
+ * Env: BENCH_ROWS (tenant sizes, default 10000,1000000), BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS (default 3), BENCH_BACKLOG
  * (default 500), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
  * bench/results/profiles), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
@@ -45,6 +53,7 @@ import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { verifyServiceSignature } from '../api/webhooks/receiver.ts';
+import { serviceSignature, standardWebhooksSignature } from '../api/webhooks/signature.ts';
 
 /**
  * The worker settings this benchmark was tuned with (2 cores, one worker process): a local queue
@@ -141,6 +150,51 @@ async function noopWorker(): Promise<void> {
   });
 }
 
+// ---- the bare sender: node:http posting signed bodies, keep-alive, CONCURRENCY in flight -------
+async function bareSender(): Promise<void> {
+  const url = new URL(process.env.BARE_URL!);
+  const secret = process.env.BARE_SECRET!;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  let done = 0;
+  let stopping = false;
+  let sequence = 0;
+  const post = () => new Promise<void>((resolve, reject) => {
+    sequence += 1;
+    const id = `evt_bare_${process.pid}_${sequence}`;
+    const body = JSON.stringify({
+      object: 'webhook_trigger', event_id: id, trigger: 'processing_status',
+      triggered_on: { id: `acct_bare_${sequence}`, object: 'processing_account', value: 'active' }, created_at: new Date().toISOString().slice(0, 19).replace('T', ' '),
+    });
+    const timestamp = Math.floor(Date.now() / 1000);
+    const request = http.request(url, {
+      method: 'POST', agent,
+      headers: {
+        'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-bench-bare': '1',
+        'x-service-signature': serviceSignature(secret, body), 'x-service-event-id': id,
+        'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': standardWebhooksSignature(secret, id, timestamp, body),
+      },
+    }, (response) => {
+      response.resume();
+      response.on('end', () => {
+        done += 1;
+        resolve();
+      });
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+  const loop = async () => {
+    while (!stopping) await post();
+  };
+  const loops = Array.from({ length: Number(process.env.WORKER_CONCURRENCY) || 32 }, loop);
+  const report = setInterval(() => process.send!({ done, at: epochNow() }), 100);
+  process.on('SIGTERM', () => {
+    stopping = true;
+    clearInterval(report);
+    Promise.allSettled(loops).finally(() => process.exit(0));
+  });
+}
+
 // ---- shared machinery --------------------------------------------------------------------------
 const cleanups: Array<() => Promise<void>> = [];
 let cleaning: Promise<void> | null = null;
@@ -228,8 +282,10 @@ function postgresCpuSeconds(): number {
 }
 
 interface PhaseResult {
+  /** existing rows of the tenant (events, deliveries and logs each) */
+  rows: number;
   phase: string;
-  system: 'settle' | 'anchor';
+  system: 'settle' | 'anchor' | 'bare';
   offeredPerSec: number | null;
   donePerSec: number;
   p50Ms: number;
@@ -317,6 +373,53 @@ function table(head: string[], rows: Array<Array<string | number>>): string {
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
+// ---- the tenant's existing rows ----------------------------------------------------------------
+/** BENCH_ROWS: the tenant sizes the phases run at, in order (as bench/harness.ts dataSizes). */
+function tenantSizes(): number[] {
+  const raw = process.env.BENCH_ROWS ?? '10000,1000000';
+  const sizes = raw.split(',').map((s) => Number(s.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`BENCH_ROWS must be comma-separated row counts, got "${raw}"`);
+  return sizes;
+}
+
+/**
+ * Grows the tenant to `rows` past events, each dispatched, delivered once and logged, by SQL in
+ * batches of 100k (ids of the usual form, times spread over the past), then vacuums and analyses
+ * the three tables, as months of traffic under autovacuum leave them. Returns the ms it took.
+ */
+async function growTenant(db: Db, tenant: EventTenant, webhookId: string, rows: number): Promise<number> {
+  const started = performance.now();
+  const existing = Number((await db.raw(`select count(*) as n from events where org_id = ? and object_id like 'acct_grown_%'`, [tenant.orgId])).rows[0].n);
+  for (let done = existing; done < rows; done += 100_000) {
+    const count = Math.min(100_000, rows - done);
+    // The rows reference each other correctly by construction: skip the per-row foreign-key checks.
+    await db.transaction(async (tx) => {
+      await tx.raw('set local session_replication_role = replica');
+      await tx.raw(
+        `with made as (
+           select 'evt_' || substr(md5(random()::text || g::text), 1, 24) as id, 'acct_grown_' || g as object_id,
+                  now() - make_interval(secs => ${rows + 100} - g) as at
+             from generate_series(?::int + 1, ?::int + ?::int) g),
+         events_made as (
+           insert into events (id, org_id, environment, trigger, object_type, object_id, value, created_at, dispatched_at)
+           select id, ?, ?, 'processing_status', 'processing_account', object_id, jsonb_build_object('id', object_id, 'status', 'active'), at, at
+             from made returning id, created_at),
+         deliveries_made as (
+           insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, state, attempts, next_attempt_at, created_at, finished_at)
+           select 'whd_' || substr(md5(?::text || id), 1, 24), ?, ?, ?, id, 'delivered', 1, created_at, created_at, created_at from events_made returning event_id, created_at)
+         insert into webhook_logs (id, org_id, environment, data, created_at, modified_at)
+         select 'whl_' || substr(md5(random()::text || event_id), 1, 24), ?, ?,
+                jsonb_build_object('webhook_id', ?::text, 'event_id', event_id, 'trigger', 'processing_status', 'url', 'http://127.0.0.1/hook',
+                                   'http_status', 200, 'attempt', 1, 'duration_ms', 2, 'response', '', 'error', null, 'next_attempt_at', null),
+                created_at, created_at
+           from deliveries_made`,
+        [done, done, count, tenant.orgId, tenant.environment, webhookId, tenant.orgId, tenant.environment, webhookId, tenant.orgId, tenant.environment, webhookId]);
+    });
+  }
+  await db.raw('vacuum analyze events, webhook_deliveries, webhook_logs');
+  return performance.now() - started;
+}
+
 // ---- the benchmark -----------------------------------------------------------------------------
 async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -354,6 +457,7 @@ async function main(): Promise<void> {
   const committedAt = new Map<string, number>();
   let latencies: number[] = [];
   let received = 0;
+  let bareReceived = 0;
   let duplicates = 0;
   let badSignatures = 0;
   let verified = 0;
@@ -371,6 +475,10 @@ async function main(): Promise<void> {
         return;
       }
       seen.add(id);
+      if (req.headers['x-bench-bare'] === '1') {
+        bareReceived += 1;
+        return;
+      }
       received += 1;
       const committed = committedAt.get(id);
       if (committed !== undefined) {
@@ -405,131 +513,155 @@ async function main(): Promise<void> {
 
   const workerEnv = { ...SETTINGS, DATABASE_URL: benchUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
   fs.mkdirSync(profileDir, { recursive: true });
+  const webhookId = String((await db('webhooks').where({ org_id: tenant.orgId }).first()).id);
 
   const results: PhaseResult[] = [];
   const loadAverage = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const loadBefore = loadAverage();
+  const loads: Record<number, { before: string; after: string }> = {};
   let logged = 0;
+  let sequence = 0;
+  let batch = 0;
 
-  // ---- Settle ---------------------------------------------------------------------------------
   console.error(`settings: ${Object.entries(SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}; load average ${loadBefore}`);
-  if (ONLY !== 'anchor') {
-    const worker = startChild('worker', [path.join(projectRoot, 'workers/main.ts')], workerEnv);
-    const up = Date.now() + 30_000;
-    while (Number((await db('worker_heartbeats').count({ n: '*' }))[0].n) === 0 && Date.now() < up) await sleep(50);
-
-    let sequence = 0;
-    const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
-      const drafts = Array.from({ length: count }, () => {
-        sequence += 1;
-        return { trigger: 'processing_status', objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
-      });
-      const ids = await db.transaction((tx) => recordEvents(tx, tenant, drafts));
-      const at = performance.now();
-      if (inWindow) for (const id of ids) if (!seen.has(id)) committedAt.set(id, at);
-      return ids.length;
-    };
-    const settlePhase = async (phase: string, rate: number | null) => {
-      process.stderr.write(`settle ${phase}: `);
-      latencies = [];
-      committedAt.clear();
-      const measured = await drive({ rate, produce: produceEvents, done: () => received, workerPid: worker.pid });
-      const sorted = latencies.sort((a, b) => a - b);
+  for (const size of tenantSizes()) {
+    process.stderr.write(`tenant grown to ${size} events, deliveries and logs in `);
+    const grownIn = await growTenant(db, tenant, webhookId, size);
+    process.stderr.write(`${(grownIn / 1000).toFixed(1)} s; load average ${loadAverage()}\n`);
+    loads[size] = { before: loadAverage(), after: '' };
+    const phaseResult = (system: PhaseResult['system'], phase: string, rate: number | null, measured: Measured, values: number[]): PhaseResult => {
+      const sorted = values.sort((x, y) => x - y);
       const result: PhaseResult = {
-        phase, system: 'settle', offeredPerSec: rate, donePerSec: measured.donePerSec,
+        rows: size, phase, system, offeredPerSec: rate, donePerSec: measured.donePerSec,
         p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN, samples: sorted.length,
         workerCpuCores: measured.workerCpuCores, postgresCpuCores: measured.postgresCpuCores, machineCpuCores: measured.machineCpuCores,
       };
       results.push(result);
-      process.stderr.write(`${result.donePerSec.toFixed(0)} deliveries/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, worker CPU ${(result.workerCpuCores * 100).toFixed(0)} %\n`);
+      process.stderr.write(`${result.donePerSec.toFixed(0)}/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, worker CPU ${(result.workerCpuCores * 100).toFixed(0)} %\n`);
       return result;
     };
-    await settlePhase(`${LOW_RATE}/s`, LOW_RATE);
-    const max = await settlePhase('max', null);
-    await settlePhase('80% of max', Math.round(max.donePerSec * 0.8));
-    logged = Number((await db('webhook_logs').count({ n: '*' }))[0].n);
-    await stopChild(worker);
-  }
 
-  // ---- the anchor: graphile-worker, no-op jobs, same database and settings ----------------------
-  if (ONLY !== 'settle') {
-    const anchor = startChild('noop-worker', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'noop-worker' }, true);
-    let anchorDone = 0;
-    const pendingLatencies: Array<(values: number[]) => void> = [];
-    anchor.on('message', (message: { done?: number; latencies?: number[] }) => {
-      if (message.done !== undefined) anchorDone = message.done;
-      if (message.latencies) pendingLatencies.shift()?.(message.latencies);
-    });
-    const anchorUp = Date.now() + 30_000;
-    while (anchorDone === 0 && Date.now() < anchorUp) {
-      await db.raw(`select graphile_worker.add_job('noop', json_build_object('b', -1))`);
-      await sleep(100);
+    // ---- Settle ---------------------------------------------------------------------------------
+    if (ONLY !== 'anchor') {
+      const worker = startChild('worker', [path.join(projectRoot, 'workers/main.ts')], workerEnv);
+      const up = Date.now() + 30_000;
+      while (Number((await db('worker_heartbeats').count({ n: '*' }))[0].n) === 0 && Date.now() < up) await sleep(50);
+
+      const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
+        const drafts = Array.from({ length: count }, () => {
+          sequence += 1;
+          return { trigger: 'processing_status', objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
+        });
+        const ids = await db.transaction((tx) => recordEvents(tx, tenant, drafts));
+        const at = performance.now();
+        if (inWindow) for (const id of ids) if (!seen.has(id)) committedAt.set(id, at);
+        return ids.length;
+      };
+      const settlePhase = async (phase: string, rate: number | null) => {
+        process.stderr.write(`${size} rows, settle ${phase}: `);
+        latencies = [];
+        committedAt.clear();
+        const measured = await drive({ rate, produce: produceEvents, done: () => received, workerPid: worker.pid });
+        return phaseResult('settle', phase, rate, measured, latencies);
+      };
+      await settlePhase(`${LOW_RATE}/s`, LOW_RATE);
+      const max = await settlePhase('max', null);
+      await settlePhase('80% of max', Math.round(max.donePerSec * 0.8));
+      logged = Number((await db('webhook_logs').count({ n: '*' }))[0].n) - size;
+      await stopChild(worker);
     }
-    await sleep(300);
-    let batch = 0;
-    const produceJobs = async (count: number, inWindow: boolean): Promise<number> => {
-      const id = inWindow ? batch++ : -1;
-      await db.raw(
-        `select graphile_worker.add_jobs(array(
-           select row('noop', json_build_object('b', ?::int), null, null, null, null, null, null)::graphile_worker.job_spec
-             from generate_series(1, ?::int)))`,
-        [id, count]);
-      if (id >= 0) anchor.send({ batch: id, committedAt: epochNow() });
-      return count;
-    };
-    const anchorPhase = async (phase: string, rate: number | null) => {
-      process.stderr.write(`anchor ${phase}: `);
-      const first = batch;
-      const measured = await drive({ rate, produce: produceJobs, done: () => anchorDone, workerPid: anchor.pid });
-      const values = await new Promise<number[]>((resolve) => {
-        pendingLatencies.push(resolve);
-        anchor.send({ latencies: { from: first, to: batch } });
+
+    // ---- the anchors: graphile-worker no-op jobs, same database and settings; the bare sender ---
+    if (ONLY !== 'settle') {
+      const anchor = startChild('noop-worker', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'noop-worker' }, true);
+      let anchorDone = 0;
+      const pendingLatencies: Array<(values: number[]) => void> = [];
+      anchor.on('message', (message: { done?: number; latencies?: number[] }) => {
+        if (message.done !== undefined) anchorDone = message.done;
+        if (message.latencies) pendingLatencies.shift()?.(message.latencies);
       });
-      const sorted = values.sort((a, b) => a - b);
-      const result: PhaseResult = {
-        phase, system: 'anchor', offeredPerSec: rate, donePerSec: measured.donePerSec,
-        p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99), maxMs: sorted.at(-1) ?? NaN, samples: sorted.length,
-        workerCpuCores: measured.workerCpuCores, postgresCpuCores: measured.postgresCpuCores, machineCpuCores: measured.machineCpuCores,
+      const anchorUp = Date.now() + 30_000;
+      while (anchorDone === 0 && Date.now() < anchorUp) {
+        await db.raw(`select graphile_worker.add_job('noop', json_build_object('b', -1))`);
+        await sleep(100);
+      }
+      await sleep(300);
+      const produceJobs = async (count: number, inWindow: boolean): Promise<number> => {
+        const id = inWindow ? batch++ : -1;
+        await db.raw(
+          `select graphile_worker.add_jobs(array(
+             select row('noop', json_build_object('b', ?::int), null, null, null, null, null, null)::graphile_worker.job_spec
+               from generate_series(1, ?::int)))`,
+          [id, count]);
+        if (id >= 0) anchor.send({ batch: id, committedAt: epochNow() });
+        return count;
       };
-      results.push(result);
-      process.stderr.write(`${result.donePerSec.toFixed(0)} jobs/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, worker CPU ${(result.workerCpuCores * 100).toFixed(0)} %\n`);
-      return result;
-    };
-    await anchorPhase(`${LOW_RATE}/s`, LOW_RATE);
-    await anchorPhase('max', null);
-    await stopChild(anchor);
+      const anchorPhase = async (phase: string, rate: number | null) => {
+        process.stderr.write(`${size} rows, anchor ${phase}: `);
+        const first = batch;
+        const measured = await drive({ rate, produce: produceJobs, done: () => anchorDone, workerPid: anchor.pid });
+        const values = await new Promise<number[]>((resolve) => {
+          pendingLatencies.push(resolve);
+          anchor.send({ latencies: { from: first, to: batch } });
+        });
+        return phaseResult('anchor', phase, rate, measured, values);
+      };
+      await anchorPhase(`${LOW_RATE}/s`, LOW_RATE);
+      await anchorPhase('max', null);
+      await stopChild(anchor);
+
+      // The bare sender runs for the window; nothing to produce or drain.
+      process.stderr.write(`${size} rows, bare sender max: `);
+      const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
+      const measured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
+      await stopChild(bare);
+      phaseResult('bare', 'max', null, measured, []);
+    }
+    loads[size].after = loadAverage();
   }
 
   // ---- report ---------------------------------------------------------------------------------
   const loadAfter = loadAverage();
-  const low = results.find((r) => r.system === 'settle' && r.phase === `${LOW_RATE}/s`);
-  const max = results.find((r) => r.system === 'settle' && r.phase === 'max');
-  const anchorMax = results.find((r) => r.system === 'anchor' && r.phase === 'max');
-  const throughputPass = max !== undefined && max.donePerSec >= 1500 && badSignatures === 0;
-  const latencyPass = low !== undefined && low.p99Ms < 100;
+  const SYSTEMS: Record<PhaseResult['system'], string> = {
+    settle: 'settle: signed deliveries', anchor: 'anchor: graphile-worker no-op jobs', bare: 'anchor: bare node:http sender',
+  };
   console.log(`\nwebhooks: one worker process, ${SECONDS} s per phase (after ${WARMUP_SECONDS} s warm-up), backlog ${BACKLOG} at max, Node ${process.version}, ${os.cpus().length} CPUs`);
-  console.log(`settings: ${Object.entries(SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}`);
-  console.log(`load average before ${loadBefore}, after ${loadAfter}. CPU: cores used in the window by the worker process, by the`);
-  console.log('Postgres server (embedded only), and by every process on the machine; CPU ms/item = (worker + postgres) CPU per item done.\n');
+  console.log(`database: ${process.env.DATABASE_URL ? 'server (DATABASE_URL)' : 'embedded'}; settings: ${Object.entries(SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  console.log(`load average before ${loadBefore}, after ${loadAfter}${Object.entries(loads).map(([size, l]) => `; ${size} rows: ${l.before} → ${l.after}`).join('')}.`);
+  console.log('CPU: cores used in the window by the worker process, by the Postgres server (embedded only), and by every process');
+  console.log('on the machine; CPU ms/item = (worker + postgres) CPU per item done.\n');
   console.log(table(
-    ['phase', 'system', 'offered/s', 'done/s', 'p50 ms', 'p99 ms', 'max ms', 'worker CPU', 'postgres CPU', 'CPU ms/item', 'machine CPU'],
+    ['rows', 'phase', 'system', 'offered/s', 'done/s', 'p50 ms', 'p99 ms', 'max ms', 'worker CPU', 'postgres CPU', 'CPU ms/item', 'machine CPU'],
     results.map((r) => [
-      r.phase, r.system === 'settle' ? 'settle: signed deliveries' : 'anchor: graphile-worker no-op jobs',
+      r.rows, r.phase, SYSTEMS[r.system],
       r.offeredPerSec ?? `backlog ${BACKLOG}`, r.donePerSec.toFixed(0), r.p50Ms.toFixed(1), r.p99Ms.toFixed(1), r.maxMs.toFixed(1),
       `${(r.workerCpuCores * 100).toFixed(0)} %`, `${(r.postgresCpuCores * 100).toFixed(0)} %`,
       (((r.workerCpuCores + r.postgresCpuCores) / r.donePerSec) * 1000).toFixed(2), `${(r.machineCpuCores * 100).toFixed(0)} %`,
     ]),
   ));
-  const percentOfAnchor = max && anchorMax ? Math.round((max.donePerSec / anchorMax.donePerSec) * 1000) / 10 : null;
-  if (max && anchorMax) {
-    console.log(`\nat max: ${max.donePerSec.toFixed(0)} deliveries/s = ${percentOfAnchor} % of the anchor's ${anchorMax.donePerSec.toFixed(0)} no-op jobs/s `
-      + '(each delivery is a deliver_webhook job; dispatch_events jobs each take a batch of events)');
+  const find = (size: number, system: PhaseResult['system'], phase: string) => results.find((r) => r.rows === size && r.system === system && r.phase === phase);
+  const summary: Record<string, unknown> = {};
+  const sizes = [...new Set(results.map((r) => r.rows))];
+  for (const size of sizes) {
+    const low = find(size, 'settle', `${LOW_RATE}/s`);
+    const max = find(size, 'settle', 'max');
+    const anchorMax = find(size, 'anchor', 'max');
+    const bareMax = find(size, 'bare', 'max');
+    if (!max || !low) continue;
+    const throughput = max.donePerSec >= 1500 && badSignatures === 0 ? 'PASS' : 'MISS';
+    const latency = low.p99Ms < 100 ? 'PASS' : 'MISS';
+    const ofAnchor = anchorMax ? `${((max.donePerSec / anchorMax.donePerSec) * 100).toFixed(1)} % of the no-op anchor's ${anchorMax.donePerSec.toFixed(0)}/s` : '';
+    const ofBare = bareMax ? `${((max.donePerSec / bareMax.donePerSec) * 100).toFixed(1)} % of the bare sender's ${bareMax.donePerSec.toFixed(0)}/s` : '';
+    console.log(`\n${size} rows: ${max.donePerSec.toFixed(0)} deliveries/s at max${ofAnchor || ofBare ? ` = ${[ofAnchor, ofBare].filter(Boolean).join(', ')}` : ''}`);
+    console.log(`  targets: >= 1500 deliveries/s at max: ${throughput} (${max.donePerSec.toFixed(0)}); p99 commit-to-receipt < 100 ms at ${LOW_RATE}/s: ${latency} (${low.p99Ms.toFixed(1)} ms)`);
+    summary[size] = { throughput, latency, deliveriesPerSec: max.donePerSec, p99MsAt200: low.p99Ms, anchorPerSec: anchorMax?.donePerSec, barePerSec: bareMax?.donePerSec };
   }
-  if (max && low) {
-    console.log(`receiver: ${received} events, ${duplicates} duplicates, ${verified} signatures checked, ${badSignatures} bad; ${logged} attempt logs written`);
-    console.log(`targets: >= 1500 deliveries/s at max: ${throughputPass ? 'PASS' : 'MISS'} (${max.donePerSec.toFixed(0)}); `
-      + `p99 commit-to-receipt < 100 ms at ${LOW_RATE}/s: ${latencyPass ? 'PASS' : 'MISS'} (${low.p99Ms.toFixed(1)} ms)`);
+  if (sizes.length > 1) {
+    const first = find(sizes[0]!, 'settle', 'max');
+    const last = find(sizes.at(-1)!, 'settle', 'max');
+    if (first && last) console.log(`\n${sizes.at(-1)} rows / ${sizes[0]} rows at max: ${((last.donePerSec / first.donePerSec) * 100).toFixed(0)} % (target >= 90 %)`);
   }
+  console.log(`receiver: ${received} events, ${duplicates} duplicates, ${verified} signatures checked, ${badSignatures} bad; ${logged} attempt logs written (all sizes)`);
 
   fs.mkdirSync(resultsDir, { recursive: true });
   const resultsFile = path.join(resultsDir, ONLY ? `webhooks-${ONLY}.json` : 'webhooks.json');
@@ -543,18 +675,21 @@ async function main(): Promise<void> {
     seconds: SECONDS,
     warmupSeconds: WARMUP_SECONDS,
     backlog: BACKLOG,
-    targets: { deliveriesPerSec: 1500, p99MsAt200: 100 },
+    database: process.env.DATABASE_URL ? 'server' : 'embedded',
+    loadAverageBySize: loads,
+    targets: { deliveriesPerSec: 1500, p99MsAt200: 100, largeOverSmall: 0.9 },
     results,
-    percentOfAnchor,
-    receiver: { received, duplicates, verified, badSignatures },
+    receiver: { received, duplicates, verified, badSignatures, bare: bareReceived },
     attemptLogs: logged,
-    summary: max && low ? { throughput: throughputPass ? 'PASS' : 'MISS', latency: latencyPass ? 'PASS' : 'MISS' } : null,
+    summary,
   }, null, 2)}\n`);
   console.log(`\nresults: ${path.relative(projectRoot, resultsFile)}`);
 }
 
 if (process.env.BENCH_ROLE === 'noop-worker') {
   await noopWorker();
+} else if (process.env.BENCH_ROLE === 'bare-sender') {
+  await bareSender();
 } else {
   try {
     await main();

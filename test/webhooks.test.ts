@@ -72,6 +72,26 @@ t.test('a delivery is signed over the exact bytes, with the event id and Standar
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
 
+t.test('a delivery job queued before jobs carried their event (only a delivery_id) is still delivered and logged', async (t) => {
+  const receiver = await startReceiver(t);
+  const webhook = await webhookFor(receiver.url + '/legacy');
+  const eventId = await fireEvent();
+  await receiver.waitFor(1);
+  const [delivery] = (await api.db.raw(
+    `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, next_attempt_at)
+     select 'whd_legacy_' || substr(md5(random()::text), 1, 12), org_id, environment, webhook_id, event_id, 1, now()
+       from webhook_deliveries where webhook_id = ? and event_id = ? returning id`, [webhook.id, eventId])).rows;
+  await api.db.raw(`select graphile_worker.add_job('deliver_webhook', json_build_object('delivery_id', ?::text))`, [delivery.id]);
+  const got = await receiver.waitFor(2);
+  t.equal(got.length, 2, 'delivered again');
+  t.equal(got[1].headers['x-service-event-id'], eventId);
+  t.match(JSON.parse(got[1].body), { event_id: eventId, trigger: 'processing_status', triggered_on: { object: 'processing_account' } });
+  await new Promise((r) => setTimeout(r, 200));
+  const row = await api.db('webhook_deliveries').where({ id: delivery.id }).first();
+  t.same([row.state, row.attempts], ['delivered', 1], 'the delivery is recorded');
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
+
 t.test('a receiver failing N times gets the event N+1 times with the same id; the logs show every attempt', async (t) => {
   const receiver = await startReceiver(t);
   receiver.respond = (_r, i) => ({ status: i < 3 ? 500 : 200, body: i < 3 ? 'not yet' : 'ok' });

@@ -2,10 +2,22 @@
 import { newId } from '../ids.ts';
 import { rows, type Db } from './connection.ts';
 
-/** Job specs for deliveries, as SQL over a set of delivery ids named `source`. */
+/**
+ * What a delivery job carries: the delivery and its event, which never change, so an attempt
+ * reads only what can (the delivery's state and its webhook). `d` is the delivery, `e` the event.
+ */
+const JOB_PAYLOAD = `json_build_object('delivery_id', d.id, 'org_id', d.org_id, 'environment', d.environment, 'webhook_id', d.webhook_id,
+  'event_id', e.id, 'trigger', e.trigger, 'object_type', e.object_type, 'object_id', e.object_id, 'value', e.value,
+  'event_created_at', e.created_at)`;
+
+/**
+ * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
+ * `payload`. The key makes one job per delivery: a later job of the delivery (a retry, a deferral)
+ * takes the key over, and the earlier one, if it is still locked by a process that died, never runs again.
+ */
 function deliveryJobs(source: string, runAt = 'null'): string {
   return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', json_build_object('delivery_id', id), null, ${runAt}, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
+    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
       from ${source}))`;
 }
 
@@ -17,7 +29,7 @@ function deliveryJobs(source: string, runAt = 'null'): string {
 export async function dispatchPendingEvents(db: Db, limit: number): Promise<number> {
   const found = await rows<{ taken: number }>(db,
     `with batch as (
-       select id, org_id, environment, trigger from events
+       select id, org_id, environment, trigger, object_type, object_id, value, created_at from events
         where dispatched_at is null order by seq limit ? for update skip locked),
      created as (
        insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
@@ -26,8 +38,9 @@ export async function dispatchPendingEvents(db: Db, limit: number): Promise<numb
            on w.org_id = e.org_id and w.environment = e.environment
           and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active'
        on conflict (webhook_id, event_id, series) do nothing
-       returning id),
-     jobs as (select ${deliveryJobs('created')} where exists (select 1 from created)),
+       returning id, org_id, environment, webhook_id, event_id),
+     jobs as (select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload from created d join batch e on e.id = d.event_id) j`)}
+               where exists (select 1 from created)),
      marked as (update events set dispatched_at = now() from batch where events.id = batch.id returning 1)
      select (select count(*) from marked)::int as taken, (select count(*) from jobs) as jobs`,
     [limit]);
@@ -36,7 +49,10 @@ export async function dispatchPendingEvents(db: Db, limit: number): Promise<numb
 
 export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {
   if (deliveryIds.length === 0) return;
-  await rows(db, `select ${deliveryJobs('unnest(?::text[]) as id')}`, [deliveryIds]);
+  await rows(db,
+    `select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload
+       from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[])) j`)}`,
+    [deliveryIds]);
 }
 
 /**
@@ -44,10 +60,10 @@ export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<
  * same key (add_jobs takes the key from the running job, which then completes), so there is still
  * one job per delivery, and its attempts, logs and retry budget are untouched. Returns the job id.
  */
-export async function deferDelivery(db: Db, deliveryId: string, runAt: Date): Promise<string | null> {
+export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date): Promise<string | null> {
   const found = await rows<{ id: string }>(db,
-    `select id::text as id from ${deliveryJobs('(select ?::text as id) d', '?::timestamptz')}`,
-    [runAt.toISOString(), deliveryId]);
+    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz')}`,
+    [runAt.toISOString(), job.delivery_id, JSON.stringify(job)]);
   return found[0]?.id ?? null;
 }
 
@@ -58,31 +74,43 @@ export async function wakeDeferredDelivery(db: Db, jobId: string): Promise<boole
   return found[0].n > 0;
 }
 
-export interface DeliveryContext {
+/** A delivery job's payload (JOB_PAYLOAD): the delivery and its event. */
+export interface DeliveryJob {
   delivery_id: string;
-  state: string;
-  attempts: number;
-  series: number;
   org_id: string;
   environment: string;
   webhook_id: string;
-  webhook: Record<string, unknown>;
   event_id: string;
   trigger: string;
   object_type: string;
   object_id: string;
   value: Record<string, unknown>;
-  event_created_at: Date;
+  /** as JSON carries it: an ISO timestamp */
+  event_created_at: string | Date;
 }
 
-export async function loadDelivery(db: Db, deliveryId: string): Promise<DeliveryContext | null> {
-  const found = await rows<DeliveryContext>(db,
-    `select d.id as delivery_id, d.state, d.attempts, d.series, d.org_id, d.environment, d.webhook_id, w.data as webhook,
-            e.id as event_id, e.trigger, e.object_type, e.object_id, e.value, e.created_at as event_created_at
-       from webhook_deliveries d join webhooks w on w.id = d.webhook_id join events e on e.id = d.event_id
-      where d.id = ?`,
-    [deliveryId]);
-  return found[0] ?? null;
+/** What can change between attempts, read at each one. */
+export interface DeliveryState {
+  delivery_id: string;
+  state: string;
+  attempts: number;
+  webhook: Record<string, unknown>;
+}
+
+/** The states and webhooks of many deliveries in one query; missing ones (deleted) are absent. */
+export async function loadDeliveryStates(db: Db, deliveryIds: string[]): Promise<DeliveryState[]> {
+  return rows<DeliveryState>(db,
+    `select d.id as delivery_id, d.state, d.attempts, w.data as webhook
+       from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+      where d.id = any(?::text[])`,
+    [deliveryIds]);
+}
+
+/** The job payload of a delivery, for a job enqueued before payloads carried it. */
+export async function loadDeliveryJob(db: Db, deliveryId: string): Promise<DeliveryJob | null> {
+  const found = await rows<{ payload: DeliveryJob }>(db,
+    `select ${JOB_PAYLOAD} as payload from webhook_deliveries d join events e on e.id = d.event_id where d.id = ?`, [deliveryId]);
+  return found[0]?.payload ?? null;
 }
 
 export interface AttemptLog {
@@ -100,29 +128,52 @@ export interface AttemptLog {
   nextAttemptAt: Date | null;
 }
 
-/** Records an attempt and moves the delivery on (next job, or the webhook's streak reset): one statement. */
-export async function recordAttempt(db: Db, delivery: DeliveryContext, log: AttemptLog, outcome: { state: 'pending' | 'delivered' | 'failed' }): Promise<void> {
-  const nextAt = log.nextAttemptAt?.toISOString() ?? null;
+export interface AttemptRecord {
+  job: DeliveryJob;
+  log: AttemptLog;
+  state: 'pending' | 'delivered' | 'failed';
+}
+
+/**
+ * Records attempts and moves their deliveries on, many in one statement: each attempt's log, the
+ * delivery's state, the next job of a delivery still pending (same key, carrying the same payload),
+ * and the failure streak of a webhook that delivered reset (rows locked in id order, so concurrent
+ * batches cannot deadlock on them).
+ */
+export async function recordAttempts(db: Db, records: AttemptRecord[]): Promise<void> {
+  const input = records.map(({ job, log, state }) => {
+    const nextAt = log.nextAttemptAt?.toISOString() ?? null;
+    return {
+      log_id: newId('whl'), org_id: job.org_id, environment: job.environment, delivery_id: job.delivery_id, webhook_id: job.webhook_id,
+      attempt: log.attempt, state, next_at: nextAt, payload: job,
+      log: {
+        webhook_id: log.webhookId, event_id: log.eventId, trigger: log.trigger, triggered_on: log.triggeredOn, url: log.url,
+        http_status: log.httpStatus, oauth_status: log.oauthStatus, attempt: log.attempt, duration_ms: log.durationMs,
+        response: log.response, error: log.error, next_attempt_at: nextAt,
+      },
+    };
+  });
   await rows(db,
-    `with logged as (
-       insert into webhook_logs (id, org_id, environment, data) values (?, ?, ?, ?::jsonb) returning 1),
+    `with input as (
+       select * from jsonb_to_recordset(?::jsonb) as r(log_id text, org_id text, environment text, delivery_id text,
+         webhook_id text, attempt int, state text, next_at timestamptz, payload json, log jsonb)),
+     logged as (
+       insert into webhook_logs (id, org_id, environment, data) select log_id, org_id, environment, log from input returning 1),
      moved as (
-       update webhook_deliveries set attempts = ?, state = ?, next_attempt_at = ?::timestamptz,
-              finished_at = case when ? = 'pending' then null else now() end
-        where id = ? returning id),
-     jobs as (select ${deliveryJobs('moved', '?::timestamptz')} where ? = 'pending'),
+       update webhook_deliveries d set attempts = i.attempt, state = i.state, next_attempt_at = i.next_at,
+              finished_at = case when i.state = 'pending' then null else now() end
+         from input i where d.id = i.delivery_id
+       returning d.id, i.payload, i.next_at, i.state),
+     jobs as (select ${deliveryJobs("(select * from moved where state = 'pending') m", 'next_at')}
+               where exists (select 1 from moved where state = 'pending')),
      recovered as (
-       update webhooks set data = data - 'failing_since'
-        where id = ? and ? = 'delivered' and jsonb_exists(data, 'failing_since') returning 1)
+       update webhooks w set data = w.data - 'failing_since'
+        where w.id in (select id from webhooks
+                        where id in (select webhook_id from input where state = 'delivered') and jsonb_exists(data, 'failing_since')
+                        order by id for update)
+       returning 1)
      select (select count(*) from logged) + (select count(*) from jobs) + (select count(*) from recovered) as n`,
-    [newId('whl'), delivery.org_id, delivery.environment, JSON.stringify({
-      webhook_id: log.webhookId, event_id: log.eventId, trigger: log.trigger, triggered_on: log.triggeredOn, url: log.url,
-      http_status: log.httpStatus, oauth_status: log.oauthStatus, attempt: log.attempt, duration_ms: log.durationMs,
-      response: log.response, error: log.error, next_attempt_at: nextAt,
-    }),
-    log.attempt, outcome.state, nextAt, outcome.state, delivery.delivery_id,
-    nextAt, outcome.state,
-    delivery.webhook_id, outcome.state]);
+    [JSON.stringify(input)]);
 }
 
 /** A schedule exhausted: the webhook's failure streak starts (or goes on); past the limit it is disabled. */

@@ -4,27 +4,31 @@
  * Retry-After, 410 disables). At least once: the attempt's log and the next job commit together,
  * and a receiver dedups on the event id. Tenants share the worker fairly: an org with no room in
  * this process (tenantSlots.ts) has the delivery deferred, which is not an attempt.
+ *
+ * A delivery's job carries its event (never changes); each attempt reads what can change (the
+ * delivery's state, its webhook) and writes its outcome, and concurrent deliveries share those
+ * reads and writes: one statement each per batch (batcher.ts), not two per delivery.
  */
 import type { LookupFunction } from 'node:net';
-import type { Got } from 'got';
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
 import {
-  cancelDelivery, deferDelivery, disableWebhook, dispatchPendingEvents, loadDelivery, noteExhausted, recordAttempt, wakeDeferredDelivery,
-  type DeliveryContext,
+  cancelDelivery, deferDelivery, disableWebhook, dispatchPendingEvents, loadDeliveryJob, loadDeliveryStates, noteExhausted, recordAttempts,
+  wakeDeferredDelivery, type AttemptRecord, type DeliveryJob, type DeliveryState,
 } from '../../api/db/webhooks.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
+import { Batcher } from './batcher.ts';
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
-import { answerText, describeFailure, requestBounded } from './outbound.ts';
+import { answerText, describeFailure, type Outbound } from './outbound.ts';
 import type { TenantSlots } from './tenantSlots.ts';
 
 export interface DeliveryDeps {
   db: Db;
-  http: Got;
+  http: Outbound;
   oauth: OAuthTokens;
   vault: DomainServices['vault'];
   schedule: number[];
@@ -37,6 +41,8 @@ export interface DeliveryDeps {
   timeoutMs: number;
   now?: () => number;
   random?: () => number;
+  /** opens a sealed secret (default: the vault, remembered per sealed value) */
+  unseal?: (sealed: string) => string;
 }
 
 /** A receiver's answer is read (and logged) this far; the connection is closed past it. */
@@ -56,7 +62,7 @@ export function dispatchEvents(db: Db): Task {
 }
 
 /** The body, built once: the signature covers these exact bytes. */
-export function deliveryBody(delivery: DeliveryContext): string {
+export function deliveryBody(delivery: DeliveryJob): string {
   return JSON.stringify({
     object: 'webhook_trigger',
     event_id: delivery.event_id,
@@ -91,7 +97,7 @@ interface AttemptOutcome {
 /** The status decides; of the body only the logged part is read. */
 async function post(deps: DeliveryDeps, url: string, body: string, headers: Record<string, string>, dnsLookup: LookupFunction): Promise<AttemptOutcome> {
   try {
-    const response = await requestBounded(deps.http, url, { method: 'POST', body, headers, dnsLookup }, RESPONSE_KEPT);
+    const response = await deps.http.request(url, { method: 'POST', body, headers, dnsLookup }, RESPONSE_KEPT);
     const retryAfter = [429, 503].includes(response.statusCode) ? (response.headers['retry-after'] as string | undefined) : undefined;
     const redirected = response.statusCode >= 300 && response.statusCode < 400;
     return { httpStatus: response.statusCode, oauthStatus: null, response: answerText(response.body), error: redirected ? 'redirects are not followed' : null, retryAfter };
@@ -101,29 +107,44 @@ async function post(deps: DeliveryDeps, url: string, body: string, headers: Reco
 }
 
 /** One attempt, with OAuth when configured; a 401 drops the token and tries once more at once. */
-async function attempt(deps: DeliveryDeps, delivery: DeliveryContext, body: string, secret: string): Promise<AttemptOutcome> {
-  const webhook = delivery.webhook;
+async function attempt(deps: DeliveryDeps, job: DeliveryJob, webhook: Record<string, unknown>, body: string, secret: string): Promise<AttemptOutcome> {
   const timestamp = Math.floor((deps.now?.() ?? Date.now()) / 1000);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'x-service-signature': serviceSignature(secret, body),
-    'x-service-event-id': delivery.event_id,
-    'webhook-id': delivery.event_id,
+    'x-service-event-id': job.event_id,
+    'webhook-id': job.event_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': standardWebhooksSignature(secret, delivery.event_id, timestamp, body),
+    'webhook-signature': standardWebhooksSignature(secret, job.event_id, timestamp, body),
   };
-  const lookup = deps.lookups.forTenant(delivery.org_id);
+  const lookup = deps.lookups.forTenant(job.org_id);
   const oauth = oauthParams(deps, webhook);
   if (!oauth) return post(deps, String(webhook.url), body, headers, lookup);
   for (let round = 0; round < 2; round++) {
-    const token = await deps.oauth.token(delivery.webhook_id, oauth, lookup);
+    const token = await deps.oauth.token(job.webhook_id, oauth, lookup);
     if (!token.ok) return { httpStatus: null, oauthStatus: token.status, response: null, error: token.error };
     const outcome = await post(deps, String(webhook.url), body, { ...headers, authorization: `Bearer ${token.token}` }, lookup);
     outcome.oauthStatus = token.status;
     if (outcome.httpStatus !== 401 || round === 1) return outcome;
-    deps.oauth.drop(delivery.webhook_id, oauth);
+    deps.oauth.drop(job.webhook_id, oauth);
   }
   throw new Error('unreachable');
+}
+
+/** Sealed secrets opened once per process: the same few webhooks' secrets are opened on every delivery otherwise. */
+const UNSEALED_KEPT = 10_000;
+
+function unsealer(vault: DomainServices['vault']): (sealed: string) => string {
+  const opened = new Map<string, string>();
+  return (sealed) => {
+    let plain = opened.get(sealed);
+    if (plain === undefined) {
+      plain = vault.decrypt(sealed);
+      if (opened.size >= UNSEALED_KEPT) opened.clear();
+      opened.set(sealed, plain);
+    }
+    return plain;
+  };
 }
 
 function oauthParams(deps: DeliveryDeps, webhook: Record<string, unknown>): OAuthParams | null {
@@ -132,7 +153,7 @@ function oauthParams(deps: DeliveryDeps, webhook: Record<string, unknown>): OAut
   return {
     auth_url: params.auth_url,
     client_id: String(params.client_id),
-    client_secret: deps.vault.decrypt(params.client_secret_sealed),
+    client_secret: deps.unseal!(params.client_secret_sealed),
     grant_type: String(params.grant_type),
     resource: (params.resource as string | null) ?? null,
     scope: (params.scope as string | null) ?? null,
@@ -157,16 +178,16 @@ function loggedUrl(text: string): string {
  * here ends (wakeDeferred), or by itself when its turn would be due if every attempt ahead of it
  * took the whole timeout (capped): the fallback for a process that is gone.
  */
-async function deferUntilRoom(deps: DeliveryDeps, delivery: DeliveryContext): Promise<void> {
-  const ahead = deps.slots.deferredCount(delivery.org_id);
+async function deferUntilRoom(deps: DeliveryDeps, job: DeliveryJob): Promise<void> {
+  const ahead = deps.slots.deferredCount(job.org_id);
   const turnMs = deps.timeoutMs * (1 + Math.floor(ahead / Math.max(1, deps.slots.limit)));
   const waitMs = Math.round(Math.min(DEFER_MAX_MS, turnMs) * (0.8 + 0.4 * (deps.random ?? Math.random)()));
-  const jobId = await deferDelivery(deps.db, delivery.delivery_id, new Date((deps.now?.() ?? Date.now()) + waitMs));
+  const jobId = await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + waitMs));
   if (!jobId) return;
-  deps.slots.deferredJob(delivery.org_id, jobId);
+  deps.slots.deferredJob(job.org_id, jobId);
   // The attempts that filled the org's slots may have ended while the job was being deferred,
   // with none of them seeing it to call it back.
-  if (deps.slots.hasRoom(delivery.org_id)) await wakeDeferred(deps, delivery.org_id);
+  if (deps.slots.hasRoom(job.org_id)) await wakeDeferred(deps, job.org_id);
 }
 
 /** An attempt of `org` ended and left its slot free: the oldest delivery deferred for want of one runs now. */
@@ -182,38 +203,34 @@ async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
   }
 }
 
-export function deliverWebhook(deps: DeliveryDeps): Task {
-  return async (payload, helpers) => {
-    const deliveryId = (payload as { delivery_id?: unknown }).delivery_id;
-    if (typeof deliveryId !== 'string') throw new Error('deliver_webhook needs a delivery_id');
-    const delivery = await loadDelivery(deps.db, deliveryId);
-    if (!delivery || delivery.state !== 'pending') return;
-    if (delivery.webhook.status !== 'active') return cancelDelivery(deps.db, deliveryId);
-    const body = deliveryBody(delivery);
-    const secret = deps.vault.decrypt(String(delivery.webhook.sender_secret_sealed));
-    const slot = await deps.slots.acquire(delivery.org_id, helpers.job.id);
-    if (!slot) return deferUntilRoom(deps, delivery);
-    const started = performance.now();
-    let outcome: AttemptOutcome;
-    let freed = false;
-    try {
-      outcome = await attempt(deps, delivery, body, secret);
-    } finally {
-      freed = slot.release();
-    }
-    const durationMs = Math.round(performance.now() - started);
-    const number = delivery.attempts + 1;
-    const delivered = outcome.httpStatus !== null && outcome.httpStatus >= 200 && outcome.httpStatus < 300;
-    const gone = outcome.httpStatus === 410;
-    const retries = Number(delivery.webhook.retries ?? 8);
-    const retry = !delivered && !gone && number <= retries;
-    const nextAttemptAt = retry ? new Date((deps.now?.() ?? Date.now()) + nextDelayMs(deps.schedule, number, outcome.retryAfter, deps.random ?? Math.random)) : null;
-    await recordAttempt(deps.db, delivery, {
-      webhookId: delivery.webhook_id,
-      eventId: delivery.event_id,
-      trigger: delivery.trigger,
-      triggeredOn: { id: delivery.object_id, object: delivery.object_type },
-      url: loggedUrl(String(delivery.webhook.url)),
+/** Statements of the delivery path gather this many deliveries at most. */
+const BATCH_MAX = 200;
+
+/** The job's payload; a job enqueued before payloads carried the event has it read. */
+async function deliveryJob(db: Db, payload: unknown): Promise<DeliveryJob | null> {
+  const job = payload as Partial<DeliveryJob> & { delivery_id?: unknown };
+  if (typeof job.delivery_id !== 'string') throw new Error('deliver_webhook needs a delivery_id');
+  if (typeof job.event_id === 'string' && typeof job.webhook_id === 'string' && typeof job.org_id === 'string') return job as DeliveryJob;
+  return loadDeliveryJob(db, job.delivery_id);
+}
+
+/** The outcome of one attempt as the delivery's next state, log and metrics label. */
+function settleAttempt(deps: DeliveryDeps, job: DeliveryJob, current: DeliveryState, outcome: AttemptOutcome, durationMs: number) {
+  const number = current.attempts + 1;
+  const delivered = outcome.httpStatus !== null && outcome.httpStatus >= 200 && outcome.httpStatus < 300;
+  const gone = outcome.httpStatus === 410;
+  const retries = Number(current.webhook.retries ?? 8);
+  const retry = !delivered && !gone && number <= retries;
+  const nextAttemptAt = retry ? new Date((deps.now?.() ?? Date.now()) + nextDelayMs(deps.schedule, number, outcome.retryAfter, deps.random ?? Math.random)) : null;
+  const record: AttemptRecord = {
+    job,
+    state: delivered ? 'delivered' : retry ? 'pending' : 'failed',
+    log: {
+      webhookId: job.webhook_id,
+      eventId: job.event_id,
+      trigger: job.trigger,
+      triggeredOn: { id: job.object_id, object: job.object_type },
+      url: loggedUrl(String(current.webhook.url)),
       httpStatus: outcome.httpStatus,
       oauthStatus: outcome.oauthStatus,
       attempt: number,
@@ -221,12 +238,48 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       response: outcome.response,
       error: outcome.error,
       nextAttemptAt,
-    }, { state: delivered ? 'delivered' : retry ? 'pending' : 'failed' });
-    const outcomeLabel = { outcome: delivered ? 'delivered' : gone ? 'gone' : retry ? 'retry' : 'failed' };
-    deliveries.inc(outcomeLabel);
-    deliveryDuration.observe(outcomeLabel, durationMs / 1000);
-    if (freed) await wakeDeferred(deps, delivery.org_id);
-    if (gone) await disableWebhook(deps.db, delivery.webhook_id, 'gone');
-    else if (!delivered && !retry) await noteExhausted(deps.db, delivery.webhook_id, deps.disableAfterMs);
+    },
+  };
+  return { record, delivered, gone, retry, label: delivered ? 'delivered' : gone ? 'gone' : retry ? 'retry' : 'failed' };
+}
+
+export function deliverWebhook(deps: DeliveryDeps): Task {
+  deps.unseal ??= unsealer(deps.vault);
+  // Concurrent deliveries share their reads and their writes: one statement each per batch.
+  const states = new Batcher<string, DeliveryState | undefined>(async (ids) => {
+    const found = new Map((await loadDeliveryStates(deps.db, ids)).map((row) => [row.delivery_id, row]));
+    return ids.map((id) => found.get(id));
+  }, { maxItems: BATCH_MAX, maxInFlight: 2 });
+  const records = new Batcher<AttemptRecord, void>(async (batch) => {
+    await recordAttempts(deps.db, batch);
+    return batch.map(() => undefined);
+  }, { maxItems: BATCH_MAX, maxInFlight: 2 });
+  return async (payload, helpers) => {
+    const job = await deliveryJob(deps.db, payload);
+    if (!job) return;
+    const current = await states.add(job.delivery_id);
+    if (!current || current.state !== 'pending') return;
+    if (current.webhook.status !== 'active') return cancelDelivery(deps.db, job.delivery_id);
+    const body = deliveryBody(job);
+    const secret = deps.unseal!(String(current.webhook.sender_secret_sealed));
+    const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
+    if (!slot) return deferUntilRoom(deps, job);
+    const started = performance.now();
+    let outcome: AttemptOutcome;
+    let freed = false;
+    try {
+      outcome = await attempt(deps, job, current.webhook, body, secret);
+    } finally {
+      freed = slot.release();
+    }
+    const durationMs = Math.round(performance.now() - started);
+    const settled = settleAttempt(deps, job, current, outcome, durationMs);
+    // The job completes only once its attempt is recorded: a crash before that repeats the attempt, never loses it.
+    await records.add(settled.record);
+    deliveries.inc({ outcome: settled.label });
+    deliveryDuration.observe({ outcome: settled.label }, durationMs / 1000);
+    if (freed) await wakeDeferred(deps, job.org_id);
+    if (settled.gone) await disableWebhook(deps.db, job.webhook_id, 'gone');
+    else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs);
   };
 }

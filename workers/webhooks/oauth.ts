@@ -4,8 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { LookupFunction } from 'node:net';
-import type { Got } from 'got';
-import { answerText, requestBounded, type BoundedAnswer } from './outbound.ts';
+import { answerText, type BoundedAnswer, type Outbound } from './outbound.ts';
 
 export interface OAuthParams {
   auth_url: string;
@@ -30,10 +29,10 @@ const TOKEN_ANSWER_LIMIT = 64 * 1024;
 export class OAuthTokens {
   private readonly cache = new Map<string, Cached>();
   private readonly inflight = new Map<string, Promise<TokenResult>>();
-  private readonly http: Got;
+  private readonly http: Outbound;
   private readonly now: () => number;
 
-  constructor(http: Got, now: () => number = Date.now) {
+  constructor(http: Outbound, now: () => number = Date.now) {
     this.http = http;
     this.now = now;
   }
@@ -67,7 +66,9 @@ export class OAuthTokens {
     if (params.scope) form.scope = params.scope;
     let response: BoundedAnswer;
     try {
-      response = await requestBounded(this.http, params.auth_url, { method: 'POST', form, headers: { accept: 'application/json' }, dnsLookup }, TOKEN_ANSWER_LIMIT);
+      response = await this.http.request(params.auth_url, {
+        method: 'POST', body: new URLSearchParams(form).toString(), headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' }, dnsLookup,
+      }, TOKEN_ANSWER_LIMIT);
     } catch (error) {
       return { ok: false, status: null, error: `token request failed: ${error instanceof Error ? error.message.slice(0, 300) : 'error'}` };
     }
