@@ -9,6 +9,7 @@ import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
 import { createLogger } from './logger.ts';
 import { createDomainServices } from './domain.ts';
+import type { PaymentProcessor } from './engine/family.ts';
 import { exitOnSignals } from './process.ts';
 
 export interface RunningWeb {
@@ -22,6 +23,8 @@ export interface RunningWeb {
 export interface WebSeams {
   /** the domain's clock (timed rules, rate limiting); created_at stays on the database's clock */
   clock?: () => Date;
+  /** the payment processor that decides cards and bank debits; the sandbox when absent */
+  processor?: PaymentProcessor;
 }
 
 export async function startWeb(config: Config, options: { keyCacheMs?: number; seams?: WebSeams } = {}): Promise<RunningWeb> {
@@ -29,7 +32,7 @@ export async function startWeb(config: Config, options: { keyCacheMs?: number; s
   const log = createLogger(config.logLevel, 'web');
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
-  const domain = createDomainServices(config, options.seams?.clock);
+  const domain = createDomainServices(config, options.seams?.clock, options.seams?.processor);
   initMetrics();
   const app = createApp({ db, config, log, domain }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
   const server = app.listen(config.port, config.host);

@@ -71,9 +71,28 @@ export type Principal =
   | { kind: 'secret'; keyId: string; settings: Record<string, unknown> }
   | { kind: 'client'; tokenId: string; intent: Record<string, unknown> };
 
-/** Seams the domain needs from the process: clock, card vault, timing settings. */
+/** A card network's answer to one card payment. */
+export interface CardAuthorization {
+  approved: boolean;
+  /** `approved`, or the decline code (`insufficient_bal`) */
+  statusCode: string;
+  message: string;
+  /** a dispute the network will raise after an approved payment is processed */
+  dispute?: 'chargeback' | 'chargeback_reversal';
+}
+
+/** The processor behind payments: it decides cards and knows which bank debits will bounce. */
+export interface PaymentProcessor {
+  authorizeCard: (cardNumber: string) => CardAuthorization;
+  /** whether the bank refuses a debit from this account shortly after it is processed */
+  bankWillReject: (accountNumber: string) => boolean;
+}
+
+/** Seams the domain needs from the process: clock, card vault, processor, timing settings. */
 export interface DomainServices {
   now: () => Date;
+  /** the sandbox unless a test replaces it (`startWeb(config, { seams: { processor } })`) */
+  processor: PaymentProcessor;
   vault: {
     encrypt: (plain: string) => string;
     decrypt: (sealed: string) => string;

@@ -1,6 +1,6 @@
 /**
  * Transaction rules, run inside the request's database transaction: resolving parties and
- * methods, the sandbox decision, refund limits under a lock on the original, transfer splits,
+ * methods, the processor's decision, refund limits under a lock on the original, transfer splits,
  * status transitions, timed jobs and events.
  */
 import type { EventDraft } from '../../db/events.ts';
@@ -12,7 +12,6 @@ import { invalidAttributes, transactionDeclined } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
-import { bankWillReject, cardOutcome, disputeOutcome } from './sandbox.ts';
 import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyClientIntent } from './clientIntent.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
@@ -202,10 +201,9 @@ function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject 
   let dispute: Json = {};
   if (row.type === 'payment' && method?.type === 'card') {
     const number = ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number));
-    const outcome = cardOutcome(number);
+    const outcome = ctx.domain.processor.authorizeCard(number);
     if (!outcome.approved) return { status: 'declined', status_code: outcome.statusCode, status_message: outcome.message };
-    const disputed = disputeOutcome(number);
-    if (disputed) dispute = { sandbox_chargeback: disputed };
+    if (outcome.dispute) dispute = { sandbox_chargeback: outcome.dispute };
   }
   const authorizeOnly = row.type === 'payment'
     && (requested === 'authorized' || automatic || (ctx.version === 'v1' && ctx.principal.kind === 'secret' && ctx.principal.settings.authorize_and_capture === true));
@@ -253,7 +251,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     data.payment_method = snapshot(method);
     data.payment_method_type = method.type;
     data.card_brand = method.type === 'card' ? (method.data.card as Json).card_brand : null;
-    if (method.type === 'bank_account' && bankWillReject(ctx.domain.vault.decrypt(String((method.data.bank_account as Json).sealed_number)))) {
+    if (method.type === 'bank_account' && ctx.domain.processor.bankWillReject(ctx.domain.vault.decrypt(String((method.data.bank_account as Json).sealed_number)))) {
       data.sandbox_bank_reject = true;
     }
   }

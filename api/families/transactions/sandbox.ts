@@ -1,8 +1,10 @@
 /**
  * The sandbox processor (CONTRACT §7): every Luhn-valid card is approved except 4111 1111 1111
  * 99NN, declined with the code NN names; a bank account number starting 000 is rejected by the
- * bank shortly after processing; two cards are disputed after processing. It is the seam where a real processor would plug in.
+ * bank shortly after processing; two cards are disputed after processing. `sandboxProcessor` is
+ * the domain's default `PaymentProcessor`; a real processor plugs in beside it.
  */
+import type { CardAuthorization, PaymentProcessor } from '../../engine/family.ts';
 
 const DECLINE_CODES = [
   'card_expired',
@@ -17,11 +19,7 @@ const DECLINE_CODES = [
   'too_many_attempts',
 ];
 
-export interface CardOutcome {
-  approved: boolean;
-  statusCode: string;
-  message: string;
-}
+export type CardOutcome = Omit<CardAuthorization, 'dispute'>;
 
 export function cardOutcome(cardNumber: string): CardOutcome {
   const match = /^41111111111199(\d\d)$/.exec(cardNumber);
@@ -40,3 +38,12 @@ export function disputeOutcome(cardNumber: string): 'chargeback' | 'chargeback_r
   if (cardNumber === '4000000000002685') return 'chargeback_reversal';
   return null;
 }
+
+export const sandboxProcessor: PaymentProcessor = {
+  authorizeCard(cardNumber) {
+    const outcome = cardOutcome(cardNumber);
+    const dispute = outcome.approved ? disputeOutcome(cardNumber) : null;
+    return dispute ? { ...outcome, dispute } : outcome;
+  },
+  bankWillReject,
+};
