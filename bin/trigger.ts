@@ -80,7 +80,10 @@ const RECIPES: Record<string, (call: Call, url: string) => Promise<Fired['ids'] 
     const customer = await call('POST', '/customers', { name: 'Trigger payee' });
     return { customer: customer.id, transaction: (await call('POST', '/transactions', { type: 'credit', amount: 10, customer_id: customer.id, payment_method: BANK })).id };
   },
-  reversal: async (call) => ({ transaction: (await call('POST', '/transactions', { type: 'reversal', amount: 10, payment_method: BANK })).id }),
+  reversal: async (call) => {
+    const shop = await call('POST', '/processing_accounts', { name: 'Trigger test shop', payment_methods: [BANK] });
+    return { processing_account: shop.id, transaction: (await call('POST', '/transactions', { type: 'reversal', amount: 10, processing_id: shop.id })).id };
+  },
   deposit: fundedPayment,
   'transaction:operation': async (call) => ({ transaction: (await payment(call)).id }),
   'transaction:operation:clear': fundedPayment,

@@ -18,7 +18,8 @@ import type { Knex } from 'knex';
  * Two triggers on `transactions` keep every write path (API, worker transitions, billing runs,
  * chargebacks) in step, in the same database transaction as the change:
  * - before a paying transaction becomes `processed`, it gets its `fee` (sandbox pricing), its
- *   `funding_date` (processed date + delay business days) and `funding_status: pending`;
+ *   `funding_date` (the environment's date, test clock included, + delay business days) and
+ *   `funding_status: pending`;
  * - after the statement, each newly processed paying transaction posts its `process:` legs, and
  *   a processed one that is voided or rejected posts the mirror image (`reverse:`) — from
  *   `pending` while not yet cleared, otherwise from `available` (netted into the next deposit).
@@ -78,6 +79,10 @@ export async function up(knex: Knex): Promise<void> {
       return d;
     end $$;
 
+    -- The environment's date (UTC): the later of real time and its test clock (CONTRACT §15).
+    create function environment_date(org text, env text) returns date language sql stable return
+      (greatest(now(), (select c.now from test_clocks c where c.org_id = org and c.environment = env)) at time zone 'utc')::date;
+
     -- Money a paying transaction moves into its processing account, in minor units (before fees).
     create function ledger_gross(kind text, amount bigint) returns bigint language sql immutable return
       case when kind in ('payment', 'chargeback_reversal') then amount
@@ -103,7 +108,7 @@ export async function up(knex: Knex): Promise<void> {
         new.data := new.data || jsonb_build_object(
           'fee', transaction_fee(new.type, new.data->>'payment_method_type', (new.data->>'amount')::bigint),
           'funding_status', 'pending',
-          'funding_date', add_business_days((now() at time zone 'utc')::date, coalesce(delay, 2))::text);
+          'funding_date', add_business_days(environment_date(new.org_id, new.environment), coalesce(delay, 2))::text);
       elsif tg_op = 'UPDATE' and old.data->>'status' = 'processed' and new.data->>'status' in ('voided', 'rejected')
             and old.data->>'funding_status' in ('pending', 'held') then
         -- Not yet paid out: the reversal cancels it (inside pending, or against the available money
@@ -184,6 +189,7 @@ export async function down(knex: Knex): Promise<void> {
     drop function if exists transaction_fee(text, text, bigint);
     drop function if exists ledger_gross(text, bigint);
     drop function if exists add_business_days(date, int);
+    drop function if exists environment_date(text, text);
     drop index if exists transactions_funding_due;
     drop index if exists transactions_funding_due_any;
     drop table if exists ledger_entries;

@@ -297,3 +297,74 @@ t.test('itemized: a bank rejection after payout is withdrawn by the next run', a
   t.same((await transactionsOf(m, 'reversal')).map((d) => d.amount), [99]);
   t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 99, withdrawn: 99 });
 });
+
+t.test('a refunded or charged-back payment cannot be marked rejected by a client', async (t) => {
+  const m = await merchant();
+  const a = await pay(m, 100);
+  await m.post('/transactions', { type: 'refund', amount: 60, ledger: [{ assoc_transaction_id: a.id }] });
+  const rejected = await m.put(`/transactions/${a.id}`, { status: 'rejected' });
+  t.equal(rejected.status, 400);
+  t.match(rejected.body.details, { status: /refund/ });
+  t.same(await balance(m), { pending: 36.8, available: 0, held: 0, funded: 0, withdrawn: 0 });
+});
+
+t.test('two deposits in one bulk request cannot release more than is available', async (t) => {
+  const m = await merchant({ funding_style: 'manual', funding_delay: 0 });
+  await pay(m, 100);
+  await advance(m, 2);
+  const bulk = await m.post('/transactions', { object: 'list', values: [{ type: 'deposit', processing_id: m.accountId }, { type: 'deposit', processing_id: m.accountId }] });
+  t.equal(bulk.status, 400, 'the second finds nothing left');
+  t.same(await balance(m), { pending: 0, available: 96.8, held: 0, funded: 0, withdrawn: 0 }, 'and nothing of the request was written');
+});
+
+t.test('a deposit goes only to a bank account of the processing account', async (t) => {
+  const m = await merchant({ funding_style: 'manual', funding_delay: 0 });
+  await pay(m, 100);
+  await advance(m, 2);
+  const toCard = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId, payment_method: CARD });
+  t.equal(toCard.status, 400);
+  t.same(await balance(m), { pending: 0, available: 96.8, held: 0, funded: 0, withdrawn: 0 });
+});
+
+t.test('money held for want of a method is released by a manual deposit once the account has one', async (t) => {
+  const m = await merchant({ funding_delay: 0 }, false);
+  const a = await pay(m, 100);
+  await advance(m, 2);
+  t.same(await balance(m), { pending: 0, available: 0, held: 96.8, funded: 0, withdrawn: 0 });
+  t.equal((await m.put(`/processing_accounts/${m.accountId}`, { funding_style: 'manual' })).status, 200);
+  await m.post('/payment_methods', { ...BANK, account_id: m.accountId, account_defaults: { funding: 'deposits' } }, 'v2');
+  const deposit = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId });
+  t.equal(deposit.status, 200, JSON.stringify(deposit.body));
+  t.equal(deposit.body.amount, 96.8);
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'funded');
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 96.8, withdrawn: 0 });
+});
+
+t.test('a chargeback after a partial refund disputes only what was not refunded', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  const disputed = await pay(m, 100, { type: 'card', card: { card_number: '4000 0000 0000 0259', expiry: '12/35', card_code: '123' } });
+  t.equal((await m.post('/transactions', { type: 'refund', amount: 60, ledger: [{ assoc_transaction_id: disputed.id }] })).status, 200);
+  const chargebacks = await eventually(() => transactionsOf(m, 'chargeback'), (list) => list.length > 0);
+  t.same(chargebacks.map((c) => c.amount), [40]);
+  t.same(await balance(m), { pending: -3.2, available: 0, held: 0, funded: 0, withdrawn: 0 }, 'the account is out only its fee');
+});
+
+t.test('gross: a netted fee is not withdrawn again on the 1st', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  await pay(m, 100);
+  await advance(m, 1);
+  t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [96.8], 'netted while the account was netted');
+  t.equal((await m.put(`/processing_accounts/${m.accountId}`, { funding_style: 'gross' })).status, 200);
+  const now = new Date();
+  await m.put('/test_clock', { now: clockText(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1, 1))) });
+  t.same((await transactionsOf(m, 'reversal')).map((d) => d.amount), [], 'nothing owed');
+  t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 96.8, withdrawn: 0 });
+});
+
+t.test('a payment processed after the test clock moved is dated by the clock', async (t) => {
+  const m = await merchant({ funding_delay: 1 });
+  const ahead = new Date(Date.now() + 30 * DAY);
+  await m.put('/test_clock', { now: clockText(ahead) });
+  const payment = await pay(m, 10);
+  t.ok(payment.funding_date > ahead.toISOString().slice(0, 10), `${payment.funding_date} is after the clock's date`);
+});

@@ -189,10 +189,14 @@ t.test('payouts, deposits and withdrawals in both spellings', async (t) => {
   t.equal(asV2.body.receiver.account_id, customer.id);
   const v1Payout = await api.request('POST', '/transactions', { json: { type: 'payout', amount: 1, processing_id: processing.id, payment_method_id: bankMethod.id } });
   t.equal(v1Payout.status, 400, 'v1 names payouts credit');
-  // A withdrawal pulls money in from the method; a deposit may then release what is available (CONTRACT §14).
-  const withdraw = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'withdraw', amount: 2, sender: { account_id: processing.id }, receiver: { method_id: bankMethod.id } } });
+  // A withdrawal pulls money in from the account's funding method; a deposit may then release
+  // what is available (CONTRACT §14). Another's bank account is refused.
+  const shop = (await api.request('POST', '/processing_accounts', { json: { name: 'Funded shop', payment_methods: [BANK] } })).body;
+  const foreign = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'withdraw', amount: 2, sender: { account_id: shop.id }, receiver: { method_id: bankMethod.id } } });
+  t.equal(foreign.status, 400, 'a customer\'s bank account is not the shop\'s funding method');
+  const withdraw = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'withdraw', amount: 2, sender: { account_id: shop.id } } });
   t.equal(withdraw.status, 200, JSON.stringify(withdraw.body));
-  const deposit = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'deposit', amount: 2, sender: { method_id: bankMethod.id }, receiver: { account_id: processing.id } } });
+  const deposit = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'deposit', amount: 2, receiver: { account_id: shop.id } } });
   t.equal(deposit.status, 200, JSON.stringify(deposit.body));
   const asV1 = await api.request('GET', `/transactions/${withdraw.body.id}`);
   t.equal(asV1.body.type, 'reversal');

@@ -118,6 +118,8 @@ export interface RuleContext {
   nestedInputs?: Map<string, unknown[]>;
   /** Refund amounts already planned in this request, by original payment id (bulk items, repeated links). */
   plannedRefunds?: Map<string, number>;
+  /** Money already released in this request (bulk deposits), by processing account id. */
+  plannedReleases?: Map<string, number>;
   /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */
   deferredError?: (rendered: Record<string, unknown>) => Error;
 }

@@ -1,6 +1,6 @@
 /**
  * Sandbox disputes (CONTRACT §14): a processed payment by a disputed sandbox card is charged back
- * about a second later (a `chargeback` transaction for the full amount, linked by
+ * about a second later (a `chargeback` transaction for what was not refunded, linked by
  * `assoc_transaction_id`), and with the reversing card the chargeback is reversed a second after
  * that. Both are paying transactions: funded with the next run (timing `rapid`), so a chargeback
  * is taken from the next deposit. Each runs under a lock on the transaction it disputes and checks
@@ -12,7 +12,7 @@ import { insertObjects } from '../../db/objects.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
 import { systemCreationEvents } from '../transactions/lifecycle.ts';
-import { insertTransfers, scheduleJob } from '../transactions/repository.ts';
+import { insertTransfers, refundedAmount, scheduleJob } from '../transactions/repository.ts';
 import { recordFundingOperations } from './repository.ts';
 
 type Located = StoredObject & { org_id: string; environment: 'test' | 'live' };
@@ -58,8 +58,11 @@ export async function chargeBack(db: Db, paymentId: string, now: Date): Promise<
     const payment = await lockById(tx, paymentId);
     if (!payment || payment.type !== 'payment' || payment.data.status !== 'processed') return null;
     if (await linked(tx, payment.id, 'chargeback')) return null;
+    // The dispute is for what the cardholder was still out of: refunds already returned the rest.
+    const disputed = Number(payment.data.amount) - (await refundedAmount(tx, payment.id));
+    if (disputed <= 0) return null;
     const tenant: Tenant = { orgId: payment.org_id, environment: payment.environment };
-    const chargeback = await insertDispute(tx, tenant, payment, 'chargeback');
+    const chargeback = await insertDispute(tx, tenant, { ...payment, data: { ...payment.data, amount: disputed } }, 'chargeback');
     await recordFundingOperations(tx, tenant, [{ id: payment.id, amount: Number(payment.data.amount), steps: ['chargeback'] }]);
     if (payment.data.sandbox_chargeback === 'chargeback_reversal') {
       await scheduleJob(tx, 'sandbox_chargeback_reversal', { transaction_id: chargeback.id }, new Date(now.getTime() + 1000), `chargeback_reversal:${chargeback.id}`);

@@ -60,16 +60,6 @@ export async function bucketTotal(db: Db, tenant: Tenant, accountId: string, buc
   return Number(row.total);
 }
 
-/** Fees the account was charged (net of fees returned by voids) by postings made in [from, to). */
-export async function feesCharged(db: Db, tenant: Tenant, accountId: string, from: Date, to: Date): Promise<number> {
-  const scope = tenantScan(tenant);
-  const [row] = await rows<{ total: string }>(db,
-    `select coalesce(sum(amount), 0)::bigint as total from ledger_entries
-      where ${scope.sql} and account_id = ? and bucket = 'fees' and created_at >= ? and created_at < ?`,
-    [...scope.bindings, accountId, from, to]);
-  return Number(row.total);
-}
-
 export async function postingExists(db: Db, posting: string): Promise<boolean> {
   const found = await rows(db, 'select 1 from ledger_entries where posting = ? limit 1', [posting]);
   return found.length > 0;

@@ -22,15 +22,29 @@ export async function defaultFundingMethod(ctx: RuleContext, processingId: strin
   return processingId ? fundingMethod(ctx.tx, ctx.tenant, processingId) : null;
 }
 
-/** Checks the amount against the available balance under the account's lock; fills in the default. */
-export async function planRelease(ctx: RuleContext, type: string, data: Json, processingId: string): Promise<void> {
+/** Cleared money a release may pay out: available, and held money now that a funding method exists. */
+async function releasable(ctx: RuleContext, accountId: string): Promise<number> {
+  return (await bucketTotal(ctx.tx, ctx.tenant, accountId, 'available')) + (await bucketTotal(ctx.tx, ctx.tenant, accountId, 'held'));
+}
+
+/**
+ * Checks a requested deposit or withdrawal under the account's lock: the method must be one of the
+ * account's bank accounts, and a deposit never exceeds what is releasable less what earlier items
+ * of the same request released. Fills in the default amount (all of it).
+ */
+export async function planRelease(ctx: RuleContext, type: string, data: Json, processingId: string, method: StoredObject | null): Promise<void> {
   const field = ctx.version === 'v1' ? 'processing_id' : type === 'deposit' ? 'receiver[account_id]' : 'sender[account_id]';
   if (!(await lockProcessingAccount(ctx.tx, ctx.tenant, processingId))) throw invalidAttributes({ [field]: 'Must be a processing account' });
+  if (!method || method.type !== 'bank_account' || method.data.account_id !== processingId) {
+    throw invalidAttributes({ payment_method_id: 'Must be a bank account of the processing account (its funding method by default)' });
+  }
   if (type !== 'deposit') return;
-  const available = await bucketTotal(ctx.tx, ctx.tenant, processingId, 'available');
+  const planned = (ctx.plannedReleases ??= new Map());
+  const available = (await releasable(ctx, processingId)) - (planned.get(processingId) ?? 0);
   const amount = typeof data.amount === 'number' ? data.amount : available;
   if (amount <= 0) throw invalidAttributes({ amount: 'Nothing is available to deposit' });
   if (amount > available) throw invalidAttributes({ amount: `Must not exceed the available balance (${(Math.max(available, 0) / 100).toFixed(2)})` });
+  planned.set(processingId, (planned.get(processingId) ?? 0) + amount);
   data.amount = amount;
 }
 
@@ -57,6 +71,9 @@ export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<
     ? [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'funded', amount }]
     : [{ accountId, bucket: 'available', amount }, { accountId, bucket: 'withdrawn', amount: -amount }]);
   if (row.type !== 'deposit') return;
+  // Money held for want of a funding method joins the available balance first.
+  const held = await bucketTotal(ctx.tx, ctx.tenant, accountId, 'held');
+  await postLegs(ctx.tx, ctx.tenant, row.id, `release:${row.id}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
   const items = paidOut(await lockHeldItems(ctx.tx, ctx.tenant, accountId), await bucketTotal(ctx.tx, ctx.tenant, accountId, 'available'));
   await markFunded(ctx.tx, items.map((item) => item.id));
   await insertTransfers(ctx.tx, ctx.tenant, items.map((item) => ({

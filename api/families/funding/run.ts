@@ -4,7 +4,7 @@
  *
  *   netted   one deposit of the available balance (a withdrawal when negative)
  *   gross    one deposit of the due transactions' amounts before fees; on the 1st of the month,
- *            one withdrawal of last month's fees
+ *            one withdrawal of the fees (and anything else) left owing
  *   itemized one deposit (or withdrawal) per due transaction
  *   manual   cleared into `available` and held there until a deposit request releases it
  *
@@ -18,7 +18,7 @@ import type { Db } from '../../db/connection.ts';
 import type { DomainServices, Tenant } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
 import { systemCreationEvents } from '../transactions/lifecycle.ts';
-import { bucketTotal, feesCharged, postLegs, postingExists } from './ledger.ts';
+import { bucketTotal, postLegs, postingExists } from './ledger.ts';
 import * as repo from './repository.ts';
 
 export interface FundingOutcome {
@@ -122,20 +122,24 @@ export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asO
   });
 }
 
-/** Gross style: on the 1st of the month, one withdrawal of the fees charged last month (once per month). */
-export async function withdrawGrossFees(db: Db, tenant: Tenant, accountId: string, asOf: Date): Promise<string | null> {
+/**
+ * Gross style, on the 1st of the month (once): the fees the month's gross deposits left owing are
+ * withdrawn, with anything else left in the available balance (a rejection after payout) — one
+ * withdrawal (or deposit) of the available balance, before that day's deposits.
+ */
+export async function settleGrossMonth(db: Db, tenant: Tenant, accountId: string, asOf: Date): Promise<string | null> {
   if (asOf.getUTCDate() !== 1) return null;
-  const monthStart = new Date(Date.UTC(asOf.getUTCFullYear(), asOf.getUTCMonth(), 1));
-  const lastMonthStart = new Date(Date.UTC(asOf.getUTCFullYear(), asOf.getUTCMonth() - 1, 1));
-  const posting = `fees:${accountId}:${isoDate(lastMonthStart).slice(0, 7)}`;
+  const month = isoDate(new Date(Date.UTC(asOf.getUTCFullYear(), asOf.getUTCMonth() - 1, 1))).slice(0, 7);
+  const posting = `fees:${accountId}:${month}`;
   return db.transaction(async (tx) => {
     const account = await repo.lockProcessingAccount(tx, tenant, accountId);
     if (!account || (await postingExists(tx, posting))) return null;
-    const fees = await feesCharged(tx, tenant, accountId, lastMonthStart, monthStart);
     const method = await repo.fundingMethod(tx, tenant, accountId);
-    if (fees <= 0 || !method) return null;
-    const row = await repo.insertFundingTransfer(tx, tenant, { kind: 'withdraw', amount: fees, accountId, method, description: `Fees of ${posting.slice(-7)}`, items: [] });
-    await postLegs(tx, tenant, row.id, posting, [{ accountId, bucket: 'available', amount: fees }, { accountId, bucket: 'withdrawn', amount: -fees }]);
+    const owed = -(await bucketTotal(tx, tenant, accountId, 'available'));
+    if (owed === 0 || !method) return null;
+    const kind = owed > 0 ? 'withdraw' : 'deposit';
+    const row = await repo.insertFundingTransfer(tx, tenant, { kind, amount: Math.abs(owed), accountId, method, description: `Fees of ${month}`, items: [] });
+    await postLegs(tx, tenant, row.id, posting, [{ accountId, bucket: 'available', amount: owed }, { accountId, bucket: owed > 0 ? 'withdrawn' : 'funded', amount: -owed }]);
     await recordEvents(tx, tenant, systemCreationEvents(row));
     return row.id;
   });
@@ -153,6 +157,12 @@ const ACCOUNTS_AT_ONCE = 3;
 async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayResult> {
   const result: FundingDayResult = { accounts: 0, cleared: 0, funded: 0, deposits: [] };
   const tenantOf = (row: { org_id: string; environment: 'test' | 'live' }): Tenant => ({ orgId: row.org_id, environment: row.environment });
+  if (asOf.getUTCDate() === 1) {
+    for (const gross of await repo.grossAccounts(db, tenant)) {
+      const id = await settleGrossMonth(db, tenantOf(gross), gross.account_id, asOf);
+      if (id) result.deposits.push(id);
+    }
+  }
   const queue = await repo.accountsWithDueItems(db, isoDate(asOf), tenant);
   // Accounts are independent (each run holds its own account's lock): a few at once keep both the
   // database and this process busy.
@@ -165,13 +175,10 @@ async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayRe
       result.deposits.push(...outcome.deposits);
     }
   };
-  await Promise.all(Array.from({ length: ACCOUNTS_AT_ONCE }, fundNext));
-  if (asOf.getUTCDate() === 1) {
-    for (const gross of await repo.grossAccounts(db, tenant)) {
-      const id = await withdrawGrossFees(db, tenantOf(gross), gross.account_id, asOf);
-      if (id) result.deposits.push(id);
-    }
-  }
+  // Every account's run ends (each is its own transaction) before a failure is reported.
+  const ended = await Promise.allSettled(Array.from({ length: ACCOUNTS_AT_ONCE }, fundNext));
+  const failed = ended.find((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
   return result;
 }
 

@@ -242,7 +242,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties, customer) };
     if (!parties.processingId) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
     if (row.type === 'payment') plan = await planSplit(ctx, data);
-    if (isRelease(row.type)) await planRelease(ctx, row.type, data, parties.processingId);
+    if (isRelease(row.type)) await planRelease(ctx, row.type, data, parties.processingId, method);
   }
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
   storeParties(data, row.type, parties);
@@ -280,8 +280,8 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
   if (previous.data.funding_status === 'funded' || previous.data.funding_status === 'held') {
     throw invalidAttributes({ status: 'Already cleared for funding; refund it instead' });
   }
-  if (to === 'voided' && (await repo.refundedAmount(ctx.tx, previous.id)) > 0) {
-    throw invalidAttributes({ status: 'A payment with refunds cannot be voided; refund the rest instead' });
+  if ((to === 'voided' || to === 'rejected') && (await repo.refundedAmount(ctx.tx, previous.id)) > 0) {
+    throw invalidAttributes({ status: `A payment with refunds or a chargeback cannot be ${to}; refund the rest instead` });
   }
   return { ...next, data: { ...next.data, ...statusCodeFor(to) } };
 }
