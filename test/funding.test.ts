@@ -368,3 +368,23 @@ t.test('a payment processed after the test clock moved is dated by the clock', a
   const payment = await pay(m, 10);
   t.ok(payment.funding_date > ahead.toISOString().slice(0, 10), `${payment.funding_date} is after the clock's date`);
 });
+
+t.test('a request that locks a payment and then its account never deadlocks with a funding run', async (t) => {
+  const m = await merchant({ funding_style: 'manual', funding_delay: 0 });
+  const [{ org_id: orgId }] = await rows<{ org_id: string }>(api.db, 'select org_id from accounts where id = ?', [m.accountId]);
+  const tenant = { orgId, environment: 'test' as const };
+  const later = new Date(Date.now() + 3 * DAY);
+  const outcomes: string[] = [];
+  for (let round = 0; round < 25; round++) {
+    const paid = await pay(m, 10);
+    const [request, run] = await Promise.allSettled([
+      m.post('/transactions', { object: 'list', values: [
+        { type: 'refund', amount: 1, ledger: [{ assoc_transaction_id: paid.id }] },
+        { type: 'deposit', processing_id: m.accountId, amount: 0.01 },
+      ] }),
+      fundAccount(api.db, tenant, m.accountId, later),
+    ]);
+    outcomes.push(`${request.status === 'fulfilled' ? request.value.status : 'failed'}/${run.status === 'fulfilled' ? 'ok' : String((run.reason as { code?: string }).code)}`);
+  }
+  t.same(outcomes.filter((o) => o.startsWith('409') || !o.endsWith('/ok')), [], outcomes.join(' '));
+});

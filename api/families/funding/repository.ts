@@ -47,7 +47,11 @@ export interface SettleSpec {
   only?: string[];
 }
 
-/** Marks the due items and returns them; the row locks make a second, concurrent run find nothing. */
+/**
+ * Marks the due items and returns them; the row locks make a second, concurrent run find nothing.
+ * A row a request holds (a refund of it, a void) is skipped, not waited for: it is funded by the
+ * next run, and a request that locks that row before the account cannot deadlock with the run.
+ */
 export async function settleDueItems(db: Db, tenant: Tenant, spec: SettleSpec): Promise<FundingItem[]> {
   const scope = tenantScan(tenant, 't');
   const only = spec.only ? ' and t.id = any(?::text[])' : '';
@@ -56,7 +60,7 @@ export async function settleDueItems(db: Db, tenant: Tenant, spec: SettleSpec): 
        select t.id, t.data->>'funding_status' as was from transactions t
         where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held')
           and ((t.data->>'funding_status' = 'pending' and t.data->>'funding_date' <= ?) or (? and t.data->>'funding_status' = 'held'))${only}
-        order by t.id for update of t
+        order by t.id for update of t skip locked
      )
      update transactions t set data = t.data || jsonb_build_object('funding_status', ?::text), modified_at = now()
        from due where t.id = due.id
