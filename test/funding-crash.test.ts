@@ -10,15 +10,13 @@
  * funding date the ledger trigger sets to today, so the run is today's.
  * CRASH_ACCOUNTS / CRASH_PAYMENTS change the size (default 200 accounts × 30 payments; an itemized one gets a sixth of that).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import t, { type Test } from 'tap';
-import { projectRoot } from '../api/config.ts';
+import t from 'tap';
 import { rows, type Db } from '../api/db/connection.ts';
 import { insertObjects } from '../api/db/objects.ts';
 import type { StoredObject, Tenant } from '../api/engine/family.ts';
 import { newId } from '../api/ids.ts';
 import { startTestApi } from './helpers/api.ts';
+import { spawnWorker } from './helpers/processes.ts';
 
 const ACCOUNTS = Number(process.env.CRASH_ACCOUNTS ?? 200);
 const PAYMENTS = Number(process.env.CRASH_PAYMENTS ?? 30);
@@ -33,30 +31,6 @@ async function until(condition: () => Promise<boolean>, ms: number, every = 50):
     await sleep(every);
   }
   return condition();
-}
-
-/** The worker as its own process, output kept for a failure message. */
-function spawnWorker(t: Test, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<void> } {
-  const child = spawn(process.execPath, [path.join(projectRoot, 'workers/main.ts')], {
-    cwd: projectRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString('utf8')).slice(-8000);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  });
-  return { child, output: () => output, exited };
 }
 
 async function count(db: Db, sql: string, bindings: unknown[] = []): Promise<number> {

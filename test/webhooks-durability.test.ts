@@ -4,13 +4,12 @@
  * reaches a real loopback receiver, which dedups on the event id (the receiver kit), so each id
  * counts exactly once however many times it arrived.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { loadConfig, projectRoot } from '../api/config.ts';
+import { loadConfig } from '../api/config.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
@@ -20,6 +19,7 @@ import { startWeb } from '../api/server.ts';
 import { createWebhookReceiver } from '../api/webhooks/receiver.ts';
 import { startWorker } from '../workers/main.ts';
 import { startTestApi } from './helpers/api.ts';
+import { spawnWorker } from './helpers/processes.ts';
 
 const TRIGGER = 'processing_status';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -68,30 +68,6 @@ async function startDedupReceiver(t: Test, secret: () => string, delayMs = 0): P
     server.close(() => resolve());
   }));
   return receiver;
-}
-
-/** The worker as its own process (`node workers/main.ts`), output kept for a failure message. */
-function spawnWorker(t: Test, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<void> } {
-  const child = spawn(process.execPath, [path.join(projectRoot, 'workers/main.ts')], {
-    cwd: projectRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString('utf8')).slice(-8000);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  });
-  return { child, output: () => output, exited };
 }
 
 function drafts(count: number, from: number) {

@@ -1,0 +1,36 @@
+/** Project processes run as their own OS processes in tests (so a test can kill -9 them). */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { Test } from 'tap';
+import { projectRoot } from '../../api/config.ts';
+
+export interface SpawnedWorker {
+  child: ChildProcess;
+  /** the last 8,000 characters it printed, for a failure message */
+  output: () => string;
+  exited: Promise<void>;
+}
+
+/** `node workers/main.ts` with `env`; stopped (SIGTERM, then SIGKILL after 5 s) when the test ends. */
+export function spawnWorker(t: Test, env: Record<string, string>): SpawnedWorker {
+  const child = spawn(process.execPath, [path.join(projectRoot, 'workers/main.ts')], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString('utf8')).slice(-8000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  });
+  return { child, output: () => output, exited };
+}
