@@ -179,21 +179,33 @@ async function firstKey(config: Config, url: string): Promise<string> {
  * waits forever for the exit of a postmaster that exited before it was asked to stop.
  */
 async function stopDatabase(server: EmbeddedServer, dataDir: string): Promise<void> {
-  const pidFile = path.join(dataDir, 'postgres', 'postmaster.pid');
+  // The pid is read before asking: the postmaster removes its pid file a moment before it exits,
+  // and `settle up` must not exit while the postmaster still runs.
+  const pid = postmasterPid(path.join(dataDir, 'postgres', 'postmaster.pid'));
   let watch: NodeJS.Timeout | undefined;
   const gone = new Promise<void>((resolve) => {
-    watch = setInterval(() => postmasterRunning(pidFile) || resolve(), 100);
+    watch = setInterval(() => (pid === null || !processRunning(pid)) && resolve(), 50);
   });
+  const deadline = new Promise<void>((resolve) => setTimeout(resolve, 15_000).unref());
   try {
-    await Promise.race([server.stop(), gone]);
+    await Promise.race([server.stop().then(() => Promise.race([gone, deadline])), gone]);
   } finally {
     clearInterval(watch);
   }
 }
 
-function postmasterRunning(pidFile: string): boolean {
+function postmasterPid(pidFile: string): number | null {
   try {
-    process.kill(Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]), 0);
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function processRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
