@@ -139,7 +139,32 @@ export async function up(knex: Knex): Promise<void> {
   `);
 }
 
-/** The statement trigger posting `process:` legs (and on updates `reverse:` legs). */
+/**
+ * A deposit or withdrawal the bank refuses (or that is voided) gives its money back: its `fund:`
+ * posting is mirrored (`unfund:`), and the held transactions a deposit paid out are held again.
+ */
+const REFUSED = `select n.id from new_rows n join old_rows o on o.id = n.id
+         where n.type in ('deposit', 'withdraw') and o.data->>'status' in ('processing', 'processed')
+           and n.data->>'status' in ('rejected', 'voided')`;
+// Guarded by \`if exists\`: a statement trigger fires for every statement, so an unguarded update
+// here would set itself off again without end.
+const UNFUND = `
+      if exists (${REFUSED}) then
+      with refused as (
+        ${REFUSED}
+      ), unfunded as (
+        insert into ledger_entries (org_id, environment, account_id, transaction_id, posting, bucket, amount)
+        select l.org_id, l.environment, l.account_id, l.transaction_id, 'unfund:' || r.id, l.bucket, -l.amount
+          from refused r join ledger_entries l on l.posting = 'fund:' || r.id
+        returning transaction_id
+      )
+      update transactions t set data = t.data || '{"funding_status": "held"}'::jsonb, modified_at = now()
+        from transfers f
+       where f.transaction_id in (select id from refused) and f.entry_type = 'deposit'
+         and t.id = f.assoc_transaction_id and t.data->>'funding_status' = 'funded';
+      end if;`;
+
+/** The statement trigger posting `process:` legs (and on updates `reverse:` and `unfund:` legs). */
 function postLegs(name: string, withOld: boolean): string {
   const reverse = withOld ? `
         union all
@@ -164,7 +189,7 @@ function postLegs(name: string, withOld: boolean): string {
       select p.org_id, p.environment, p.account_id, p.transaction_id, p.posting, leg.bucket, leg.amount
         from postings p
         cross join lateral (values ('world', -p.gross), ('fees', p.fee), (p.bucket, p.gross - p.fee)) as leg(bucket, amount)
-       where leg.amount <> 0 and p.account_id is not null;
+       where leg.amount <> 0 and p.account_id is not null;${withOld ? UNFUND : ''}
       -- Instant funding, and the sandbox card network's chargebacks about a second after processing.
       perform graphile_worker.add_job('fund_instant', json_build_object('transaction_id', n.id), job_key => 'fund_instant:' || n.id)
          from new_rows n ${withOld ? 'join old_rows o on o.id = n.id' : ''}

@@ -388,3 +388,23 @@ t.test('a request that locks a payment and then its account never deadlocks with
   }
   t.same(outcomes.filter((o) => o.startsWith('409') || !o.endsWith('/ok')), [], outcomes.join(' '));
 });
+
+t.test('a deposit the bank refuses gives the money back and holds what it paid out again', async (t) => {
+  const refusing = { type: 'bank_account', bank_account: { account_number: '000111222', routing_number: '036001808', account_type: 'checking' } };
+  const key = await api.newKey(`funding-${++merchants}`, 'test');
+  const shop = (await api.request('POST', '/processing_accounts', { key, json: { name: 'Shop', funding_style: 'manual', funding_delay: 0, payment_methods: [refusing] } })).body;
+  const customer = (await api.request('POST', '/customers', { key, json: { name: 'Payer' } })).body;
+  const m: Merchant = { key, accountId: shop.id, customerId: customer.id,
+    get: (path, version = 'v1') => api.request('GET', path, { key, version }),
+    post: (path, json, version = 'v1') => api.request('POST', path, { key, json, version }),
+    put: (path, json) => api.request('PUT', path, { key, json }) };
+  const a = await pay(m, 100);
+  await advance(m, 2);
+  const deposit = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId });
+  t.equal(deposit.status, 200, JSON.stringify(deposit.body));
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'funded');
+  await eventually(() => m.get(`/transactions/${deposit.body.id}`), (r) => r.body.status === 'rejected');
+  t.equal((await m.get(`/transactions/${deposit.body.id}`)).body.status, 'rejected');
+  t.same(await balance(m), { pending: 0, available: 96.8, held: 0, funded: 0, withdrawn: 0 }, 'the money is available again');
+  t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held', 'and the payment waits for the next release');
+});
