@@ -12,6 +12,7 @@
 import tap, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { createApp } from '../api/app.ts';
@@ -311,9 +312,18 @@ t.test('ClickHouse failing at query time: 503 with a reason through the API, log
 t.test('ClickHouse unreachable at start: the process waits for it, answers 503 with the reason and logs it once', async (t) => {
   const databaseUrl = await freshDatabase(t);
   const { log, lines } = captureLog();
-  const running = await startReporting(loadConfig({ DATABASE_URL: databaseUrl, CLICKHOUSE_URL: `http://127.0.0.1:${await reservePort()}`, REPORTING_PORT: '0', REPORTING_POLL_INTERVAL: '50', LOG_LEVEL: 'silent' }), { log, onFatal: (error) => t.fail(error.message) });
+  // A "ClickHouse" that drops every connection it is given, counting the attempts.
+  let attempts = 0;
+  const dropping = net.createServer((socket) => {
+    attempts += 1;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => dropping.close(() => resolve())));
+  const clickhouseUrl = `http://127.0.0.1:${(dropping.address() as net.AddressInfo).port}`;
+  const running = await startReporting(loadConfig({ DATABASE_URL: databaseUrl, CLICKHOUSE_URL: clickhouseUrl, REPORTING_PORT: '0', REPORTING_POLL_INTERVAL: '50', LOG_LEVEL: 'silent' }), { log, onFatal: (error) => t.fail(error.message) });
   t.teardown(() => running.stop());
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.ok((await until(async () => attempts, (n) => n >= 10)) >= 10, 'the process kept trying');
   const res = await fetch(`${running.url}/query`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
@@ -321,7 +331,7 @@ t.test('ClickHouse unreachable at start: the process waits for it, answers 503 w
   });
   t.equal(res.status, 503);
   t.match(await res.json(), { error_type: 'ServiceUnavailable', error_description: /its data store cannot be reached/ });
-  t.equal(messages(lines, 'failing').length, 1, `one line for about 20 failed attempts: ${JSON.stringify(lines.map((l) => l.msg))}`);
+  t.equal(messages(lines, 'failing').length, 1, `one line for ${attempts} failed attempts: ${JSON.stringify(lines.map((l) => l.msg))}`);
   t.match(messages(lines, 'failing')[0].msg, /^ClickHouse at http:\/\/127\.0\.0\.1:\d+ failing$/);
 });
 

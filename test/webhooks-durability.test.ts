@@ -182,7 +182,8 @@ t.test('PostgreSQL restarted during delivery: every event created before and aft
   await server.stop();
   server = null;
   t.ok(atStop < before.length, `the server stopped mid-delivery (${atStop} of ${before.length} had arrived)`);
-  await sleep(1500);
+  // The outage lasts until a running process has met it: the web process answers 503.
+  t.ok(await until(async () => (await fetch(`${web.url}/customers`, { headers: { authorization } })).status === 503, 10_000, 50), 'the web process sees the database gone');
   server = await startEmbeddedPostgres(dir, { persistent: true, port });
   t.comment(`restarted on port ${server.port}; ${receiver.unique.size} had arrived`);
 
