@@ -22,13 +22,14 @@ interface Merchant {
 }
 
 let merchants = 0;
-async function merchant(settings: Record<string, unknown> = {}, withFundingMethod = true): Promise<Merchant> {
+/** A processing account in its own org, with `methods` as its funding methods (a bank account by default). */
+async function merchant(settings: Record<string, unknown> = {}, methods: unknown[] = [BANK]): Promise<Merchant> {
   const key = await api.newKey(`funding-${++merchants}`, 'test');
   const get = (path: string, version: 'v1' | 'v2' = 'v1') => api.request('GET', path, { key, version });
   const post = (path: string, json: Record<string, unknown>, version: 'v1' | 'v2' = 'v1') => api.request('POST', path, { key, json, version });
   const put = (path: string, json: Record<string, unknown>) => api.request('PUT', path, { key, json });
   const account = await post('/processing_accounts', {
-    name: 'Shop', ...settings, payment_methods: withFundingMethod ? [BANK] : [],
+    name: 'Shop', ...settings, payment_methods: methods,
   });
   if (account.status !== 200) throw new Error(JSON.stringify(account.body));
   const customer = await post('/customers', { name: 'Payer', email: 'payer@example.com' });
@@ -163,7 +164,7 @@ t.test('manual: cleared money is held until a deposit releases it, never above t
 });
 
 t.test('without a funding method cleared money is held, then deposited once a method exists', async (t) => {
-  const m = await merchant({ funding_delay: 0 }, false);
+  const m = await merchant({ funding_delay: 0 }, []);
   const a = await pay(m, 100);
   await advance(m, 2);
   t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held');
@@ -327,7 +328,7 @@ t.test('a deposit goes only to a bank account of the processing account', async 
 });
 
 t.test('money held for want of a method is released by a manual deposit once the account has one', async (t) => {
-  const m = await merchant({ funding_delay: 0 }, false);
+  const m = await merchant({ funding_delay: 0 }, []);
   const a = await pay(m, 100);
   await advance(m, 2);
   t.same(await balance(m), { pending: 0, available: 0, held: 96.8, funded: 0, withdrawn: 0 });
@@ -391,13 +392,7 @@ t.test('a request that locks a payment and then its account never deadlocks with
 
 t.test('a deposit the bank refuses gives the money back and holds what it paid out again', async (t) => {
   const refusing = { type: 'bank_account', bank_account: { account_number: '000111222', routing_number: '036001808', account_type: 'checking' } };
-  const key = await api.newKey(`funding-${++merchants}`, 'test');
-  const shop = (await api.request('POST', '/processing_accounts', { key, json: { name: 'Shop', funding_style: 'manual', funding_delay: 0, payment_methods: [refusing] } })).body;
-  const customer = (await api.request('POST', '/customers', { key, json: { name: 'Payer' } })).body;
-  const m: Merchant = { key, accountId: shop.id, customerId: customer.id,
-    get: (path, version = 'v1') => api.request('GET', path, { key, version }),
-    post: (path, json, version = 'v1') => api.request('POST', path, { key, json, version }),
-    put: (path, json) => api.request('PUT', path, { key, json }) };
+  const m = await merchant({ funding_style: 'manual', funding_delay: 0 }, [refusing]);
   const a = await pay(m, 100);
   await advance(m, 2);
   const deposit = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId });

@@ -11,7 +11,7 @@ import { invalidAttributes } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { insertTransfers } from '../transactions/repository.ts';
 import { bucketTotal, postLegs } from './ledger.ts';
-import { netOf } from './run.ts';
+import { fundingLegs, netOf } from './run.ts';
 import { fundingMethod, lockHeldItems, lockProcessingAccount, markFunded, recordFundingOperations, type FundingItem } from './repository.ts';
 
 export function isRelease(type: string): boolean {
@@ -67,9 +67,7 @@ export function paidOut(held: FundingItem[], availableAfter: number): FundingIte
 export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<void> {
   const accountId = String(row.data.processing_id);
   const amount = Number(row.data.amount);
-  await postLegs(ctx.tx, ctx.tenant, row.id, `fund:${row.id}`, row.type === 'deposit'
-    ? [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'funded', amount }]
-    : [{ accountId, bucket: 'available', amount }, { accountId, bucket: 'withdrawn', amount: -amount }]);
+  await postLegs(ctx.tx, ctx.tenant, row.id, `fund:${row.id}`, fundingLegs(accountId, row.type === 'deposit' ? amount : -amount));
   if (row.type !== 'deposit') return;
   // Money held for want of a funding method joins the available balance first.
   const held = await bucketTotal(ctx.tx, ctx.tenant, accountId, 'held');

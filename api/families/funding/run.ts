@@ -18,7 +18,7 @@ import type { Db } from '../../db/connection.ts';
 import type { DomainServices, Tenant } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
 import { systemCreationEvents } from '../transactions/lifecycle.ts';
-import { bucketTotal, postLegs, postingExists } from './ledger.ts';
+import { bucketTotal, postLegs, postingExists, type Leg } from './ledger.ts';
 import * as repo from './repository.ts';
 
 export interface FundingOutcome {
@@ -48,13 +48,19 @@ function sum(values: number[]): number {
   return values.reduce((a, b) => a + b, 0);
 }
 
-/** A deposit (positive) or withdrawal (negative) to the funding method, its ledger posting and event. */
-async function moveFunds(tx: Db, tenant: Tenant, accountId: string, method: repo.FundingTransfer['method'], amount: number, items: Array<{ id: string; net: number }>, description: string): Promise<string> {
+/** The legs of money leaving the available balance for the funding method (negative: coming back from it). */
+export function fundingLegs(accountId: string, amount: number): Leg[] {
+  return [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: amount >= 0 ? 'funded' : 'withdrawn', amount }];
+}
+
+/**
+ * A deposit (positive) or withdrawal (negative) to the funding method, its ledger posting (keyed
+ * `fund:<id>` unless a key is given) and its event.
+ */
+async function moveFunds(tx: Db, tenant: Tenant, accountId: string, method: repo.FundingTransfer['method'], amount: number, items: Array<{ id: string; net: number }>, description: string, posting?: string): Promise<string> {
   const kind = amount >= 0 ? 'deposit' : 'withdraw';
   const row = await repo.insertFundingTransfer(tx, tenant, { kind, amount: Math.abs(amount), accountId, method, description, items });
-  await postLegs(tx, tenant, row.id, `fund:${row.id}`, kind === 'deposit'
-    ? [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'funded', amount }]
-    : [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: 'withdrawn', amount }]);
+  await postLegs(tx, tenant, row.id, posting ?? `fund:${row.id}`, fundingLegs(accountId, amount));
   await recordEvents(tx, tenant, systemCreationEvents(row));
   return row.id;
 }
@@ -137,11 +143,7 @@ export async function settleGrossMonth(db: Db, tenant: Tenant, accountId: string
     const method = await repo.fundingMethod(tx, tenant, accountId);
     const owed = -(await bucketTotal(tx, tenant, accountId, 'available'));
     if (owed === 0 || !method) return null;
-    const kind = owed > 0 ? 'withdraw' : 'deposit';
-    const row = await repo.insertFundingTransfer(tx, tenant, { kind, amount: Math.abs(owed), accountId, method, description: `Fees of ${month}`, items: [] });
-    await postLegs(tx, tenant, row.id, posting, [{ accountId, bucket: 'available', amount: owed }, { accountId, bucket: owed > 0 ? 'withdrawn' : 'funded', amount: -owed }]);
-    await recordEvents(tx, tenant, systemCreationEvents(row));
-    return row.id;
+    return moveFunds(tx, tenant, accountId, method, -owed, [], `Fees of ${month}`, posting);
   });
 }
 
