@@ -122,6 +122,26 @@ export interface RuleContext {
   plannedReleases?: Map<string, number>;
   /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */
   deferredError?: (rendered: Record<string, unknown>) => Error;
+  /** Accounts this request has already read in the tenant: a rule need not look them up again. */
+  knownAccounts?: Set<string>;
+  /** Rows this request created, by id: their children are what the request wrote, no need to read them back. */
+  createdNow?: Set<string>;
+}
+
+/**
+ * A create as explicit steps, for a hot path: `plan` reads what it needs and asks the processor,
+ * outside any database transaction; `write` stores everything the plan decided in one statement.
+ * `plan` answers null when the body needs the generic pipeline (linked refunds, splits, …).
+ */
+export interface CreateSteps<Plan = unknown> {
+  plan: (ctx: RuleContext & { collection: Collection }, body: Record<string, unknown>) => Promise<Plan | null>;
+  write: (ctx: RuleContext & { collection: Collection }, plan: Plan) => Promise<CreatedRow>;
+}
+
+/** What a create stored, and whether its answer is an error although it committed (a stored decline). */
+export interface CreatedRow {
+  row: StoredObject;
+  answerAsError?: (rendered: Record<string, unknown>) => Error;
 }
 
 export interface FamilyRules {
@@ -137,6 +157,8 @@ export interface FamilyRules {
   beforeDelete?: (ctx: RuleContext, rows: StoredObject[]) => Promise<void>;
   /** Events a change causes, recorded in the same transaction (`previous` null on create, `next` null on delete). */
   events?: (ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null) => EventDraft[];
+  /** A single create as explicit steps (see CreateSteps); the generic pipeline when absent or when it declines. */
+  createSteps?: CreateSteps<any>;
 }
 
 export interface Family {
@@ -150,7 +172,21 @@ export interface Family {
   /** the `object` key of a rendered row */
   objectName: (version: Version, type: string) => string;
   rules?: FamilyRules;
+  /**
+   * Webhook triggers this family's changes fire (spec §6): a webhook may subscribe to them. The
+   * registry (api/families/index.ts) collects every family's into the webhooks' `trigger` values.
+   */
+  triggers?: string[];
+  /**
+   * What a client token may do with this family's objects, by the token's intent kind (`none`: a
+   * token made without an intent). The registry turns each into routes over the family's
+   * collections; an intent kind no family names may call nothing (CONTRACT §9).
+   */
+  clientScopes?: ClientScopes;
 }
+
+/** Intent kind → the operations its client tokens may call on a family (today only `create`: POST to its collection). */
+export type ClientScopes = Record<string, Array<'create'>>;
 
 /** A URL collection over a family, optionally pinned to one type (`/customers` → type customer). */
 export interface Collection {

@@ -8,7 +8,7 @@ import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } 
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES, SqlCompiler, type Sql } from '../query/toSql.ts';
-import type { Collection, Family, RuleContext, StoredObject, Version } from './family.ts';
+import type { Collection, CreateSteps, Family, RuleContext, StoredObject, Version } from './family.ts';
 import { acceptedValues, toApi } from './values.ts';
 import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
 
@@ -140,7 +140,7 @@ function aggregateValue(compiled: ReturnType<SqlCompiler['operand']>, raw: unkno
 }
 
 /** Renders rows for the version and applies `fields` (projection and non-default inclusion). */
-async function shape(ctx: OperationContext, rows: StoredObject[], fields: SelectTerm[] | null): Promise<Json[]> {
+export async function shape(ctx: OperationContext, rows: StoredObject[], fields: SelectTerm[] | null): Promise<Json[]> {
   const { family } = ctx.collection;
   const named = (fields ?? []).filter((f) => f.expr?.kind === 'field').map((f) => (f.expr as { path: string[] }).path.join('.'));
   const include = new Set(named);
@@ -191,15 +191,29 @@ function typeForCreate(ctx: OperationContext, body: Json): string {
   return requested;
 }
 
-async function prepareCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
+/**
+ * A new row from a create body, before the family's rules: type, decoded fields, a fresh id.
+ * `created_at` is the domain clock's until the database stamps the stored row.
+ */
+export function decodeCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): StoredObject {
   if (!isPlainObject(body)) throw invalidAttributes({ body: 'Must be an object' });
   const type = typeForCreate(ctx, body);
   const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create');
   for (const [store, value] of extra ?? []) values.set(store, value);
-  const now = new Date();
+  const now = ctx.domain.now();
   const blank: StoredObject = { id: newId(ctx.collection.family.idPrefix), type, created_at: now, modified_at: now, data: {} };
-  let row = applyValues(blank, values);
+  const row = applyValues(blank, values);
   row.type = type;
+  return row;
+}
+
+async function prepareCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
+  return completeCreate(ctx, decodeCreate(ctx, body, extra));
+}
+
+/** The family's prepare and validate on a decoded new row. */
+async function completeCreate(ctx: OperationContext, decoded: StoredObject): Promise<StoredObject> {
+  let row = decoded;
   const rules = ctx.collection.family.rules;
   if (rules?.prepare) row = await rules.prepare(ctx, row, null);
   await rules?.validate?.(ctx, row, null);
@@ -240,6 +254,39 @@ export async function createNested(ctx: RuleContext, family: Family, body: unkno
   await afterWrite(op, [[inserted, null]]);
   await emit(op, [[inserted, null]]);
   return inserted;
+}
+
+/**
+ * A row of another family made ready to write (decoded, prepared, validated) by that family's own
+ * rules, for a caller that writes it in its own statement (a payment's inline method). The caller
+ * owes it the family's afterWrite, if any, once written.
+ */
+export async function prepareNested(ctx: RuleContext, family: Family, body: unknown): Promise<{ row: StoredObject; events: EventDraft[] }> {
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const row = await prepareCreate(op, body);
+  return { row, events: family.rules?.events?.(op, row, null) ?? [] };
+}
+
+/**
+ * Create steps for a family whose create, for the rows `plain` accepts, writes that one row and
+ * nothing else (no afterWrite work, no events): prepared on the pool, stored by one INSERT that
+ * needs no BEGIN/COMMIT around it. `plain` sees the decoded row before the family's rules, so a
+ * rule that would write (an inline entity) never runs outside a transaction.
+ */
+export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps<StoredObject> {
+  return {
+    async plan(ctx, body) {
+      const decoded = decodeCreate(ctx, body);
+      if (!plain(decoded)) return null;
+      const row = await completeCreate(ctx, decoded);
+      if (ctx.collection.family.rules?.events?.(ctx, row, null).length) return null;
+      return row;
+    },
+    async write(ctx, row) {
+      const [inserted] = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, [row]);
+      return { row: inserted };
+    },
+  };
 }
 
 export async function create(ctx: OperationContext, body: Json, query: ListQuery): Promise<Json> {

@@ -60,6 +60,31 @@ async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): P
   ctx.body = outcome.body;
 }
 
+/**
+ * A single create of a family with explicit steps (a payment): plan on the pool, outside any
+ * transaction; then one write statement. Without an Idempotency-Key that statement commits on its
+ * own; with one, the stored response joins it in a transaction.
+ */
+async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void> {
+  const collection = collectionOf(ctx);
+  const steps = collection.family.rules?.createSteps;
+  const { db } = ctx.state.services;
+  const planned = steps && !collection.readOnly && input.object !== 'list' ? await steps.plan(operationContext(ctx, db), input) : null;
+  if (!steps || !planned) return write(ctx, (op) => operations.create(op, input, query));
+  const store = async (tx: Db) => {
+    const op = operationContext(ctx, tx);
+    const created = await steps.write(op, planned);
+    const [rendered] = await operations.shape(op, [created.row], query.fields);
+    const error = created.answerAsError?.(rendered) ?? null;
+    const stored = error ? errorResponse(error) : { status: 200, body: rendered };
+    await completeInTransaction(ctx, tx, stored.status, stored.body);
+    return { rendered, error };
+  };
+  const outcome = ctx.state.idempotency ? await db.transaction(store) : await store(db);
+  if (outcome.error) throw outcome.error;
+  ctx.body = outcome.rendered;
+}
+
 function body(ctx: Ctx): Json {
   return ctx.state.body ?? {};
 }
@@ -89,7 +114,7 @@ export function objectRoutes(): Router {
     return read(c, (op) => operations.list(op, query));
   });
   router.get('/:collection/:id', (ctx) => read(ctx as Ctx, (op) => operations.getOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
-  router.post('/:collection', (ctx) => write(ctx as Ctx, (op) => operations.create(op, body(ctx as Ctx), listQueryOf(ctx as Ctx))));
+  router.post('/:collection', (ctx) => createOne(ctx as Ctx, body(ctx as Ctx), listQueryOf(ctx as Ctx)));
   router.put('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => operations.updateOne(op, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx))));
   router.put('/:collection', (ctx) => {
     const c = ctx as Ctx;

@@ -3,7 +3,7 @@ import { showBalances } from '../funding/balance.ts';
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
-import { createNested } from '../../engine/operations.ts';
+import { createNested, oneRowCreate } from '../../engine/operations.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefault } from './repository.ts';
 import { reopenOnNewEntity, resolveInlineEntity, showEntities, validateEntityReference, verifyAttachedEntity } from './entityLink.ts';
@@ -100,4 +100,10 @@ async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>
   if (include.has('balance')) await showBalances(ctx, rows);
 }
 
-export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events };
+/** A customer with only its own fields is one row: no entity, nested methods, default method or settings template to write. */
+function isPlainCustomer(row: StoredObject): boolean {
+  const linked = ['entity', 'legal_entity', 'entity_id', 'payment_methods', 'default_payment_method', 'processing_settings_id'];
+  return row.type === 'customer' && linked.every((key) => row.data[key] === undefined);
+}
+
+export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events, createSteps: oneRowCreate(isPlainCustomer) };

@@ -59,7 +59,8 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
     applyClientAccount(ctx.principal.intent, next.data, ctx.version === 'v1' ? 'customer_id' : 'account_id');
   }
   const accountId = next.data.account_id;
-  if (typeof accountId === 'string' && accountId !== previous?.data.account_id && !(await accountExists(ctx.tx, ctx.tenant, accountId))) {
+  const known = typeof accountId === 'string' && ctx.knownAccounts?.has(accountId);
+  if (typeof accountId === 'string' && accountId !== previous?.data.account_id && !known && !(await accountExists(ctx.tx, ctx.tenant, accountId))) {
     throw invalidAttributes({ [ctx.version === 'v1' ? 'customer_id' : 'account_id']: 'No account with this id' });
   }
   if (previous) {

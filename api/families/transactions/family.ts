@@ -7,6 +7,7 @@
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { STATUSES, TYPES } from './lifecycle.ts';
+import { paymentSteps } from './payment.ts';
 import { transactionRules } from './rules.ts';
 
 const fields: FieldSpec[] = [
@@ -61,5 +62,5 @@ export const transactions: Family = {
   types: TYPES,
   fields,
   objectName: () => 'transaction',
-  rules: transactionRules,
+  rules: { ...transactionRules, createSteps: paymentSteps },
 };

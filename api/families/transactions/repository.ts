@@ -1,6 +1,9 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { rows, type Db } from '../../db/connection.ts';
-import { tenantScan } from '../../db/tenant.ts';
+import { DISPATCH_JOB_KEY, type EventDraft } from '../../db/events.ts';
+import { tenantCheck, tenantScan } from '../../db/tenant.ts';
+import { newId } from '../../ids.ts';
+import type { Sql } from '../../query/toSql.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
 const ROW = 'id, type, data, created_at, modified_at';
@@ -71,6 +74,14 @@ export async function findAccount(db: Db, tenant: Tenant, id: string): Promise<S
   return found[0] ?? null;
 }
 
+export interface JobDraft {
+  task: string;
+  payload: Record<string, unknown>;
+  runAt: Date;
+  /** a job key makes re-enqueueing replace, not duplicate */
+  key?: string;
+}
+
 /** Enqueues a graphile-worker job in the caller's transaction; a job key makes re-enqueueing replace, not duplicate. */
 export async function scheduleJob(db: Db, task: string, payload: Record<string, unknown>, runAt: Date, jobKey?: string): Promise<void> {
   await rows(db, 'select graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, job_key => ?, max_attempts => 25)',
@@ -87,4 +98,99 @@ export async function spendClientToken(db: Db, tokenId: string): Promise<boolean
 
 export async function removeJob(db: Db, jobKey: string): Promise<void> {
   await rows(db, 'select graphile_worker.remove_job(?)', [jobKey]);
+}
+
+/** The rows a payment names, read in one round trip; a role is absent when not asked for or not found. */
+export interface PaymentParties {
+  customer?: StoredObject;
+  processing?: StoredObject;
+  method?: StoredObject;
+  /** the environment's first processing account, when the payment names none */
+  defaultProcessing?: StoredObject;
+  /** the payer's default paying method, when the payment names none */
+  payingMethod?: StoredObject;
+}
+
+export interface PartiesWanted {
+  customerId?: string;
+  processingId?: string;
+  methodId?: string;
+  defaultProcessing: boolean;
+  payingMethodOf?: string;
+}
+
+export async function readPaymentParties(db: Db, tenant: Tenant, wanted: PartiesWanted): Promise<PaymentParties> {
+  const byId = (role: string, table: string, id: string): Sql => {
+    const scope = tenantCheck(tenant);
+    return { sql: `(select '${role}' as role, ${ROW} from ${table} where id = ? and ${scope.sql})`, bindings: [id, ...scope.bindings] };
+  };
+  const parts: Sql[] = [];
+  if (wanted.customerId) parts.push(byId('customer', 'accounts', wanted.customerId));
+  if (wanted.processingId) parts.push(byId('processing', 'accounts', wanted.processingId));
+  if (wanted.methodId) parts.push(byId('method', 'payment_methods', wanted.methodId));
+  const scope = tenantScan(tenant);
+  if (wanted.defaultProcessing) {
+    parts.push({ sql: `(select 'defaultProcessing' as role, ${ROW} from accounts where ${scope.sql} and type = 'processing' order by created_at, id limit 1)`, bindings: scope.bindings });
+  }
+  if (wanted.payingMethodOf) {
+    parts.push({
+      sql: `(select 'payingMethod' as role, ${ROW} from payment_methods
+              where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
+              order by created_at limit 1)`,
+      bindings: [...scope.bindings, wanted.payingMethodOf],
+    });
+  }
+  if (parts.length === 0) return {};
+  const found = await rows<StoredObject & { role: keyof PaymentParties }>(db, parts.map((p) => p.sql).join(' union all '), parts.flatMap((p) => p.bindings));
+  const parties: PaymentParties = {};
+  for (const { role, ...row } of found) parties[role] = row;
+  return parties;
+}
+
+/** Everything one payment writes. */
+export interface PaymentWrite {
+  /** an inline method, stored with the payment */
+  method?: StoredObject;
+  transaction: StoredObject;
+  events: EventDraft[];
+  jobs: JobDraft[];
+}
+
+/**
+ * One statement, so one round trip and atomic without BEGIN/COMMIT: the inline method, the
+ * transaction (its triggers post the ledger, operations and reporting changes), the events and
+ * their dispatch job, and the transaction's timed jobs. Answers the stored transaction.
+ */
+export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite): Promise<StoredObject> {
+  const methods = write.method ? [write.method] : [];
+  const found = await rows<StoredObject>(db,
+    `with method as (
+       insert into payment_methods (id, org_id, environment, type, data)
+       select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) as m(id, type, data)
+       returning 1),
+     txn as (
+       insert into transactions (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)
+       returning ${ROW}),
+     event as (
+       insert into events (id, org_id, environment, trigger, object_type, object_id, value)
+       select id, ?, ?, trigger, object_type, object_id, value
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
+       returning 1),
+     dispatch as (
+       select graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')
+        where exists (select 1 from event)),
+     timed as (
+       select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
+         from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))
+     select txn.*, (select count(*) from method) as methods, (select count(*) from dispatch) as dispatched, (select count(*) from timed) as jobs
+       from txn`,
+    [
+      tenant.orgId, tenant.environment, methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)),
+      write.transaction.id, tenant.orgId, tenant.environment, write.transaction.type, JSON.stringify(write.transaction.data),
+      tenant.orgId, tenant.environment, write.events.map(() => newId('evt')), write.events.map((e) => e.trigger), write.events.map((e) => e.objectType),
+      write.events.map((e) => e.objectId), write.events.map((e) => JSON.stringify(e.value)),
+      write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
+    ]);
+  const { methods: _m, dispatched: _d, jobs: _j, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
+  return transaction as StoredObject;
 }

@@ -4,9 +4,9 @@
  * status transitions, timed jobs and events.
  */
 import type { EventDraft } from '../../db/events.ts';
-import { insertObjects } from '../../db/objects.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
-import { applyValues, decodeInput, isPlainObject, type Json } from '../../engine/view.ts';
+import { createNested } from '../../engine/operations.ts';
+import { isPlainObject, type Json } from '../../engine/view.ts';
 import { parseMoney } from '../../engine/values.ts';
 import { invalidAttributes, transactionDeclined } from '../../errors.ts';
 import { newId } from '../../ids.ts';
@@ -21,14 +21,14 @@ import * as repo from './repository.ts';
 
 type Data = Json;
 
-interface Parties {
+export interface Parties {
   customerId?: string;
   processingId?: string;
   methodId?: string;
 }
 
 /** Where each version names the customer, processing account and method, by type. */
-function partiesFromInput(ctx: RuleContext, type: string, data: Data): Parties {
+export function partiesFromInput(ctx: RuleContext, type: string, data: Data): Parties {
   const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
   if (ctx.version === 'v1') {
     return { customerId: str(data.customer_id), processingId: str(data.processing_id), methodId: str(data.payment_method_id) };
@@ -49,7 +49,7 @@ function partiesFromInput(ctx: RuleContext, type: string, data: Data): Parties {
 }
 
 /** Writes both representations: v1 ids and v2 sender/receiver. */
-function storeParties(data: Data, type: string, parties: Parties): void {
+export function storeParties(data: Data, type: string, parties: Parties): void {
   data.customer_id = parties.customerId ?? null;
   data.processing_id = parties.processingId ?? null;
   data.payment_method_id = parties.methodId ?? null;
@@ -60,21 +60,34 @@ function storeParties(data: Data, type: string, parties: Parties): void {
   data.receiver = inbound ? processingSide : customerSide;
 }
 
-async function createInlineMethod(ctx: RuleContext, input: Json, accountId: string | undefined): Promise<StoredObject> {
+/** The inline method's body as its own family takes it: the payer as its account, `type` explicit. */
+export function inlineMethodBody(ctx: RuleContext, input: Json, payerId: string | undefined): Json {
   const type = typeof input.type === 'string' ? input.type : isPlainObject(input.bank_account) ? 'bank_account' : 'card';
   if (!paymentMethods.types.includes(type)) throw invalidAttributes({ payment_method: { type: 'Must be card or bank_account' } });
-  const body = { ...input };
-  delete body.type;
-  if (accountId && body.account_id === undefined && body.customer_id === undefined) body[ctx.version === 'v1' ? 'customer_id' : 'account_id'] = accountId;
-  const { values } = decodeInput(paymentMethods, ctx.version, type, body, 'create');
-  const now = ctx.domain.now();
-  let row = applyValues({ id: newId(paymentMethods.idPrefix), type, created_at: now, modified_at: now, data: {} }, values);
-  row = await paymentMethods.rules!.prepare!(ctx, row, null);
-  const [inserted] = await insertObjects(ctx.tx, paymentMethods.table, ctx.tenant, [row]);
-  return inserted;
+  const body: Json = { ...input, type };
+  if (payerId && body.account_id === undefined && body.customer_id === undefined) body[ctx.version === 'v1' ? 'customer_id' : 'account_id'] = payerId;
+  return body;
 }
 
-function snapshot(method: StoredObject): Json {
+/** The digits the payer typed, held for the processor so the sealed copy need not be opened again. */
+export function typedNumber(method: StoredObject, input: Json): string {
+  const section = (isPlainObject(input[method.type]) ? input[method.type] : {}) as Json;
+  return String((method.type === 'card' ? section.card_number : section.account_number) ?? '').replace(/[\s-]/g, '');
+}
+
+/** A method typed into the payment, created through its own family's pipeline (rules, afterWrite, events). */
+async function createInlineMethod(ctx: RuleContext, input: Json, accountId: string | undefined): Promise<Resolved> {
+  const method = await createNested(ctx, paymentMethods, inlineMethodBody(ctx, input, accountId));
+  return { method, number: typedNumber(method, input) };
+}
+
+interface Resolved {
+  method: StoredObject | null;
+  /** the plain number, when the payer just typed it */
+  number?: string;
+}
+
+export function snapshot(method: StoredObject): Json {
   const section = (name: string) => (isPlainObject(method.data[name]) ? (method.data[name] as Json) : {});
   if (method.type === 'card') {
     const card = section('card');
@@ -84,18 +97,38 @@ function snapshot(method: StoredObject): Json {
   return { object: 'payment_method', id: method.id, type: 'bank_account', bank_account: { account_number: bank.account_number, routing_number: bank.routing_number, account_type: bank.account_type } };
 }
 
-async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties: Parties): Promise<StoredObject | null> {
-  if (isPlainObject(data.payment_method) && !('id' in data.payment_method && Object.keys(data.payment_method).length === 1)) {
-    return createInlineMethod(ctx, data.payment_method, parties.customerId);
-  }
+/** A stored method's account or card number, opened from the vault for the processor. */
+function plainNumber(ctx: RuleContext, method: StoredObject): string {
+  const section = (method.type === 'card' ? method.data.card : method.data.bank_account) as Json;
+  return ctx.domain.vault.decrypt(String(section.sealed_number));
+}
+
+/** What a new transaction records of its method, and the sandbox bank's verdict on a debit. */
+export function methodFacts(ctx: RuleContext, method: StoredObject, number?: string): Json {
+  const facts: Json = {
+    payment_method: snapshot(method),
+    payment_method_type: method.type,
+    card_brand: method.type === 'card' ? (method.data.card as Json).card_brand : null,
+  };
+  if (method.type === 'bank_account' && ctx.domain.processor.bankWillReject(number ?? plainNumber(ctx, method))) facts.sandbox_bank_reject = true;
+  return facts;
+}
+
+/** An inline method (a body, not just `{id}`) is created with the payment. */
+export function hasInlineMethod(data: Data): boolean {
+  return isPlainObject(data.payment_method) && !('id' in data.payment_method && Object.keys(data.payment_method).length === 1);
+}
+
+async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties: Parties): Promise<Resolved> {
+  if (hasInlineMethod(data)) return createInlineMethod(ctx, data.payment_method as Json, parties.customerId);
   const methodId = parties.methodId ?? (isPlainObject(data.payment_method) ? String(data.payment_method.id) : undefined);
   if (methodId) {
     const method = await repo.findMethod(ctx.tx, ctx.tenant, methodId);
     if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method_id' : 'method_id']: 'No payment method with this id' });
-    return method;
+    return { method };
   }
-  if (type === 'payment' && parties.customerId) return repo.defaultPayingMethod(ctx.tx, ctx.tenant, parties.customerId);
-  return null;
+  if (type === 'payment' && parties.customerId) return { method: await repo.defaultPayingMethod(ctx.tx, ctx.tenant, parties.customerId) };
+  return { method: null };
 }
 
 async function checkAccount(ctx: RuleContext, id: string | undefined, kind: 'customer' | 'processing', field: string): Promise<StoredObject | null> {
@@ -193,15 +226,18 @@ async function planSplit(ctx: RuleContext, data: Data): Promise<Json[]> {
   return plan;
 }
 
-function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject | null, automatic: boolean): Json {
+/**
+ * The processor's answer for a new transaction. `number` is the method's plain number when the
+ * caller holds it (an inline method just typed in); a stored method's sealed number is opened.
+ */
+export function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject | null, automatic: boolean, number?: string): Json {
   const requested = row.data.status;
   if (requested !== undefined && requested !== null && requested !== 'authorized') {
     throw invalidAttributes({ status: 'Only authorized may be requested when creating a transaction' });
   }
   let dispute: Json = {};
   if (row.type === 'payment' && method?.type === 'card') {
-    const number = ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number));
-    const outcome = ctx.domain.processor.authorizeCard(number);
+    const outcome = ctx.domain.processor.authorizeCard(number ?? plainNumber(ctx, method));
     if (!outcome.approved) return { status: 'declined', status_code: outcome.statusCode, status_message: outcome.message };
     if (outcome.dispute) dispute = { sandbox_chargeback: outcome.dispute };
   }
@@ -220,6 +256,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   const links = row.type === 'refund' ? linksFromInput(ctx, data) : [];
   let plan: Json[] = [];
   let method: StoredObject | null;
+  let number: string | undefined;
   if (links.length) {
     const refund = await planRefund(ctx, data, links);
     plan = refund.plan;
@@ -236,7 +273,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   } else {
     const customer = await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
     await checkAccount(ctx, parties.processingId, 'processing', ctx.version === 'v1' ? 'processing_id' : 'receiver[account_id]');
-    method = await resolveMethod(ctx, row.type, data, parties);
+    ({ method, number } = await resolveMethod(ctx, row.type, data, parties));
     if (!method && isRelease(row.type)) method = await defaultFundingMethod(ctx, parties.processingId);
     if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method' : 'sender']: 'A payment method is required' });
     parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties, customer) };
@@ -246,15 +283,8 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   }
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
   storeParties(data, row.type, parties);
-  Object.assign(data, decideStatus(ctx, { ...row, data }, method, automatic));
-  if (method) {
-    data.payment_method = snapshot(method);
-    data.payment_method_type = method.type;
-    data.card_brand = method.type === 'card' ? (method.data.card as Json).card_brand : null;
-    if (method.type === 'bank_account' && ctx.domain.processor.bankWillReject(ctx.domain.vault.decrypt(String((method.data.bank_account as Json).sealed_number)))) {
-      data.sandbox_bank_reject = true;
-    }
-  }
+  Object.assign(data, decideStatus(ctx, { ...row, data }, method, automatic, number));
+  if (method) Object.assign(data, methodFacts(ctx, method, number));
   if (row.type === 'payment' && data.funding_timing === undefined) data.funding_timing = 'standard';
   if (row.type === 'payment') data.risk_flag = 'allowed';
   delete data.ledger;
@@ -301,15 +331,24 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
     // The original's ledger shows the refund too, as money going back out.
     return [own, { ...own, id: newId('trf'), transaction_id: own.assoc_transaction_id!, assoc_transaction_id: next.id, amount: -own.amount }];
   }));
-  const now = ctx.domain.now();
-  if (data.status === 'processing') await repo.scheduleJob(ctx.tx, 'complete_processing', { transaction_id: next.id }, new Date(now.getTime() + ctx.domain.processingDelayMs));
+  for (const job of timedJobs(ctx, next)) await repo.scheduleJob(ctx.tx, job.task, job.payload, job.runAt, job.key);
+}
+
+/** The worker's later steps a new transaction needs: completing processing, expiring an authorization, the sandbox bank's refusal. */
+export function timedJobs(ctx: RuleContext, next: StoredObject): repo.JobDraft[] {
+  const data = next.data;
+  const now = ctx.domain.now().getTime();
+  const payload = { transaction_id: next.id };
+  const jobs: repo.JobDraft[] = [];
+  if (data.status === 'processing') jobs.push({ task: 'complete_processing', payload, runAt: new Date(now + ctx.domain.processingDelayMs) });
   if (data.status === 'authorized' && data.authorization_mode === 'automatic') {
     const deadline = new Date(new Date(next.created_at).getTime() + ctx.domain.authorizationWindowMs);
-    await repo.scheduleJob(ctx.tx, 'expire_authorization', { transaction_id: next.id }, deadline, `expire_auth:${next.id}`);
+    jobs.push({ task: 'expire_authorization', payload, runAt: deadline, key: `expire_auth:${next.id}` });
   }
   if (data.sandbox_bank_reject && (data.status === 'processed' || data.status === 'processing')) {
-    await repo.scheduleJob(ctx.tx, 'bank_reject', { transaction_id: next.id }, new Date(now.getTime() + 1000 + ctx.domain.processingDelayMs));
+    jobs.push({ task: 'bank_reject', payload, runAt: new Date(now + 1000 + ctx.domain.processingDelayMs) });
   }
+  return jobs;
 }
 
 function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
@@ -322,7 +361,9 @@ async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>
   await loadAllocations(ctx, rows, include);
   const wanted = ctx.version === 'v2' || include.has('ledger');
   if (!wanted || rows.length === 0) return;
-  const entries = await repo.transfersOf(ctx.tx, rows.map((r) => r.id));
+  // A row this request just made with no transfers has none yet (v1's ledger shows times: read it).
+  const unread = rows.filter((r) => !(ctx.version === 'v2' && ctx.createdNow?.has(r.id) && Array.isArray(r.data.transfer_plan) && r.data.transfer_plan.length === 0));
+  const entries = unread.length ? await repo.transfersOf(ctx.tx, unread.map((r) => r.id)) : [];
   for (const row of rows) {
     const own = entries.filter((e) => e.transaction_id === row.id);
     row.data = { ...row.data };
