@@ -20,6 +20,7 @@ import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
 import { serviceUnavailable } from './errors.ts';
+import { pingDatabase } from './db/health.ts';
 
 type Ctx = Context & { state: RequestState };
 
@@ -57,7 +58,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
       return next();
     }
     try {
-      await services.db.raw('select 1');
+      await pingDatabase(services.db);
       ctx.body = { object: 'health', status: 'ok' };
     } catch {
       throw serviceUnavailable('Database unavailable');

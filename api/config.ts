@@ -49,6 +49,8 @@ export interface Config {
   smtpFrom: string;
   /** WORKER_POLL_INTERVAL: ms between checks for jobs that became due (new jobs arrive by NOTIFY). Default 250. */
   workerPollIntervalMs: number;
+  /** WEBHOOK_DISPATCH_POLL: ms a caught-up dispatcher waits before looking at the events outbox again (the most an event waits to be dispatched when the worker is idle); 0: this process does not dispatch (another worker must). Default 20. */
+  webhookDispatchPollMs: number;
   /** WORKER_LOCAL_QUEUE: jobs a worker process fetches and locks per round trip (>1 enables batching). Default 0 (off). */
   workerLocalQueue: number;
   /** WORKER_COMPLETE_BATCH_MS: ms to gather job completions into one statement (-1 off). Default 0. */
@@ -156,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTenantConcurrency: intFromEnv(env, 'WEBHOOK_TENANT_CONCURRENCY', Math.max(1, Math.floor(intFromEnv(env, 'WORKER_CONCURRENCY', 10) / 4))),
     webhookDnsTimeoutMs: parseDurations(env.WEBHOOK_DNS_TIMEOUT ?? '3s', 'WEBHOOK_DNS_TIMEOUT')[0],
     workerPollIntervalMs: intFromEnv(env, 'WORKER_POLL_INTERVAL', 250),
+    webhookDispatchPollMs: intFromEnv(env, 'WEBHOOK_DISPATCH_POLL', 20),
     shutdownTimeoutMs: intFromEnv(env, 'SETTLE_SHUTDOWN_TIMEOUT', 10000),
     ...reportingConfig(env),
     ...retentionConfig(env),

@@ -2,15 +2,16 @@
  * The `web` process: serves the API against DATABASE_URL. On SIGTERM it stops accepting,
  * lets in-flight requests finish (up to SETTLE_SHUTDOWN_TIMEOUT) and exits 0.
  */
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import { createApp } from './app.ts';
 import { initMetrics } from './metrics.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
 import { createLogger } from './logger.ts';
 import { createDomainServices } from './domain.ts';
-import type { PaymentProcessor } from './engine/family.ts';
+import { withRandomSource } from './ids.ts';
 import { exitOnSignals } from './process.ts';
+import type { Seams } from './seams.ts';
 
 export interface RunningWeb {
   server: Server;
@@ -19,23 +20,26 @@ export interface RunningWeb {
   stop: () => Promise<void>;
 }
 
-/** What a test may replace in the web process. */
-export interface WebSeams {
-  /** the domain's clock (timed rules, rate limiting); created_at stays on the database's clock */
-  clock?: () => Date;
-  /** the payment processor that decides cards and bank debits; the sandbox when absent */
-  processor?: PaymentProcessor;
+export interface WebOptions {
+  /** how long an API key's lookup is cached (default: the auth layer's own) */
+  keyCacheMs?: number;
+  /** what a test replaces (api/seams.ts); the real clock, random source and sandbox processor when absent */
+  seams?: Partial<Seams>;
 }
 
-export async function startWeb(config: Config, options: { keyCacheMs?: number; seams?: WebSeams } = {}): Promise<RunningWeb> {
+export async function startWeb(config: Config, options: WebOptions = {}): Promise<RunningWeb> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'web');
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
-  const domain = createDomainServices(config, options.seams?.clock, options.seams?.processor);
+  const domain = createDomainServices(config, options.seams);
   initMetrics();
   const app = createApp({ db, config, log, domain }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
-  const server = app.listen(config.port, config.host);
+  const handle = app.callback();
+  const random = options.seams?.random;
+  // Every request mints its ids and secrets from the given source (api/ids.ts).
+  const server = http.createServer(random ? (req, res) => withRandomSource(random, () => handle(req, res)) : handle);
+  server.listen(config.port, config.host);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

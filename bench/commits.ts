@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { adminQuery, databaseUrl } from '../api/db/admin.ts';
+import { adminQuery, createKnex, databaseUrl } from '../api/db/admin.ts';
 import { createDb } from '../api/db/connection.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
@@ -36,7 +36,7 @@ const url = databaseUrl(serverUrl, database);
 await migrate(url);
 
 async function setTrigger(notify: boolean): Promise<void> {
-  const db = createDb(url, 1);
+  const db = createKnex(url, 1);
   try {
     await (notify ? quietCommits.down(db) : quietCommits.up(db));
   } finally {

@@ -3,7 +3,9 @@
  * dir) with a fresh, migrated database dropped afterwards; a test secret key; Settle's web process
  * and the bare Koa anchor (bench/anchor-server.ts) each in a child process, so neither shares an
  * event loop with the load generator (autocannon); the measuring loop (warm-up, then a timed run
- * per scenario and server); the tables and the JSON results file.
+ * per scenario and server); the tables and the JSON results file. Next to req/s and latency each
+ * run records the server's CPU ms per request and the load average: on a shared machine req/s
+ * moves with the neighbours' load, CPU per request much less.
  *
  * Env: BENCH_SECONDS (per scenario and server, default 10), BENCH_WARMUP_SECONDS (default 2),
  * BENCH_CONNECTIONS (default 32), BENCH_PROFILE=1 (a V8 CPU profile of each server process in
@@ -148,6 +150,8 @@ export async function startServers(bench: string): Promise<BenchEnv> {
     ANCHOR_ORG_ID: key.orgId,
     ANCHOR_POOL: '10',
   });
+  serverPids.settle = settle.pid;
+  serverPids.anchor = anchor.pid;
   const servers = { settle: `http://127.0.0.1:${settlePort}`, anchor: `http://127.0.0.1:${anchorPort}` };
   await waitForHttp(`${servers.settle}/healthz`, settle);
   await waitForHttp(`${servers.anchor}/customers/none`, anchor);
@@ -208,11 +212,35 @@ export interface Measurement {
   reqPerSec: number;
   p50Ms: number;
   p99Ms: number;
+  /**
+   * The server process's CPU time (user + system) per request over the timed run: unlike req/s,
+   * it barely moves when other work shares the machine, so it is the figure to compare runs by.
+   * Null where /proc is not there.
+   */
+  cpuMsPerRequest: number | null;
+  /** the 1-minute load average when the timed run ended */
+  load1: number;
   requests: number;
   non2xx: number;
   errors: number;
   timeouts: number;
 }
+
+const serverPids: Partial<Record<ServerName, number>> = {};
+
+/** CPU time the process has used so far, in ms (Linux /proc; null elsewhere). */
+function cpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th, in clock ticks.
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** USER_HZ: 100 on every Linux architecture Node supports. */
+const CLOCK_TICKS = 100;
 
 async function run(url: string, options: Record<string, unknown>, seconds: number): Promise<any> {
   return await autocannon({ url, connections: CONNECTIONS, duration: seconds, timeout: 10, ...options });
@@ -226,13 +254,17 @@ export async function measure(servers: Record<ServerName, string>, scenarios: Sc
       const target = scenario.targets[server];
       const url = servers[server] + target.path;
       if (WARMUP_SECONDS > 0) await run(url, target.options, WARMUP_SECONDS);
+      const cpuBefore = cpuMs(serverPids[server]);
       const result = await run(url, target.options, SECONDS);
+      const cpuAfter = cpuMs(serverPids[server]);
       const measurement: Measurement = {
         scenario: scenario.name,
         server,
         reqPerSec: result.requests.average,
         p50Ms: result.latency.p50,
         p99Ms: result.latency.p99,
+        cpuMsPerRequest: cpuBefore === null || cpuAfter === null || result.requests.total === 0 ? null : Math.round(((cpuAfter - cpuBefore) / result.requests.total) * 1000) / 1000,
+        load1: Math.round(os.loadavg()[0] * 100) / 100,
         requests: result.requests.total,
         non2xx: result.non2xx,
         errors: result.errors,
@@ -294,10 +326,11 @@ function table(head: string[], rows: Array<Array<string | number>>): string {
 export function report(bench: string, measurements: Measurement[], summaries: Summary[], targets: Targets, extra: Record<string, unknown> = {}): void {
   console.log(`\n${bench}: ${CONNECTIONS} connections, ${SECONDS} s per run (after ${WARMUP_SECONDS} s warm-up), Node ${process.version}, ${os.cpus().length} CPUs\n`);
   console.log(table(
-    ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', '% of anchor', 'non-2xx'],
+    ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', '% of anchor', 'CPU ms/req', 'load', 'non-2xx'],
     measurements.map((m) => {
       const summary = summaries.find((s) => s.scenario === m.scenario)!;
-      return [m.scenario, m.server, m.reqPerSec.toFixed(0), m.p50Ms.toFixed(1), m.p99Ms.toFixed(1), m.server === 'settle' ? `${summary.percentOfAnchor.toFixed(1)} %` : '', m.non2xx + m.errors];
+      return [m.scenario, m.server, m.reqPerSec.toFixed(0), m.p50Ms.toFixed(1), m.p99Ms.toFixed(1), m.server === 'settle' ? `${summary.percentOfAnchor.toFixed(1)} %` : '',
+        m.cpuMsPerRequest?.toFixed(3) ?? '-', m.load1.toFixed(2), m.non2xx + m.errors];
     }),
   ));
   console.log(`\ntargets: Settle throughput >= ${targets.ratio * 100} % of the anchor, Settle p99 < ${targets.p99Ms} ms\n`);

@@ -6,7 +6,7 @@
  * database with the same settings.
  *
  * Events are committed through the outbox (`recordEvents` in a transaction, in batches), so every
- * delivery takes the production path: a dispatch_events job (sharded, batched) → delivery row + deliver_webhook job →
+ * delivery takes the production path: the worker's dispatcher following the outbox → delivery row + deliver_webhook job →
  * signed POST → attempt log. Latency runs from the moment the event's transaction commit is
  * acknowledged to this process to the moment the receiver (in this process) has read the request.
  * For the anchor it runs from the commit of the add_jobs transaction to the no-op task starting.
@@ -30,7 +30,8 @@
  *
  * Env: BENCH_ROWS (tenant sizes, default 10000,1000000), BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS (default 3), BENCH_BACKLOG
  * (default 500), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
- * bench/results/profiles), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps),
+ * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max phase: buffers per delivery by table
+ * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
@@ -84,6 +85,7 @@ const SECONDS = positive('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', 3, true);
 const BACKLOG = positive('BENCH_BACKLOG', 500);
 const ONLY = process.env.BENCH_ONLY ?? '';
+const PG_STATS = process.env.BENCH_PG_STATS === '1';
 const LOW_RATE = 200;
 const TICK_MS = 50;
 const MAX_BATCH = 200;
@@ -373,6 +375,59 @@ function table(head: string[], rows: Array<Array<string | number>>): string {
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
+// ---- where Postgres spends a phase (BENCH_PG_STATS=1) ------------------------------------------
+/**
+ * For the max phase: WAL written per delivery (records, full-page images, bytes: pg_stat_wal),
+ * buffers each table and index touched (pg_statio, hits and reads from outside shared_buffers)
+ * per delivery, and what the database's backends were doing, sampled
+ * every 10 ms from pg_stat_activity (statement heads and wait events, busy backends only).
+ */
+async function startPgStats(db: Db, url: string) {
+  const statio = async () => new Map((await db.raw(
+    `select relname as name, coalesce(heap_blks_hit, 0) as hit, coalesce(heap_blks_read, 0) as read from pg_statio_user_tables
+     union all select indexrelname, idx_blks_hit, idx_blks_read from pg_statio_user_indexes
+     union all select 'graphile_worker.' || relname, coalesce(heap_blks_hit, 0), coalesce(heap_blks_read, 0) from pg_statio_all_tables where schemaname = 'graphile_worker'`))
+    .rows.map((r: { name: string; hit: string; read: string }) => [r.name, { hit: Number(r.hit), read: Number(r.read) }]));
+  const walStats = async () => (await db.raw('select wal_records, wal_fpi, wal_bytes from pg_stat_wal')).rows[0] as Record<string, string>;
+  const before = await statio();
+  const walBefore = await walStats();
+  const sampler = new pg.Client({ connectionString: url });
+  await sampler.connect();
+  const database = new URL(url).pathname.slice(1);
+  const samples = new Map<string, number>();
+  let sampling = true;
+  let rounds = 0;
+  const loop = (async () => {
+    while (sampling) {
+      const found = await sampler.query(
+        `select coalesce(wait_event_type || ':' || wait_event, 'CPU') as wait, regexp_replace(left(query, 70), '\\s+', ' ', 'g') as head
+           from pg_stat_activity where datname = $1 and state = 'active' and pid <> pg_backend_pid()`, [database]);
+      rounds += 1;
+      for (const row of found.rows) samples.set(`${row.wait} | ${row.head}`, (samples.get(`${row.wait} | ${row.head}`) ?? 0) + 1);
+      await sleep(10);
+    }
+  })();
+  return {
+    async report(delivered: number): Promise<string> {
+      sampling = false;
+      await loop;
+      await sampler.end();
+      const after = await statio();
+      const walAfter = await walStats();
+      const wal = (name: string) => ((Number(walAfter[name]) - Number(walBefore[name])) / delivered).toFixed(name === 'wal_bytes' ? 0 : 2);
+      const touched = [...after].map(([name, a]) => ({ name, hit: a.hit - (before.get(name)?.hit ?? 0), read: a.read - (before.get(name)?.read ?? 0) }))
+        .filter((r) => r.hit + r.read > 0).sort((x, y) => y.hit + y.read - (x.hit + x.read)).slice(0, 15);
+      const lines = [`pg stats for ${delivered} deliveries (WAL figures are the whole server's: with DATABASE_URL, other databases' too)`,
+        `WAL per delivery: ${wal('wal_records')} records, ${wal('wal_fpi')} full-page images, ${wal('wal_bytes')} bytes`,
+        'buffers per delivery (hit + read from outside shared_buffers):',
+        ...touched.map((r) => `  ${((r.hit + r.read) / delivered).toFixed(2).padStart(7)}  (read ${(r.read / delivered).toFixed(3)})  ${r.name}`),
+        `busy backends, ${rounds} samples (average backends per sample):`,
+        ...[...samples].sort((x, y) => y[1] - x[1]).slice(0, 12).map(([k, n]) => `  ${(n / rounds).toFixed(2).padStart(5)}  ${k}`)];
+      return lines.join('\n');
+    },
+  };
+}
+
 // ---- the tenant's existing rows ----------------------------------------------------------------
 /** BENCH_ROWS: the tenant sizes the phases run at, in order (as bench/harness.ts dataSizes). */
 function tenantSizes(): number[] {
@@ -416,7 +471,10 @@ async function growTenant(db: Db, tenant: EventTenant, webhookId: string, rows: 
         [done, done, count, tenant.orgId, tenant.environment, webhookId, tenant.orgId, tenant.environment, webhookId, tenant.orgId, tenant.environment, webhookId]);
     });
   }
-  await db.raw('vacuum analyze events, webhook_deliveries, webhook_logs');
+  // The grown events count as dispatched, as months of traffic leave them: the dispatch position
+  // moves past them (every event of earlier phases has been delivered by now).
+  await db.raw('update webhook_dispatch_position set dispatched = pg_current_snapshot(), window_snapshot = null, window_after_txid = null, window_after_seq = null');
+  await db.raw('vacuum analyze events, webhook_deliveries, webhook_logs, webhook_dispatch_position');
   return performance.now() - started;
 }
 
@@ -565,7 +623,10 @@ async function main(): Promise<void> {
         return phaseResult('settle', phase, rate, measured, latencies);
       };
       await settlePhase(`${LOW_RATE}/s`, LOW_RATE);
+      const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
+      const receivedBefore = received;
       const max = await settlePhase('max', null);
+      if (stats) console.error(await stats.report(received - receivedBefore));
       await settlePhase('80% of max', Math.round(max.donePerSec * 0.8));
       logged = Number((await db('webhook_logs').count({ n: '*' }))[0].n) - size;
       await stopChild(worker);

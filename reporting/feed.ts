@@ -11,7 +11,6 @@
  * Rows are read as ClickHouse feed lines built by Postgres (reporting/columns.ts), through a
  * cursor, in chunks; the next chunk is fetched while the previous one is inserted.
  */
-import type { Knex } from 'knex';
 import { rows, type Db } from '../api/db/connection.ts';
 import { pgRowJson } from './columns.ts';
 
@@ -108,7 +107,7 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
   }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
-async function copyCursor(trx: Knex.Transaction, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
+async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
   let pending: Promise<void> = Promise.resolve();
   for (;;) {
     const fetched = await rows<{ line: string; changed_ms: string }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { listenOn, pingConnection, tryAdvisoryLock } from './repository.ts';
 
 export const CHANGES_CHANNEL = 'reporting_changes';
 export const WAKE_CHANNEL = 'reporting_wake';
@@ -45,13 +46,12 @@ export class LeaderLock {
     client.on('error', () => {});
     await client.connect();
     try {
-      const result = await client.query<{ locked: boolean }>('select pg_try_advisory_lock($1, $2) as locked', this.#keys);
-      if (!result.rows[0].locked) {
+      if (!(await tryAdvisoryLock(client, this.#keys))) {
         await client.end();
         return false;
       }
-      await client.query(`listen ${CHANGES_CHANNEL}`);
-      await client.query(`listen ${WAKE_CHANNEL}`);
+      await listenOn(client, CHANGES_CHANNEL);
+      await listenOn(client, WAKE_CHANNEL);
     } catch (error) {
       await client.end().catch(() => {});
       throw error;
@@ -73,7 +73,7 @@ export class LeaderLock {
     const client = this.#client;
     if (!client) return;
     try {
-      await client.query('select 1');
+      await pingConnection(client);
     } catch (error) {
       client.emit('error', error);
     }

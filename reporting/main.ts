@@ -21,7 +21,7 @@ import type { Server } from 'node:http';
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
-import { rows, createDb } from '../api/db/connection.ts';
+import { createDb } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
 import { exitOnSignals } from '../api/process.ts';
@@ -29,6 +29,7 @@ import { FailureLog } from './failures.ts';
 import { covers, formatSnapshot, type Snapshot } from './feed.ts';
 import { LeaderLock, WAKE_CHANNEL } from './leader.ts';
 import { Mirror, type RebuildProgress } from './mirror.ts';
+import { notifyChannel } from './repository.ts';
 import { createReportingApp, type Health, type ReportingEngine } from './server.ts';
 import { openStore, storeTarget, UnsupportedClickHouse, type ReportingStore } from './store.ts';
 
@@ -178,7 +179,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
       if (state && covers(state.position, target)) return state.position;
       if (Date.now() >= deadline) return null;
       if (!nudged) {
-        await rows(db, 'select pg_notify(?, ?)', [WAKE_CHANNEL, formatSnapshot(target)]);
+        await notifyChannel(db, WAKE_CHANNEL, formatSnapshot(target));
         nudged = true;
       }
       await new Promise((resolve) => setTimeout(resolve, STANDBY_POLL_MS));

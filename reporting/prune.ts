@@ -12,8 +12,9 @@
  * Each batch also raises `reporting_pruned.below` in the same statement, which is how a mirror
  * whose recorded position is older than what was pruned finds out (reporting/feed.ts: FeedPruned).
  */
-import { rows, type Db } from '../api/db/connection.ts';
+import type { Db } from '../api/db/connection.ts';
 import type { Snapshot } from './feed.ts';
+import { pruneChangesBelowFollowers, upsertFollower } from './repository.ts';
 
 export const PRUNE_BATCH = 5000;
 /** Batches per prune round (a bigger backlog goes on in the next round, so passes are not held up). */
@@ -23,35 +24,12 @@ export const FOLLOWER_FORGOTTEN_AFTER_MS = 7 * 24 * 3600 * 1000;
 
 /** Declares (or lowers) how far `follower`'s copy is durable, before it reads the feed from there. */
 export async function registerFollower(db: Db, follower: string, position: Snapshot): Promise<void> {
-  await rows(db,
-    `insert into reporting_followers (target, position_xmin, seen_at) values (?, ?::xid8, now())
-     on conflict (target) do update set position_xmin = excluded.position_xmin, seen_at = now()`,
-    [follower, position.xmin.toString()]);
+  await upsertFollower(db, follower, position.xmin.toString());
 }
 
 /** One batch: notes `follower`'s durable position, then deletes up to `limit` change rows every follower has. */
 export async function pruneBatch(db: Db, follower: string, durable: Snapshot, limit = PRUNE_BATCH): Promise<number> {
-  const [row] = await rows<{ deleted: number }>(db,
-    `with follower as (
-       insert into reporting_followers (target, position_xmin, seen_at) values (?, ?::xid8, now())
-       on conflict (target) do update set position_xmin = excluded.position_xmin, seen_at = now()
-       returning 1),
-     bound as (
-       select least(?::xid8, (select position_xmin from reporting_followers
-                               where target <> ? and seen_at > now() - make_interval(secs => ? / 1000.0)
-                               order by position_xmin limit 1)) as below),
-     raised as (
-       update reporting_pruned p set below = greatest(p.below, bound.below) from bound returning 1),
-     doomed as (
-       select c.transaction_id from reporting_changes c, bound
-        where c.txid < bound.below limit ? for update of c skip locked),
-     deleted as (
-       delete from reporting_changes c using doomed, bound
-        where c.transaction_id = doomed.transaction_id and c.txid < bound.below
-        returning 1)
-     select (select count(*) from deleted)::int as deleted, (select count(*) from follower) + (select count(*) from raised) as noted`,
-    [follower, durable.xmin.toString(), durable.xmin.toString(), follower, FOLLOWER_FORGOTTEN_AFTER_MS, limit]);
-  return Number(row.deleted);
+  return pruneChangesBelowFollowers(db, follower, durable.xmin.toString(), FOLLOWER_FORGOTTEN_AFTER_MS, limit);
 }
 
 /** Up to `maxBatches` batches; `more` when rows below the bound may remain. */

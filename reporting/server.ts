@@ -22,6 +22,7 @@ import { formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
 import type { ReportingQuery } from './protocol.ts';
 import { FailureLog } from './failures.ts';
 import { compileReport, decodeRows } from './report.ts';
+import { selectReport } from './repository.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
 import { metricsText } from '../api/metrics.ts';
@@ -152,7 +153,7 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
   }, store.table);
   const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
-  const rows = await store.select<Record<string, unknown>>(compiled.sql, compiled.params);
+  const rows = await selectReport(store, compiled);
   ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: formatSnapshot(position) };
 }
 

@@ -174,7 +174,7 @@ t.test('the frame: a strict CSP; unknown, other-kind, expired and used tokens ge
     t.notMatch(html, /error_type|stack/);
   }
 
-  await api.db('access_tokens').where({ token_hash: hashKey(token) }).update({ expires_at: api.db.raw(`now() - interval '1 minute'`) });
+  await api.db.raw(`update access_tokens set expires_at = now() - interval '1 minute' where token_hash = ?`, [hashKey(token)]);
   const expired = await fetch(`${api.url}/elements/processing-account/${token}`, {
     method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ name: 'Late', legal_name: 'Late LLC', tax_id: '123456789', routing_number: '036001808', account_number: '123456789' }),

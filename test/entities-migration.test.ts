@@ -6,6 +6,7 @@
 import t from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { createVault, loadVaultSecret } from '../api/vault.ts';
+import { createKnex } from '../api/db/admin.ts';
 import { up } from '../migrations/20261123000035_inline_entities_to_rows.ts';
 import { startTestApi } from './helpers/api.ts';
 
@@ -25,8 +26,13 @@ t.test('legacy inline entities become entity rows with sealed numbers', async (t
   for (const [id, data] of legacy) {
     await api.db.raw(`insert into accounts (id, org_id, environment, type, data) values (?, ?, 'test', 'processing', ?::jsonb)`, [id, org, JSON.stringify(data)]);
   }
-  await up(api.db);
-  await up(api.db); // a second run finds nothing left to move
+  const knex = createKnex(api.databaseUrl);
+  try {
+    await up(knex);
+    await up(knex); // a second run finds nothing left to move
+  } finally {
+    await knex.destroy();
+  }
 
   const v1 = await api.request('GET', `/processing_accounts/${legacy[0][0]}`);
   t.match(v1.body.legal_entity, {

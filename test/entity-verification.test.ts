@@ -1,14 +1,24 @@
 /**
  * Sandbox verification (CONTRACT §13): attaching an entity starts it, the worker settles it after
- * the verification delay (shortened here), and the processing accounts it backs follow, each
- * change with its event.
+ * the verification delay, and the processing accounts it backs follow, each change with its event.
+ * The worker's clock stands a delay ahead (seams.clock), so the delay has passed when its job
+ * runs: nothing here waits for it.
  */
 import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { movableClock } from './helpers/seams.ts';
 
-const api = await startTestApi(t);
-await startTestWorker(t, api.databaseUrl, { SETTLE_VERIFICATION_DELAY: '150', WORKER_POLL_INTERVAL: '50' });
+const DELAY_MS = 60_000;
+const DELAY = { SETTLE_VERIFICATION_DELAY: String(DELAY_MS) };
+const api = await startTestApi(t, DELAY);
+await startTestWorker(t, api.databaseUrl, { ...DELAY, WORKER_POLL_INTERVAL: '50' }, { clock: movableClock(DELAY_MS).clock });
 const V2 = { version: 'v2' };
+
+/** The verify_entity job waiting for an entity (its job key is `verify_entity:<entity id>`). */
+async function verificationJobs(databaseApi: typeof api, entityId: string): Promise<Array<{ run_at: Date }>> {
+  const found = await databaseApi.db.raw(`select run_at from graphile_worker.jobs where key = ?`, [`verify_entity:${entityId}`]);
+  return found.rows;
+}
 
 /** Polls until `read` answers what `done` accepts (at most 5 s), returning the last answer. */
 async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
@@ -59,10 +69,14 @@ t.test('a tax id ending in 0000 is rejected and the processing account denied', 
   t.equal(active.body.status, 'active');
 });
 
-t.test('an entity on its own stays unverified; attaching it later starts verification, and a second account follows the decision', async (t) => {
+t.test('an entity on its own stays unverified, with no verification queued', async (t) => {
   const alone = (await api.request('POST', '/entities', { ...V2, json: entity('987654321') })).body;
-  await new Promise((resolve) => setTimeout(resolve, 300));
   t.equal((await api.request('GET', `/entities/${alone.id}`, V2)).body.verification_status, 'unverified');
+  t.same(await verificationJobs(api, alone.id), [], 'nothing will verify it');
+});
+
+t.test('attaching an entity later starts verification, and a second account follows the decision', async (t) => {
+  const alone = (await api.request('POST', '/entities', { ...V2, json: entity('987654322') })).body;
   const first = (await api.request('POST', '/accounts', { ...V2, json: { type: 'processing', name: 'First' } })).body;
   const attached = await api.request('PUT', `/accounts/${first.id}`, { ...V2, json: { entity_id: alone.id } });
   t.equal(attached.status, 200, JSON.stringify(attached.body));
@@ -81,4 +95,16 @@ t.test('a customer account with an entity starts verification but has no process
   const verified = await eventually(() => api.request('GET', `/entities/${customer.entity.id}`, V2), (r) => r.body.verification_status !== 'pending');
   t.equal(verified.body.verification_status, 'verified');
   t.same(await eventsOf(customer.id), [], 'no processing_status for a customer');
+});
+
+t.test('a worker whose clock has not reached the delay leaves the entity pending and looks again when it is due', async (t) => {
+  const separate = await startTestApi(t, DELAY);
+  await startTestWorker(t, separate.databaseUrl, { ...DELAY, WORKER_POLL_INTERVAL: '50' });
+  const created = (await separate.request('POST', '/accounts', { ...V2, json: { type: 'processing', name: 'Early', entity: entity('123450001') } })).body;
+  const entityId = created.entity.id;
+  const requestedAt = Date.parse((await separate.db.raw('select data->>\'verification_requested_at\' as at from entities where id = ?', [entityId])).rows[0].at);
+  // The first look runs at once; finding the delay not passed, it moves its job to the due time.
+  const moved = await eventually(() => verificationJobs(separate, entityId), (jobs) => jobs.length === 1 && jobs[0].run_at.getTime() > Date.now() + DELAY_MS / 2);
+  t.same(moved.map((job) => job.run_at.getTime()), [requestedAt + DELAY_MS], 'the next look is at the request time plus the delay');
+  t.equal((await separate.request('GET', `/entities/${entityId}`, V2)).body.verification_status, 'pending');
 });

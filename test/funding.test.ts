@@ -177,13 +177,17 @@ t.test('without a funding method cleared money is held, then deposited once a me
   t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 96.8, withdrawn: 0 });
 });
 
-t.test('a void before clearing cancels the payment and its fee; after funding it is refused', async (t) => {
+t.test('a void before clearing cancels the payment and its fee', async (t) => {
   const m = await merchant({ funding_delay: 0 });
   const a = await pay(m, 100);
   const voided = await m.put(`/transactions/${a.id}`, { status: 'voided' });
   t.equal(voided.status, 200, JSON.stringify(voided.body));
   t.equal(voided.body.funding_status, null);
   t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 0, withdrawn: 0 });
+});
+
+t.test('a void after funding is refused, pointing to a refund', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
   const b = await pay(m, 100);
   await advance(m, 2);
   const late = await m.put(`/transactions/${b.id}`, { status: 'voided' });

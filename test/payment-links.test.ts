@@ -19,7 +19,7 @@ async function link(json: Record<string, unknown>, version?: string) {
 
 async function statusEvents(id: string): Promise<unknown[]> {
   const found = await api.db('events').where({ object_id: id, trigger: 'payment_link:status' }).orderBy('seq');
-  return found.map((e) => e.value);
+  return found.map((e: { value: unknown }) => e.value);
 }
 
 t.test('a v1 link shows its biller, type, status and hosted-page url; v2 shows the same row', async (t) => {

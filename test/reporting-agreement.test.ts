@@ -9,6 +9,7 @@
  */
 import t, { type Test } from 'tap';
 import type { Knex } from 'knex';
+import { createKnex } from '../api/db/admin.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 import type { Tenant, Version } from '../api/engine/family.ts';
 import { aggregate, type OperationContext } from '../api/engine/operations.ts';
@@ -253,8 +254,9 @@ type Outcome = { ok: true; values: Array<Record<string, unknown>> } | { ok: fals
  * refuses for every field stored in `data` (reported: query-http.test.ts GROUP_BY_DATA_BUG);
  * inlined, the two expressions are the same text and the compiled SQL is otherwise untouched.
  */
+const formatter = createKnex('postgres://127.0.0.1/unused'); // formats only: never connects
 function inliningDb(db: Db): Db {
-  return { raw: (sql: string, bindings: readonly unknown[]) => db.raw(db.raw(sql, bindings as Knex.RawBinding[]).toQuery()) } as unknown as Db;
+  return { raw: (sql: string, bindings: readonly unknown[]) => db.raw(formatter.raw(sql, bindings as Knex.RawBinding[]).toQuery()) } as unknown as Db;
 }
 
 async function outcome(run: () => Promise<Array<Record<string, unknown>>>): Promise<Outcome> {

@@ -16,7 +16,8 @@ const databaseUrl = await freshDatabase(t);
 const db = createDb(databaseUrl, 4);
 t.teardown(() => db.destroy());
 const policyEnv = { SETTLE_EVENT_RETENTION: '2d', WEBHOOK_LOG_RETENTION: '3d' };
-await startTestWorker(t, databaseUrl, { WORKER_POLL_INTERVAL: '100', ...policyEnv });
+// This worker does not dispatch, so the event seeded as undispatched stays so.
+await startTestWorker(t, databaseUrl, { WORKER_POLL_INTERVAL: '100', WEBHOOK_DISPATCH_POLL: '0', ...policyEnv });
 
 const OLD_LOGS = RETENTION_BATCH * 2 + 500;
 
@@ -27,12 +28,15 @@ async function seed(): Promise<void> {
     ('org_r', 'test', 'done-23h', 'h', 'done', 200, '{}', now() - interval '23 hours')`);
   await rows(db, `insert into webhooks (id, org_id, environment, data) values
     ('wh_retention', 'org_r', 'test', '{"trigger": "payment", "status": "active", "url": "https://example.com/hook"}')`);
-  await rows(db, `insert into events (id, org_id, environment, trigger, object_type, object_id, value, created_at, dispatched_at) values
-    ('evt_old_dispatched', 'org_r', 'test', 'payment', 'transaction', 'txn_1', '{}', now() - interval '3 days', now() - interval '3 days'),
-    ('evt_old_delivered', 'org_r', 'test', 'payment', 'transaction', 'txn_2', '{}', now() - interval '3 days', now() - interval '3 days'),
-    ('evt_old_pending', 'org_r', 'test', 'payment', 'transaction', 'txn_3', '{}', now() - interval '3 days', now() - interval '3 days'),
-    ('evt_old_undispatched', 'org_r', 'test', 'payment', 'transaction', 'txn_4', '{}', now() - interval '3 days', null),
-    ('evt_young', 'org_r', 'test', 'payment', 'transaction', 'txn_5', '{}', now() - interval '1 day', now() - interval '1 day')`);
+  await rows(db, `insert into events (id, org_id, environment, trigger, object_type, object_id, value, created_at) values
+    ('evt_old_dispatched', 'org_r', 'test', 'payment', 'transaction', 'txn_1', '{}', now() - interval '3 days'),
+    ('evt_old_delivered', 'org_r', 'test', 'payment', 'transaction', 'txn_2', '{}', now() - interval '3 days'),
+    ('evt_old_pending', 'org_r', 'test', 'payment', 'transaction', 'txn_3', '{}', now() - interval '3 days'),
+    ('evt_young', 'org_r', 'test', 'payment', 'transaction', 'txn_5', '{}', now() - interval '1 day')`);
+  // The dispatcher's position moves past those four (as a dispatch pass would), not past the next one.
+  await rows(db, `update webhook_dispatch_position set dispatched = pg_current_snapshot(), window_snapshot = null, window_after_txid = null, window_after_seq = null`);
+  await rows(db, `insert into events (id, org_id, environment, trigger, object_type, object_id, value, created_at) values
+    ('evt_old_undispatched', 'org_r', 'test', 'payment', 'transaction', 'txn_4', '{}', now() - interval '3 days')`);
   await rows(db, `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, state, attempts, created_at, finished_at) values
     ('whd_delivered', 'org_r', 'test', 'wh_retention', 'evt_old_delivered', 0, 'delivered', 1, now() - interval '3 days', now() - interval '3 days'),
     ('whd_failed', 'org_r', 'test', 'wh_retention', 'evt_old_delivered', 1, 'failed', 8, now() - interval '3 days', now() - interval '2 days'),

@@ -119,7 +119,7 @@ t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, eac
   const ids = await enqueuing;
   t.equal(ids.length, TOTAL, 'all events committed');
   t.ok(atKill < TOTAL, `killed mid-flight: ${atKill} of ${TOTAL} had arrived`);
-  const lockedAtKill = Number((await api.db('graphile_worker._private_jobs').whereNotNull('locked_by').count({ n: '*' }))[0].n);
+  const lockedAtKill = Number((await api.db('graphile_worker.jobs').whereNotNull('locked_by').count({ n: '*' }))[0].n);
   t.comment(`at the kill: ${atKill} delivered, ${lockedAtKill} jobs locked by the dead process`);
 
   const second = spawnWorker(t, env);

@@ -5,67 +5,75 @@
 import './threadpool.ts'; // first: sizes libuv's pool before anything uses it
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
-import { Logger, run, type Runner, type TaskList, type WorkerEvents } from 'graphile-worker';
+import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
-import { heartbeat, releaseDeadWorkers } from '../api/db/webhooks.ts';
+import { heartbeat, releaseDeadWorkers } from './liveness.ts';
 import { createDomainServices } from '../api/domain.ts';
+import { withRandomSource } from '../api/ids.ts';
+import { withDefaults, type Seams } from '../api/seams.ts';
 import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';
 import { verifyEntity } from './tasks/entityVerification.ts';
 import { expireIntent } from './tasks/intentExpiry.ts';
 import { sendLinkEmail } from './tasks/linkEmail.ts';
 import { retentionCrontab, retentionTask } from './tasks/retention.ts';
 import { FUNDING_CRONTAB, fundInstantTask, fundingDay, sandboxChargeback, sandboxChargebackReversal } from './tasks/funding.ts';
-import { runBillingDayForAll } from '../api/families/billing_schedules/run.ts';
-import { timedRuns } from '../api/metrics.ts';
+import { BILLING_CRONTAB, billingDay } from './tasks/billingDay.ts';
 import { startWorkerMetrics } from './metricsServer.ts';
 import { deliverWebhook, dispatchEvents } from './webhooks/deliver.ts';
 import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
 import { TenantSlots } from './webhooks/tenantSlots.ts';
+import { startDispatchLoop } from './webhooks/dispatchLoop.ts';
 
-/** What a test may replace in the worker. */
-export interface WorkerSeams {
-  /** the clock OAuth tokens are cached by (delivery times stay on the database's clock) */
-  tokenClock?: () => number;
+export interface WorkerOptions {
+  /** what a test replaces (api/seams.ts); the real clock, random source, sandbox processor and SSRF-guarded client when absent */
+  seams?: Partial<Seams>;
 }
 
-export function taskList(db: Db, config: Config, seams: WorkerSeams = {}): TaskList {
-  const http = createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
-  const { vault } = createDomainServices(config);
-  const now = () => new Date();
-  return {
+/**
+ * The worker's tasks. Timed work reads `seams.clock` (the funding run, instant funding, sandbox
+ * chargebacks, link expiry, verification, the billing day, e-mail and delivery retries, OAuth token
+ * lifetimes); the billing day's automatic payments ask `seams.processor`; deliveries and token
+ * requests go out through `seams.outbound`; ids minted in a job draw from `seams.random`.
+ */
+export function taskList(db: Db, config: Config, given: Partial<Seams> = {}): TaskList {
+  const seams = withDefaults(given);
+  const http = seams.outbound ?? createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
+  const domain = createDomainServices(config, seams);
+  const { clock } = seams;
+  const tasks: TaskList = {
     dispatch_events: dispatchEvents(db),
     deliver_webhook: deliverWebhook({
-      db, http, oauth: new OAuthTokens(http, seams.tokenClock), vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
+      db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
       slots: new TenantSlots(config.webhookTenantConcurrency),
       lookups: createDnsLookups({ timeoutMs: config.webhookDnsTimeoutMs, pendingPerTenant: config.webhookTenantConcurrency }),
       timeoutMs: config.webhookTimeoutMs,
+      now: () => clock().getTime(),
+      // Retry jitter from the random seam only when a test gave one (Math.random otherwise, as before).
+      random: given.random ? () => given.random!(4).readUInt32BE(0) / 2 ** 32 : undefined,
     }),
     complete_processing: completeProcessing(db),
     bank_reject: bankReject(db),
     expire_authorization: expireAuthorization(db),
-    verify_entity: verifyEntity(db, config.verificationDelayMs),
-    expire_intent: expireIntent(db),
-    send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker')),
+    verify_entity: verifyEntity(db, config.verificationDelayMs, clock),
+    expire_intent: expireIntent(db, clock),
+    send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker'), { clock }),
     retention: retentionTask(db, config),
-    funding_day: fundingDay(db, now),
-    fund_instant: fundInstantTask(db, now),
-    sandbox_chargeback: sandboxChargeback(db, now),
+    funding_day: fundingDay(db, clock),
+    fund_instant: fundInstantTask(db, clock),
+    sandbox_chargeback: sandboxChargeback(db, clock),
     sandbox_chargeback_reversal: sandboxChargebackReversal(db),
-    billing_day: async () => {
-      try {
-        await runBillingDayForAll(db, createDomainServices(config), new Date());
-        timedRuns.inc({ task: 'billing_day', result: 'ok' });
-      } catch (error) {
-        timedRuns.inc({ task: 'billing_day', result: 'failed' });
-        throw error;
-      }
-    },
+    billing_day: billingDay(db, domain),
   };
+  const random = given.random;
+  if (!random) return tasks;
+  // Every job mints its ids from the given source (api/ids.ts).
+  const drawingFrom = (task: Task): Task => (payload, helpers) => withRandomSource(random, () => task(payload, helpers));
+  return Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, drawingFrom(task!)]));
 }
 
 export interface RunningWorker {
@@ -73,7 +81,7 @@ export interface RunningWorker {
   stop: () => Promise<void>;
 }
 
-export async function startWorker(config: Config, seams: WorkerSeams = {}): Promise<RunningWorker> {
+export async function startWorker(config: Config, options: WorkerOptions = {}): Promise<RunningWorker> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
   const db = createDb(config.databaseUrl, config.workerConcurrency + 2);
@@ -106,11 +114,11 @@ export async function startWorker(config: Config, seams: WorkerSeams = {}): Prom
       },
     },
     // Retention, the daily billing run at 00:05 UTC and the funding run at 00:10 (once each, whichever worker takes it).
-    crontab: [retentionCrontab(config), '5 0 * * * billing_day ?jobKey=billing_day&jobKeyMode=preserve_run_at', FUNDING_CRONTAB].filter(Boolean).join('\n'),
+    crontab: [retentionCrontab(config), BILLING_CRONTAB, FUNDING_CRONTAB].filter(Boolean).join('\n'),
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
-    taskList: taskList(db, config, seams),
+    taskList: taskList(db, config, options.seams),
   });
   // When the database goes away mid-job, graphile-worker shuts its pool down ("queue is in an
   // inconsistent state"), and that shutdown can hang. Replace the pool at once; the old pool's ids
@@ -156,6 +164,11 @@ export async function startWorker(config: Config, seams: WorkerSeams = {}): Prom
     }
   };
   await beat();
+  const dispatcher = config.webhookDispatchPollMs === 0 ? null : startDispatchLoop(db, {
+    batch: 500,
+    idleMs: config.webhookDispatchPollMs,
+    onError: (error) => log.warn({ err: error.message }, 'webhook dispatch pass failed; retrying'),
+  });
   const metricsServer = await startWorkerMetrics(db, config.workerMetricsPort, config.host);
   const beating = setInterval(beat, Math.max(200, Math.floor(config.workerDeadAfterMs / 4)));
   log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');
@@ -166,6 +179,7 @@ export async function startWorker(config: Config, seams: WorkerSeams = {}): Prom
     stop: async () => {
       stopped = true;
       clearInterval(beating);
+      await dispatcher?.stop();
       // (rejects only when this runner had already stopped on its own)
       await runner.stop().catch(() => {});
       metricsServer?.close();

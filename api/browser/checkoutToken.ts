@@ -3,24 +3,15 @@
  * hash whatever its state, so the page can say plainly whether it is unknown, expired or already
  * used.
  */
-import { rows, type Db } from '../db/connection.ts';
+import type { Db } from '../db/connection.ts';
 import type { Tenant } from '../engine/family.ts';
 import { hashKey, isClientToken } from '../keys.ts';
+import { findClientTokenByHash } from './repository.ts';
 
 export type CheckoutState =
   | { state: 'unknown' }
   | { state: 'expired' | 'used'; options: Record<string, unknown> }
   | { state: 'open'; options: Record<string, unknown>; tenant: Tenant; tokenHash: string };
-
-interface TokenRow {
-  org_id: string;
-  environment: 'test' | 'live';
-  intent_kind: string;
-  intent: Record<string, unknown>;
-  status: string;
-  uses: number;
-  expired: boolean;
-}
 
 /**
  * `kind`: the intent the token must carry: checkout_page (the hosted page), checkout_plugin
@@ -29,9 +20,7 @@ interface TokenRow {
 export async function findCheckout(db: Db, token: string, kind = 'checkout_page'): Promise<CheckoutState> {
   if (!isClientToken(token) || token.length > 128) return { state: 'unknown' };
   const hash = hashKey(token);
-  const [row] = await rows<TokenRow>(db,
-    `select org_id, environment, intent_kind, intent, status, uses, expires_at <= now() as expired from access_tokens where token_hash = ?`,
-    [hash]);
+  const row = await findClientTokenByHash(db, hash);
   if (!row || row.intent_kind !== kind) return { state: 'unknown' };
   const options = (row.intent[kind] ?? {}) as Record<string, unknown>;
   if (row.uses > 0) return { state: 'used', options };

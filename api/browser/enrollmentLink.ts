@@ -1,7 +1,8 @@
 /** Finding an enrollment link by its id alone: the id in the page address is the capability. */
-import { rows, type Db } from '../db/connection.ts';
+import type { Db } from '../db/connection.ts';
 import type { Tenant } from '../engine/family.ts';
 import type { EnrollmentTarget } from '../families/intents/enrollment.ts';
+import { findLinkById } from '../families/intents/repository.ts';
 
 export interface EnrollmentLink {
   target: EnrollmentTarget;
@@ -16,8 +17,7 @@ export interface EnrollmentLink {
 export async function findEnrollmentLink(db: Db, id: string, now: Date): Promise<EnrollmentLink | null> {
   const table = id.startsWith('int_') ? 'intents' : id.startsWith('pa_') ? 'payment_activations' : null;
   if (!table) return null;
-  const [found] = await rows<{ org_id: string; environment: 'test' | 'live'; type: string; data: Record<string, any> }>(db,
-    `select org_id, environment, type, data from ${table} where id = ?`, [id]);
+  const found = await findLinkById(db, table, id);
   if (!found) return null;
   const kind = table === 'payment_activations' || found.type === 'payouts_enrollment_link' ? 'payouts' : found.type === 'account_enrollment_link' ? 'account' : null;
   if (!kind) return null;

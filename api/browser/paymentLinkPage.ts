@@ -5,23 +5,15 @@
  * own rules (amount, one payment for a one-time link, invoice allocation) decide the payment.
  */
 import { createClientToken } from '../clientTokens.ts';
-import { rows, type Db } from '../db/connection.ts';
+import type { Db } from '../db/connection.ts';
 import { isPlainObject } from '../engine/view.ts';
 import { renderClosedPage, renderPaymentPage } from './checkoutPage.ts';
-
-interface LinkRow {
-  id: string;
-  org_id: string;
-  environment: 'test' | 'live';
-  data: Record<string, unknown>;
-}
+import { findPaymentLinkById, type PaymentLinkRow } from './repository.ts';
 
 const LINK_ID = /^pay_[A-Za-z0-9]{10,64}$/;
 
-async function findPaymentLink(db: Db, id: string): Promise<LinkRow | null> {
-  if (!LINK_ID.test(id)) return null;
-  const [row] = await rows<LinkRow>(db, 'select id, org_id, environment, data from payment_links where id = ?', [id]);
-  return row ?? null;
+async function findPaymentLink(db: Db, id: string): Promise<PaymentLinkRow | null> {
+  return LINK_ID.test(id) ? findPaymentLinkById(db, id) : null;
 }
 
 function accountOf(data: Record<string, unknown>, side: string): string | undefined {

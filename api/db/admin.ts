@@ -1,5 +1,11 @@
-/** Server-level chores shared by the CLI, the test runner and the benchmarks: naming and creating databases. */
+/** Server-level chores shared by the CLI, the test runner and the benchmarks: naming and creating databases, knex for migrations. */
+import type { Knex } from 'knex';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import pg from 'pg';
+import { projectRoot } from '../config.ts';
+
+const require = createRequire(import.meta.url);
 
 /** The same server, another database. */
 export function databaseUrl(serverUrl: string, database: string): string {
@@ -17,4 +23,22 @@ export async function adminQuery(url: string, sql: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A knex instance, for what knex earns its place with: the migrator and administration. Loaded on
+ * demand, so a process that never migrates or administers never loads knex.
+ */
+export function createKnex(connectionString: string, poolSize = 2): Knex {
+  const knexFactory = require('knex') as typeof import('knex').knex;
+  return knexFactory({
+    client: 'pg',
+    connection: { connectionString, application_name: 'settle' },
+    pool: { min: 0, max: poolSize },
+    migrations: {
+      directory: path.join(projectRoot, 'migrations'),
+      loadExtensions: ['.ts'],
+      tableName: 'settle_migrations',
+    },
+  });
 }

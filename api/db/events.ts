@@ -1,24 +1,13 @@
 /**
  * The transactional outbox. `recordEvents` runs inside the caller's database transaction: the
- * event rows and a dispatch job commit or roll back with the change itself.
- *
- * The job is keyed to one of DISPATCH_SHARDS shards in preserve_run_at mode: while a shard's job
- * waits, more events only touch it (no new row, no NOTIFY); once it runs, the next event adds a
- * fresh one. A NOTIFY per event would make every committing transaction queue on Postgres's
- * notification lock; this way a burst of events costs a handful of jobs, each dispatching a batch.
+ * event rows commit or roll back with the change itself, and nothing else is written. The
+ * worker's dispatcher follows the outbox on its own (workers/webhooks/dispatchLoop.ts), by the
+ * writing transaction's id in each row's `txid` (a column default), so an event is written once
+ * and never updated, and a writer neither enqueues a job nor NOTIFYs (either would make
+ * concurrent commits queue on one row or lock).
  */
 import { newId } from '../ids.ts';
 import type { Db } from './connection.ts';
-
-/** Dispatch jobs events spread over; more shards, less waiting on one job row under concurrent writes. */
-export const DISPATCH_SHARDS = 32;
-
-/**
- * The shard is chosen by the writing transaction's id, so every event of one transaction (ours and
- * those the operations trigger writes) touches the same job row: two job rows per transaction,
- * taken in different orders by concurrent transactions, would deadlock.
- */
-export const DISPATCH_JOB_KEY = `'dispatch:' || (pg_current_xact_id()::text::bigint % ${DISPATCH_SHARDS})`;
 
 export interface EventDraft {
   trigger: string;
@@ -35,15 +24,11 @@ export interface EventTenant {
 export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDraft[]): Promise<string[]> {
   if (drafts.length === 0) return [];
   const ids = drafts.map(() => newId('evt'));
-  // One statement, however many events: the rows, then the shard's dispatch job.
+  // One statement, however many events.
   await tx.raw(
-    `with inserted as (
-       insert into events (id, org_id, environment, trigger, object_type, object_id, value)
-       select id, ?, ?, trigger, object_type, object_id, value
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
-       returning id)
-     select (select count(*) from inserted) as n,
-            (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')).id as job`,
+    `insert into events (id, org_id, environment, trigger, object_type, object_id, value)
+     select id, ?, ?, trigger, object_type, object_id, value
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)`,
     [
       tenant.orgId,
       tenant.environment,

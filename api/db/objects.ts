@@ -5,6 +5,7 @@
 import type { StoredObject, Tenant } from '../engine/family.ts';
 import type { Sql } from '../query/toSql.ts';
 import { rows as query, type Db } from './connection.ts';
+import { STORED_ROW } from './storedRow.ts';
 import { tenantCheck, tenantScan } from './tenant.ts';
 
 export interface SelectSpec {
@@ -17,7 +18,7 @@ export interface SelectSpec {
   forUpdate?: boolean;
 }
 
-const ROW_COLUMNS = 'id, type, data, created_at, modified_at';
+const ROW_COLUMNS = STORED_ROW;
 
 /** A scan of the tenant's rows (lists, aggregates): served by the tenant indexes. */
 function tenantWhere(tenant: Tenant, type: string | undefined): Sql {

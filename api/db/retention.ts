@@ -55,7 +55,8 @@ export function deleteExpiredEvents(db: Db, keepMs: number, limit = RETENTION_BA
     `with doomed as (
        select e.id from events e
         where e.created_at < now() - make_interval(secs => ? / 1000.0)
-          and e.dispatched_at is not null
+          -- dispatched: before the dispatch position (or marked, by the dispatcher before it had one)
+          and (e.dispatched_at is not null or pg_visible_in_snapshot(e.txid, (select dispatched from webhook_dispatch_position)))
           and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.state = 'pending')
         limit ? for update of e skip locked),
      finished as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id and d.state <> 'pending' returning 1),

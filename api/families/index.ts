@@ -1,5 +1,9 @@
-/** The registry: every URL collection and the family behind it. A new family is a new folder plus one line here. */
-import type { Collection } from '../engine/family.ts';
+/**
+ * The registry: every URL collection and the family behind it, and what the families declare for
+ * the rest of the service (webhook triggers, client-token scopes), collected here. A new family is
+ * a new folder plus one line here (docs/adding-a-family.md).
+ */
+import type { ClientScopes, Collection, Family } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
 import { billingCharges } from './billing_schedules/charges.ts';
 import { billingSchedules } from './billing_schedules/family.ts';
@@ -17,7 +21,7 @@ import { transactions } from './transactions/family.ts';
 import { transferEntries } from './transfers/family.ts';
 import { transactionOperations } from './transaction_operations/family.ts';
 import { webhookLogs } from './webhook_logs/family.ts';
-import { webhooks } from './webhooks/family.ts';
+import { registerTriggers, webhooks } from './webhooks/family.ts';
 
 export const collections: Collection[] = [
   { path: 'customers', family: accounts, fixedType: 'customer' },
@@ -48,3 +52,31 @@ export const collections: Collection[] = [
 ];
 
 export const collectionByPath = new Map(collections.map((c) => [c.path, c]));
+
+/** Every family behind a collection, once each, in the order of the list above. */
+export const families: Family[] = [...new Set(collections.map((c) => c.family))];
+
+function triggersOf(family: Family): string[] {
+  return family.triggers ?? [];
+}
+
+function clientScopesOf(family: Family): ClientScopes {
+  return family.clientScopes ?? {};
+}
+
+/** Every trigger a family declares, once each: the values a webhook's `trigger` accepts. */
+export const webhookTriggers: string[] = [...new Set(families.flatMap(triggersOf))];
+registerTriggers(webhookTriggers);
+
+/**
+ * What a client token may call, by its intent kind (`none`: made without an intent): `create` in a
+ * family's `clientScopes` is a POST to each of its writable collections. A kind not listed may call
+ * nothing.
+ */
+export const clientTokenScopes: Record<string, Array<[method: string, path: string]>> = {};
+for (const collection of collections) {
+  if (collection.readOnly) continue;
+  for (const [kind, operations] of Object.entries(clientScopesOf(collection.family))) {
+    if (operations.includes('create')) (clientTokenScopes[kind] ??= []).push(['POST', `/${collection.path}`]);
+  }
+}

@@ -6,6 +6,7 @@ import type { Context, Next } from 'koa';
 import { findActiveKeyByHash, type KeyRecord } from '../db/keys.ts';
 import { unauthorized } from '../errors.ts';
 import { findActiveAccessToken } from '../db/accessTokens.ts';
+import { clientTokenScopes } from '../families/index.ts';
 import { forbidden } from '../errors.ts';
 import { hashKey, isClientToken, keyEnvironment } from '../keys.ts';
 import type { RequestState } from './state.ts';
@@ -65,27 +66,16 @@ async function authenticateClient(ctx: Context & { state: RequestState }, next: 
 
 /** Every route some client token may call: the only routes a browser on another origin may reach (CORS). */
 export function clientTokenRoutes(): Array<[string, string]> {
-  const all = Object.values(CLIENT_SCOPES).flat();
+  const all = Object.values(clientTokenScopes).flat();
   return all.filter(([method, path], i) => all.findIndex(([m, p]) => m === method && p === path) === i);
 }
-
-/** What each intent kind lets its token do; everything else is 403. */
-const CLIENT_SCOPES: Record<string, Array<[string, string]>> = {
-  checkout_plugin: [['POST', '/transactions']],
-  checkout_page: [['POST', '/transactions']],
-  payment_form: [['POST', '/transactions']],
-  payment_method_form: [['POST', '/payment_methods']],
-  processing_account_plugin: [],
-  oauth_client_token: [],
-  // made without an intent: one payment or one payment method, whatever the browser sends (CONTRACT §13)
-  none: [['POST', '/transactions'], ['POST', '/payment_methods']],
-};
 
 export async function clientScope(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
   const principal = ctx.state.principal;
   if (principal?.kind === 'client') {
     const kind = Object.keys(principal.intent)[0] ?? 'none';
-    const allowed = (CLIENT_SCOPES[kind] ?? []).some(([method, path]) => ctx.method === method && ctx.path === path);
+    // What each intent kind may do is declared by the families (api/families/index.ts); everything else is 403.
+    const allowed = (clientTokenScopes[kind] ?? []).some(([method, path]) => ctx.method === method && ctx.path === path);
     if (!allowed) throw forbidden(`A ${kind} client token may not ${ctx.method} ${ctx.path}`);
   }
   await next();

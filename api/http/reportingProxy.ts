@@ -11,7 +11,7 @@
  */
 import type { Context } from 'koa';
 import type { Logger } from 'pino';
-import { rows, type Db } from '../db/connection.ts';
+import { currentSnapshot } from '../db/snapshot.ts';
 import type { Collection } from '../engine/family.ts';
 import { isAggregateQuery } from '../engine/operations.ts';
 import { ApiError, serviceUnavailable } from '../errors.ts';
@@ -54,16 +54,6 @@ export function answeredByReporting(ctx: Context & { state: RequestState }, coll
   return ctx.state.services.config.reportingUrl !== null && collection.family.name === 'transaction' && isAggregateQuery(query);
 }
 
-/**
- * The read-your-writes position: a snapshot taken now. Everything committed before the request
- * started is visible in it; the reporting mirror's position is a snapshot too, and answers once
- * its own covers this one.
- */
-export async function currentSnapshot(db: Db): Promise<string> {
-  const [row] = await rows<{ snapshot: string }>(db, 'select pg_current_snapshot()::text as snapshot');
-  return row.snapshot;
-}
-
 export async function queryReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<Record<string, unknown>> {
   const { config, db } = ctx.state.services;
   const body: ReportingQuery = {
@@ -71,6 +61,8 @@ export async function queryReporting(ctx: Context & { state: RequestState }, col
     version: ctx.state.version,
     type: collection.fixedType,
     params: [...new URLSearchParams(ctx.querystring)],
+    // Read-your-writes: the reporting mirror's position is a snapshot too, and it answers once
+    // its own covers this one, so everything committed before this request started is counted.
     snapshot: await currentSnapshot(db),
   };
   const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Request-Id': ctx.state.requestId };

@@ -1,7 +1,7 @@
 /** Webhook sub-resources: `/webhooks/{id}/logs`, `/webhooks/{id}/payment_link`, `/webhooks/{id}/resend`. */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { resendEvents } from '../db/webhooks.ts';
+import { resendEvents } from '../families/webhooks/resend.ts';
 import { selectObjectById } from '../db/objects.ts';
 import * as operations from '../engine/operations.ts';
 import { parseDateTime } from '../engine/values.ts';

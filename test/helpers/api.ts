@@ -3,6 +3,7 @@ import type { Test } from 'tap';
 import { loadConfig } from '../../api/config.ts';
 import { createDb, type Db } from '../../api/db/connection.ts';
 import { createKey, type Environment, type KeySettings } from '../../api/keys.ts';
+import type { Seams } from '../../api/seams.ts';
 import { startWeb } from '../../api/server.ts';
 import { freshDatabase } from './db.ts';
 
@@ -32,7 +33,7 @@ export interface ApiResponse {
   body: any;
 }
 
-export async function startTestApi(t: Test, env: Record<string, string> = {}, seams: import('../../api/server.ts').WebSeams = {}): Promise<TestApi> {
+export async function startTestApi(t: Test, env: Record<string, string> = {}, seams: Partial<Seams> = {}): Promise<TestApi> {
   const databaseUrl = await freshDatabase(t);
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
   const web = await startWeb(config, { keyCacheMs: 0, seams });
@@ -69,10 +70,20 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}, se
   return { url: web.url, databaseUrl, db, key, newKey, request };
 }
 
+/** The worker's seams as tests give them; `tokenClock` is the old OAuth-only clock (see below). */
+export type TestWorkerSeams = Partial<Seams> & {
+  /**
+   * @deprecated give `clock`. Kept while test/webhooks.test.ts still passes it: it becomes the
+   * worker's whole clock (OAuth lifetimes, delivery timestamps and retry times alike).
+   */
+  tokenClock?: () => number;
+};
+
 /** Runs the real worker process code against a test database until the test ends. */
-export async function startTestWorker(t: Test, databaseUrl: string, env: Record<string, string> = {}, seams: import('../../workers/main.ts').WorkerSeams = {}): Promise<void> {
+export async function startTestWorker(t: Test, databaseUrl: string, env: Record<string, string> = {}, seams: TestWorkerSeams = {}): Promise<void> {
   const { startWorker } = await import('../../workers/main.ts');
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env, DATABASE_URL: databaseUrl });
-  const worker = await startWorker(config, seams);
+  const { tokenClock, ...given } = seams;
+  const worker = await startWorker(config, { seams: tokenClock && !given.clock ? { ...given, clock: () => new Date(tokenClock()) } : given });
   t.teardown(() => worker.stop());
 }

@@ -12,10 +12,10 @@ function jobOf(payload: unknown): VerificationJob {
 }
 
 /** Settles a pending entity once its delay has passed (looking again then if it has not) and its accounts with it. */
-export function verifyEntity(db: Db, delayMs: number): Task {
+export function verifyEntity(db: Db, delayMs: number, clock: () => Date): Task {
   return async (payload) => {
     const job = jobOf(payload);
-    const again = await settleVerification(db, job, new Date(), delayMs);
+    const again = await settleVerification(db, job, clock(), delayMs);
     if (again) await retryVerificationAt(db, job, again);
   };
 }

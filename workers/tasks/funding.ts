@@ -14,10 +14,10 @@ function transactionIdOf(payload: unknown): string {
   return id;
 }
 
-export function fundingDay(db: Db, now: () => Date): Task {
+export function fundingDay(db: Db, clock: () => Date): Task {
   return async () => {
     try {
-      await runFundingDayForAll(db, now());
+      await runFundingDayForAll(db, clock());
       timedRuns.inc({ task: 'funding_day', result: 'ok' });
     } catch (error) {
       timedRuns.inc({ task: 'funding_day', result: 'failed' });
@@ -26,15 +26,15 @@ export function fundingDay(db: Db, now: () => Date): Task {
   };
 }
 
-export function fundInstantTask(db: Db, now: () => Date): Task {
+export function fundInstantTask(db: Db, clock: () => Date): Task {
   return async (payload) => {
-    await fundInstant(db, transactionIdOf(payload), now());
+    await fundInstant(db, transactionIdOf(payload), clock());
   };
 }
 
-export function sandboxChargeback(db: Db, now: () => Date): Task {
+export function sandboxChargeback(db: Db, clock: () => Date): Task {
   return async (payload) => {
-    await chargeBack(db, transactionIdOf(payload), now());
+    await chargeBack(db, transactionIdOf(payload), clock());
   };
 }
 

@@ -12,8 +12,8 @@ function jobOf(payload: unknown): ExpiryJob {
   return job as ExpiryJob;
 }
 
-export function expireIntent(db: Db): Task {
+export function expireIntent(db: Db, clock: () => Date): Task {
   return async (payload) => {
-    await expireLink(db, jobOf(payload), new Date());
+    await expireLink(db, jobOf(payload), clock());
   };
 }

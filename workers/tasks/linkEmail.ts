@@ -78,7 +78,16 @@ function nothingHandedOver(error: SendError): boolean {
   return error.command !== undefined && BEFORE_MESSAGE.has(error.command);
 }
 
-export function sendLinkEmail(db: Db, config: Config, log: Logger, mailer: Mailer = createMailer(config, log)): Task {
+export interface LinkEmailOptions {
+  /** where messages go; default: SMTP_URL, or `.eml` files under the data directory */
+  mailer?: Mailer;
+  /** the worker's clock, which a refused message's next attempt is timed by; default: the machine's */
+  clock?: () => Date;
+}
+
+export function sendLinkEmail(db: Db, config: Config, log: Logger, options: LinkEmailOptions = {}): Task {
+  const mailer = options.mailer ?? createMailer(config, log);
+  const clock = options.clock ?? (() => new Date());
   return async (payload) => {
     const job = payload as Partial<SendJob>;
     if (typeof job.email_id !== 'string' || typeof job.org_id !== 'string' || typeof job.environment !== 'string') {
@@ -91,7 +100,7 @@ export function sendLinkEmail(db: Db, config: Config, log: Logger, mailer: Maile
     } catch (error) {
       const failure = error as SendError;
       const delay = config.webhookRetrySchedule[email.attempts - 1];
-      const retryAt = nothingHandedOver(failure) && delay !== undefined ? new Date(Date.now() + delay) : null;
+      const retryAt = nothingHandedOver(failure) && delay !== undefined ? new Date(clock().getTime() + delay) : null;
       log.warn({ recipient: email.recipient, object_id: email.object_id, attempt: email.attempts, code: failure.responseCode ?? failure.code, retry: Boolean(retryAt) }, `e-mail not sent: ${failure.message}`);
       await markLinkEmailRefused(db, email, failure.message, retryAt);
     }

@@ -12,19 +12,20 @@
 import type { LookupFunction } from 'node:net';
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
-import {
-  cancelDelivery, deferDelivery, disableWebhook, dispatchPendingEvents, loadDeliveryJob, loadDeliveryStates, noteExhausted, recordAttempts,
-  wakeDeferredDelivery, type AttemptRecord, type DeliveryJob, type DeliveryState,
-} from '../../api/db/webhooks.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
+import type { DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
+import { deferDelivery, wakeDeferredDelivery } from './deferrals.ts';
+import { cancelDelivery, loadDeliveryJob, loadDeliveryStates, recordAttempts, type AttemptRecord, type DeliveryState } from './deliveries.ts';
+import { dispatchEventBatch } from './dispatch.ts';
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
 import { answerText, describeFailure, type Outbound } from './outbound.ts';
 import type { TenantSlots } from './tenantSlots.ts';
+import { disableWebhook, noteExhausted } from './webhookHealth.ts';
 
 export interface DeliveryDeps {
   db: Db;
@@ -54,10 +55,13 @@ const WAKE_TRIES = 4;
 
 const DISPATCH_BATCH = 500;
 
-/** Dispatches every waiting event, batch after batch, until none is left. */
+/**
+ * Dispatches batch after batch until one has taken every event committed before it began: the
+ * events of the transaction that enqueued this job among them.
+ */
 export function dispatchEvents(db: Db): Task {
   return async () => {
-    while ((await dispatchPendingEvents(db, DISPATCH_BATCH)) === DISPATCH_BATCH);
+    while (!(await dispatchEventBatch(db, DISPATCH_BATCH)).caughtUp);
   };
 }
 

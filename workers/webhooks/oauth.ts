@@ -30,11 +30,16 @@ export class OAuthTokens {
   private readonly cache = new Map<string, Cached>();
   private readonly inflight = new Map<string, Promise<TokenResult>>();
   private readonly http: Outbound;
-  private readonly now: () => number;
+  private readonly clock: () => Date;
 
-  constructor(http: Outbound, now: () => number = Date.now) {
+  /** `clock`: the worker's (seams.clock), which token lifetimes are counted by. */
+  constructor(http: Outbound, clock: () => Date = () => new Date()) {
     this.http = http;
-    this.now = now;
+    this.clock = clock;
+  }
+
+  private now(): number {
+    return this.clock().getTime();
   }
 
   /** Changed credentials mean another cache entry: a rotated secret is never served a stale token. */

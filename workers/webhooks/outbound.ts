@@ -8,41 +8,18 @@
  * Plain node:http on the filtering agents: a general-purpose client (got) cost a third of the
  * worker's CPU per delivery in a profile, for features (retries, redirects, hooks) we turn off.
  */
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
+import type { BoundedAnswer, Outbound, OutboundRequest } from '../../api/seams.ts';
 
 export interface OutboundOptions {
   allowPrivate: boolean;
   timeoutMs: number;
 }
 
-export interface OutboundRequest {
-  method: 'POST' | 'GET';
-  headers: Record<string, string>;
-  body?: string;
-  /** the lookup of the tenant asking (see dnsLookup.ts); the agents check what it answers */
-  dnsLookup?: LookupFunction;
-}
-
-export interface BoundedAnswer {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  /** the first bytes of the answer's body, at most the bound */
-  body: Buffer;
-  /** the rest of the body was not read: past the bound, or broken off after the status */
-  cut: boolean;
-}
-
-export interface Outbound {
-  /**
-   * Sends a request and reads its answer up to `limit` bytes; past that the connection is closed.
-   * Once the status has arrived, a body that breaks off or times out still makes an answer.
-   */
-  request(url: string, request: OutboundRequest, limit: number): Promise<BoundedAnswer>;
-}
+export type { BoundedAnswer, Outbound, OutboundRequest } from '../../api/seams.ts';
 
 const USER_AGENT = 'Settle-Webhooks/1';
 

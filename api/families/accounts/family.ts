@@ -65,4 +65,6 @@ export const accounts: Family = {
   fields,
   objectName: (version: Version, type: string) => (version === 'v2' ? 'account' : type === 'processing' ? 'processing_account' : 'customer'),
   rules: accountRules,
+  /** a processing account's `processing.status` changes (entity verification settles it) */
+  triggers: ['processing_status'],
 };

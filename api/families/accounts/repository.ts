@@ -2,10 +2,11 @@
 import { rows, type Db } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { tenantScan } from '../../db/tenant.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 
 export async function findProcessingAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
   const result = await db.raw(
-    `select id, type, data, created_at, modified_at from accounts
+    `select ${STORED_ROW} from accounts
       where id = ? and org_id = ? and environment = ? and type = 'processing'`,
     [id, tenant.orgId, tenant.environment],
   );
@@ -16,7 +17,7 @@ export async function findProcessingAccount(db: Db, tenant: Tenant, id: string):
 export async function defaultProcessingAccount(db: Db, tenant: Tenant): Promise<StoredObject | null> {
   const scope = tenantScan(tenant);
   const found = await rows<StoredObject>(db,
-    `select id, type, data, created_at, modified_at from accounts
+    `select ${STORED_ROW} from accounts
       where ${scope.sql} and type = 'processing'
       order by created_at, id limit 1`,
     scope.bindings,

@@ -50,4 +50,6 @@ export const billingSchedules: Family = {
   fields,
   objectName: () => 'billing_schedule',
   rules: scheduleRules,
+  /** a schedule's automatic payment is made (autopay.ts) */
+  triggers: ['automatic_payment'],
 };

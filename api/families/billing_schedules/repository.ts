@@ -1,10 +1,11 @@
 /** Billing schedule SQL beyond the generic operations. */
 import { rows, type Db } from '../../db/connection.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 import { insertObjects } from '../../db/objects.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
-const ROW = 'id, type, data, created_at, modified_at';
+const ROW = STORED_ROW;
 
 export async function lockSchedule(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
   const found = await rows<StoredObject>(db, `select ${ROW} from billing_schedules where id = ? and org_id = ? and environment = ? for update`, [id, tenant.orgId, tenant.environment]);

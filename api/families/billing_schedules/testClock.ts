@@ -5,11 +5,12 @@
  * time and its clock; `created_at` stays real time. Moves of one environment queue on its clock
  * row. Other timed steps (funding runs, clearing) join the same loop through `steps`.
  */
-import { rows, type Db } from '../../db/connection.ts';
+import type { Db } from '../../db/connection.ts';
 import type { DomainServices, Tenant } from '../../engine/family.ts';
 import { formatTimestamp, parseDateTime } from '../../engine/values.ts';
 import { forbidden, invalidAttributes } from '../../errors.ts';
 import { runBillingDay } from './run.ts';
+import { createClockIfMissing, findClock, lockClock, setClock } from './testClockRepository.ts';
 
 export interface TestClock {
   object: 'test_clock';
@@ -28,8 +29,8 @@ function later(a: Date, b: Date): Date {
 }
 
 export async function readTestClock(db: Db, tenant: Tenant, realNow: Date): Promise<TestClock> {
-  const found = await rows<{ now: Date }>(db, 'select now from test_clocks where org_id = ? and environment = ?', [tenant.orgId, tenant.environment]);
-  return { object: 'test_clock', now: formatTimestamp(later(found[0]?.now ?? realNow, realNow)) };
+  const clock = await findClock(db, tenant);
+  return { object: 'test_clock', now: formatTimestamp(later(clock ?? realNow, realNow)) };
 }
 
 /** The moments a move from `from` to `to` passes: each daily run time in (from, to], then `to`. */
@@ -48,12 +49,11 @@ export async function moveTestClock(db: Db, domain: DomainServices, tenant: Tena
   const realNow = domain.now();
   // The clock row is the environment's lock: one move at a time, each from where the last ended.
   await db.transaction(async (tx) => {
-    await rows(tx, 'insert into test_clocks (org_id, environment, now) values (?, ?, ?) on conflict do nothing', [tenant.orgId, tenant.environment, realNow]);
-    const [clock] = await rows<{ now: Date }>(tx, 'select now from test_clocks where org_id = ? and environment = ? for update', [tenant.orgId, tenant.environment]);
-    const current = later(clock.now, realNow);
+    await createClockIfMissing(tx, tenant, realNow);
+    const current = later(await lockClock(tx, tenant), realNow);
     if (to.getTime() < current.getTime()) throw invalidAttributes({ now: `Must not be before the clock's ${formatTimestamp(current)}` });
     for (const moment of clockMoments(current, to)) for (const step of steps) await step(db, domain, tenant, moment);
-    await rows(tx, 'update test_clocks set now = ?, modified_at = now() where org_id = ? and environment = ?', [to, tenant.orgId, tenant.environment]);
+    await setClock(tx, tenant, to);
   });
   return { object: 'test_clock', now: formatTimestamp(to) };
 }

@@ -77,6 +77,8 @@ export const entities: Family = {
   fields,
   objectName: (version: Version) => (version === 'v1' ? 'legal_entity' : 'entity'),
   rules: entityRules,
+  /** verification moves the entity's status (verification.ts) */
+  triggers: ['entity:status'],
 };
 
 /** The v1 view of the same store: businesses only, so a legal entity needs no `type` to be one. */

@@ -1,9 +1,10 @@
 /** Entity SQL beyond the generic operations: stakeholders by entity, accounts by entity, verification. */
 import { rows, type Db } from '../../db/connection.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
-const ROW = 'id, type, data, created_at, modified_at';
+const ROW = STORED_ROW;
 
 export async function findEntity(db: Db, tenant: Tenant, id: string, options: { forUpdate?: boolean } = {}): Promise<StoredObject | null> {
   const found = await rows<StoredObject>(db,

@@ -5,11 +5,11 @@
  * tax id ends in 0000; then every pending processing account the entity backs becomes `active`
  * (or `denied`). Each change writes its event (`entity:status`, `processing_status`) with it.
  */
-import { rows, type Db } from '../../db/connection.ts';
+import type { Db } from '../../db/connection.ts';
 import { recordEvents, type EventDraft } from '../../db/events.ts';
-import { tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { findEntity, scheduleJob } from './repository.ts';
+import { lockPendingProcessingAccounts, writeAccountData, writeEntityData } from './verificationRepository.ts';
 
 export const VERIFY_TASK = 'verify_entity';
 
@@ -25,11 +25,6 @@ function statusEvent(trigger: string, objectType: string, id: string, status: st
   return { trigger, objectType, objectId: id, value: { status, previous_status: previous ?? null } };
 }
 
-async function writeData(tx: Db, tenant: Tenant, table: 'entities' | 'accounts', id: string, data: Record<string, unknown>): Promise<void> {
-  await rows(tx, `update ${table} set data = ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?`,
-    [JSON.stringify(data), id, tenant.orgId, tenant.environment]);
-}
-
 /**
  * In the caller's transaction: the entity becomes pending (if it never was) and its job is
  * enqueued. False when the entity is gone (deleted by a request that committed first).
@@ -39,7 +34,7 @@ export async function startVerification(tx: Db, tenant: Tenant, entityId: string
   if (!entity) return false;
   const status = entity.data.verification_status ?? 'unverified';
   if (status === 'unverified') {
-    await writeData(tx, tenant, 'entities', entity.id, { ...entity.data, verification_status: 'pending', verification_requested_at: now.toISOString() });
+    await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: 'pending', verification_requested_at: now.toISOString() });
     await recordEvents(tx, tenant, [statusEvent('entity:status', 'entity', entity.id, 'pending', status)]);
   }
   // Already decided: the job only brings the newly attached accounts in line.
@@ -68,7 +63,7 @@ export async function settleVerification(db: Db, job: VerificationJob, now: Date
       const due = new Date(Date.parse(String(entity.data.verification_requested_at ?? now.toISOString())) + delayMs);
       if (due > now) return due;
       const decided = decide(entity);
-      await writeData(tx, tenant, 'entities', entity.id, { ...entity.data, verification_status: decided });
+      await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: decided });
       await recordEvents(tx, tenant, [statusEvent('entity:status', 'entity', entity.id, decided, status)]);
       status = decided;
     }
@@ -78,15 +73,10 @@ export async function settleVerification(db: Db, job: VerificationJob, now: Date
 }
 
 async function settleAccounts(tx: Db, tenant: Tenant, entityId: string, to: string): Promise<void> {
-  const scope = tenantScan(tenant);
-  const pending = await rows<StoredObject>(tx,
-    `select id, type, data, created_at, modified_at from accounts
-      where ${scope.sql} and data->>'entity_id' = ? and type = 'processing' and data->'processing'->>'status' = 'pending'
-      order by id for update`,
-    [...scope.bindings, entityId]);
+  const pending = await lockPendingProcessingAccounts(tx, tenant, entityId);
   for (const account of pending) {
     const processing = { ...(account.data.processing as Record<string, unknown>), status: to };
-    await writeData(tx, tenant, 'accounts', account.id, { ...account.data, processing });
+    await writeAccountData(tx, tenant, account.id, { ...account.data, processing });
   }
   await recordEvents(tx, tenant, pending.map((a) => statusEvent('processing_status', 'processing_account', a.id, to, 'pending')));
 }

@@ -6,26 +6,15 @@
  * is taken from the next deposit. Each runs under a lock on the transaction it disputes and checks
  * for an earlier one first, so a retried job never disputes twice.
  */
-import { rows, type Db } from '../../db/connection.ts';
+import type { Db } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
 import { insertObjects } from '../../db/objects.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
 import { systemCreationEvents } from '../transactions/lifecycle.ts';
 import { insertTransfers, refundedAmount, scheduleJob } from '../transactions/repository.ts';
+import { hasLinkedTransfer, lockTransactionById } from './chargebackRepository.ts';
 import { recordFundingOperations } from './repository.ts';
-
-type Located = StoredObject & { org_id: string; environment: 'test' | 'live' };
-
-async function lockById(tx: Db, id: string): Promise<Located | null> {
-  const found = await rows<Located>(tx, 'select id, type, data, created_at, modified_at, org_id, environment from transactions where id = ? for update', [id]);
-  return found[0] ?? null;
-}
-
-async function linked(tx: Db, assocId: string, entryType: string): Promise<boolean> {
-  const found = await rows(tx, 'select 1 from transfers where assoc_transaction_id = ? and entry_type = ? limit 1', [assocId, entryType]);
-  return found.length > 0;
-}
 
 /** A dispute transaction against `original`, moving its amount the other way, with both transfer rows. */
 async function insertDispute(tx: Db, tenant: Tenant, original: StoredObject, type: 'chargeback' | 'chargeback_reversal'): Promise<StoredObject> {
@@ -55,9 +44,9 @@ async function insertDispute(tx: Db, tenant: Tenant, original: StoredObject, typ
 /** Charges back a disputed payment; schedules the reversal when its card says so. */
 export async function chargeBack(db: Db, paymentId: string, now: Date): Promise<string | null> {
   return db.transaction(async (tx) => {
-    const payment = await lockById(tx, paymentId);
+    const payment = await lockTransactionById(tx, paymentId);
     if (!payment || payment.type !== 'payment' || payment.data.status !== 'processed') return null;
-    if (await linked(tx, payment.id, 'chargeback')) return null;
+    if (await hasLinkedTransfer(tx, payment.id, 'chargeback')) return null;
     // The dispute is for what the cardholder was still out of: refunds already returned the rest.
     const disputed = Number(payment.data.amount) - (await refundedAmount(tx, payment.id));
     if (disputed <= 0) return null;
@@ -73,9 +62,9 @@ export async function chargeBack(db: Db, paymentId: string, now: Date): Promise<
 
 export async function reverseChargeback(db: Db, chargebackId: string): Promise<string | null> {
   return db.transaction(async (tx) => {
-    const chargeback = await lockById(tx, chargebackId);
+    const chargeback = await lockTransactionById(tx, chargebackId);
     if (!chargeback || chargeback.type !== 'chargeback' || chargeback.data.status !== 'processed') return null;
-    if (await linked(tx, chargeback.id, 'chargeback_reversal')) return null;
+    if (await hasLinkedTransfer(tx, chargeback.id, 'chargeback_reversal')) return null;
     const reversal = await insertDispute(tx, { orgId: chargeback.org_id, environment: chargeback.environment }, chargeback, 'chargeback_reversal');
     return reversal.id;
   });

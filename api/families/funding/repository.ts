@@ -1,13 +1,13 @@
 /** Funding SQL on the transaction side: the account lock, the funding method, due items, deposits, operations. */
 import { rows, type Db } from '../../db/connection.ts';
-import { DISPATCH_JOB_KEY } from '../../db/events.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 import { insertObjects } from '../../db/objects.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
 import { insertTransfers } from '../transactions/repository.ts';
 
-const ROW = 'id, type, data, created_at, modified_at';
+const ROW = STORED_ROW;
 
 /** The processing account, locked: funding runs, releases and instant funding of one account queue here. */
 export async function lockProcessingAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
@@ -144,8 +144,7 @@ export async function recordFundingOperations(db: Db, tenant: Tenant, items: Ope
          from ops o cross join lateral (select 'transaction:operation' as trigger union all select 'transaction:operation:clear' where o.type = 'clear') tr
        returning 1
      )
-     select (select count(*) from evented) as n,
-            (graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')).id as job`,
+     select count(*) as n from evented`,
     [tenant.orgId, tenant.environment, flat.map((i) => i.id), flat.map((i) => i.amount), flat.map((i) => i.depositId ?? null), flat.map((i) => i.step)]);
 }
 

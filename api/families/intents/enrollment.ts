@@ -9,17 +9,16 @@
  * A processing_account_plugin client token (Payload.ProcessingAccount's hosted frame) opens a
  * processing account the same way: its one use is spent, which finishes its intent.
  */
-import { rows } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
-import { tenantScan } from '../../db/tenant.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { conflict, invalidAttributes, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { spendClientToken } from '../transactions/repository.ts';
+import { findIntentIdByTokenHash, lockLink, markLinkFinished, setIntentAccount, type LinkTable } from './repository.ts';
 
-export type EnrollmentTarget = { table: 'intents' | 'payment_activations'; id: string };
+export type EnrollmentTarget = { table: LinkTable; id: string };
 
 export interface BankAccountInput {
   account_number: string;
@@ -45,10 +44,7 @@ const OBJECT = { intents: 'intent', payment_activations: 'payment_activation' } 
 
 /** The link locked for this change: it must be pending and not past its time. */
 async function lockPendingLink(ctx: RuleContext, target: EnrollmentTarget): Promise<StoredObject> {
-  const found = await rows<StoredObject>(ctx.tx,
-    `select id, type, data, created_at, modified_at from ${target.table} where id = ? and org_id = ? and environment = ? for update`,
-    [target.id, ctx.tenant.orgId, ctx.tenant.environment]);
-  const link = found[0];
+  const link = await lockLink(ctx.tx, target.table, ctx.tenant, target.id);
   if (!link) throw notFound(`No ${OBJECT[target.table]} with id ${target.id}`);
   if (link.data.status !== 'pending' || Date.parse(String(link.data.expires_at)) <= ctx.domain.now().getTime()) {
     throw conflict(`This link is ${link.data.status === 'pending' ? 'expired' : link.data.status}`);
@@ -57,10 +53,7 @@ async function lockPendingLink(ctx: RuleContext, target: EnrollmentTarget): Prom
 }
 
 async function finish(ctx: RuleContext, target: EnrollmentTarget, accountId: string): Promise<void> {
-  await rows(ctx.tx,
-    `update ${target.table} set data = data || jsonb_build_object('status', 'finished', 'account_id', ?::text), modified_at = now()
-      where id = ? and org_id = ? and environment = ?`,
-    [accountId, target.id, ctx.tenant.orgId, ctx.tenant.environment]);
+  await markLinkFinished(ctx.tx, target.table, ctx.tenant, target.id, accountId);
   const object = OBJECT[target.table];
   await recordEvents(ctx.tx, ctx.tenant, [{ trigger: `${object}:status`, objectType: object, objectId: target.id, value: { status: 'finished', previous_status: 'pending' } }]);
 }
@@ -110,13 +103,9 @@ export async function completeAccountEnrollment(ctx: RuleContext, target: Enroll
  */
 export async function completeAccountPlugin(ctx: RuleContext, tokenHash: string, input: AccountEnrollment): Promise<string> {
   if (!(await spendClientToken(ctx.tx, tokenHash))) throw conflict('This client token has expired or was already used');
-  const scope = tenantScan(ctx.tenant);
-  const [intent] = await rows<{ id: string }>(ctx.tx, `select id from intents where ${scope.sql} and data->>'token_hash' = ?`, [...scope.bindings, tokenHash]);
-  const service: RuleContext = { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `processing_account_plugin:${intent?.id ?? tokenHash.slice(0, 16)}`, settings: {} } };
+  const intentId = await findIntentIdByTokenHash(ctx.tx, ctx.tenant, tokenHash);
+  const service: RuleContext = { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `processing_account_plugin:${intentId ?? tokenHash.slice(0, 16)}`, settings: {} } };
   const accountId = await openProcessingAccount(service, {}, input);
-  if (intent) {
-    await rows(ctx.tx, `update intents set data = data || jsonb_build_object('account_id', ?::text), modified_at = now() where id = ? and org_id = ? and environment = ?`,
-      [accountId, intent.id, ctx.tenant.orgId, ctx.tenant.environment]);
-  }
+  if (intentId) await setIntentAccount(ctx.tx, ctx.tenant, intentId, accountId);
   return accountId;
 }

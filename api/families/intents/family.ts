@@ -38,4 +38,5 @@ export const intents: Family = {
   fields,
   objectName: () => 'intent',
   rules: intentRules,
+  triggers: ['intent:status'],
 };

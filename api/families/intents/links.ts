@@ -3,10 +3,10 @@
  * link is sent to, its lifetime and the job that expires it.
  */
 import { loadConfig } from '../../config.ts';
-import { rows } from '../../db/connection.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
+import { enqueueLinkJob, type LinkTable } from './repository.ts';
 
 export const LINK_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
 export const STATUSES = ['pending', 'finished', 'expired'];
@@ -45,14 +45,9 @@ export function checkRecipients(given: unknown, path = 'send_to'): Array<{ name:
 }
 
 /** Enqueues the expiry of a link (or element intent) at its `expires_at`, in the caller's transaction. */
-export async function scheduleExpiry(ctx: RuleContext, table: 'intents' | 'payment_activations', row: StoredObject): Promise<void> {
-  const at = String(row.data.expires_at);
-  await rows(ctx.tx, 'select graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, job_key => ?, max_attempts => 25)', [
-    EXPIRE_TASK,
-    JSON.stringify({ table, id: row.id, org_id: ctx.tenant.orgId, environment: ctx.tenant.environment }),
-    at,
-    `${EXPIRE_TASK}:${row.id}`,
-  ]);
+export async function scheduleExpiry(ctx: RuleContext, table: LinkTable, row: StoredObject): Promise<void> {
+  const payload = { table, id: row.id, org_id: ctx.tenant.orgId, environment: ctx.tenant.environment };
+  await enqueueLinkJob(ctx.tx, EXPIRE_TASK, payload, String(row.data.expires_at), `${EXPIRE_TASK}:${row.id}`);
 }
 
 /** Only `attrs` of a link or intent change after it is made. */

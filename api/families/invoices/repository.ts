@@ -1,10 +1,11 @@
 /** Invoice and item SQL beyond the generic operations. */
 import { rows, type Db } from '../../db/connection.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 import { insertObjects } from '../../db/objects.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
-const ROW = 'id, type, data, created_at, modified_at';
+const ROW = STORED_ROW;
 
 /** Locks an invoice: every change to its balance (items, allocations, racing payments) queues here. */
 export async function lockInvoice(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {

@@ -35,4 +35,5 @@ export const paymentActivations: Family = {
   fields,
   objectName: () => 'payment_activation',
   rules: paymentActivationRules,
+  triggers: ['payment_activation:status'],
 };

@@ -39,4 +39,5 @@ export const paymentLinks: Family = {
   fields,
   objectName: () => 'payment_link',
   rules: paymentLinkRules,
+  triggers: ['payment_link:status'],
 };

@@ -50,4 +50,6 @@ export const paymentMethods: Family = {
   fields,
   objectName: () => 'payment_method',
   rules: paymentMethodRules,
+  // a browser's payment-method form, or a token made without an intent (CONTRACT §13)
+  clientScopes: { payment_method_form: ['create'], none: ['create'] },
 };

@@ -26,4 +26,6 @@ export const transactionOperations: Family = {
   types: OPERATION_TYPES,
   fields,
   objectName: () => 'transaction_operation',
+  /** an operation is recorded, and clearing completes one (api/families/funding/repository.ts) */
+  triggers: ['transaction:operation', 'transaction:operation:clear'],
 };

@@ -63,4 +63,10 @@ export const transactions: Family = {
   fields,
   objectName: () => 'transaction',
   rules: { ...transactionRules, createSteps: paymentSteps },
+  triggers: [
+    'bank_account_reject', 'reject', 'refund', 'void', 'chargeback', 'chargeback_reversal', 'payment', 'processed',
+    'authorized', 'decline', 'deposit', 'reversal', 'credit',
+  ],
+  // made without an intent: one payment or one payment method, whatever the browser sends (CONTRACT §13)
+  clientScopes: { checkout_plugin: ['create'], checkout_page: ['create'], payment_form: ['create'], none: ['create'] },
 };

@@ -28,14 +28,15 @@ interface PaymentPlan {
   declined: boolean;
 }
 
-/** Fields that only the generic pipeline handles. */
-const NEEDS_PIPELINE = ['transfers', 'ledger', 'allocations', 'payment_link_id', 'invoice_id'];
+/** Stored fields that only the generic pipeline handles: links, splits, invoices, payment links. */
+const NEEDS_PIPELINE = ['transfers', 'ledger', 'allocations', 'payment_link_id'];
 
-function isPlainPayment(ctx: RuleContext, body: Json): boolean {
+/** Judged on the decoded row (stored names), so each version's spelling of a field counts. */
+function isPlainPayment(ctx: RuleContext, row: StoredObject): boolean {
   if (ctx.principal.kind !== 'secret') return false;
-  if (body.type !== 'payment' || body.status !== undefined) return false;
-  if (NEEDS_PIPELINE.some((field) => body[field] !== undefined)) return false;
-  const method = body.payment_method;
+  if (row.type !== 'payment' || row.data.status !== undefined) return false;
+  if (NEEDS_PIPELINE.some((field) => row.data[field] !== undefined)) return false;
+  const method = row.data.payment_method;
   // An inline method that sets account defaults runs that family's afterWrite: the pipeline does.
   return !(isPlainObject(method) && method.account_defaults !== undefined);
 }
@@ -47,8 +48,8 @@ function requireAccount(found: StoredObject | undefined, field: string, processi
 }
 
 async function plan(ctx: RuleContext & { collection: Collection }, body: Json): Promise<PaymentPlan | null> {
-  if (!isPlainPayment(ctx, body)) return null;
   const row = decodeCreate(ctx, body);
+  if (!isPlainPayment(ctx, row)) return null;
   const data: Json = { ...row.data };
   const given = partiesFromInput(ctx, row.type, data);
   const inline = hasInlineMethod(data);

@@ -1,12 +1,13 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { rows, type Db } from '../../db/connection.ts';
-import { DISPATCH_JOB_KEY, type EventDraft } from '../../db/events.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
+import type { EventDraft } from '../../db/events.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import { newId } from '../../ids.ts';
 import type { Sql } from '../../query/toSql.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
-const ROW = 'id, type, data, created_at, modified_at';
+const ROW = STORED_ROW;
 
 /** Locks the original of a refund: every refund of one payment queues on this lock. */
 export async function lockTransaction(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
@@ -158,8 +159,9 @@ export interface PaymentWrite {
 
 /**
  * One statement, so one round trip and atomic without BEGIN/COMMIT: the inline method, the
- * transaction (its triggers post the ledger, operations and reporting changes), the events and
- * their dispatch job, and the transaction's timed jobs. Answers the stored transaction.
+ * transaction (its triggers post the ledger, operations and reporting changes), the events (the
+ * worker's dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts) and the
+ * transaction's timed jobs. Answers the stored transaction.
  */
 export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite): Promise<StoredObject> {
   const methods = write.method ? [write.method] : [];
@@ -176,13 +178,10 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
        select id, ?, ?, trigger, object_type, object_id, value
          from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
        returning 1),
-     dispatch as (
-       select graphile_worker.add_job('dispatch_events', '{}'::json, job_key => ${DISPATCH_JOB_KEY}, job_key_mode => 'preserve_run_at')
-        where exists (select 1 from event)),
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))
-     select txn.*, (select count(*) from method) as methods, (select count(*) from dispatch) as dispatched, (select count(*) from timed) as jobs
+     select txn.*, (select count(*) from method) as methods, (select count(*) from event) as events, (select count(*) from timed) as jobs
        from txn`,
     [
       tenant.orgId, tenant.environment, methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)),
@@ -191,6 +190,6 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
       write.events.map((e) => e.objectId), write.events.map((e) => JSON.stringify(e.value)),
       write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
     ]);
-  const { methods: _m, dispatched: _d, jobs: _j, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
+  const { methods: _m, events: _e, jobs: _j, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
   return transaction as StoredObject;
 }

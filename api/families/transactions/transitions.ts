@@ -7,6 +7,7 @@ import { rows, type Db } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
 import type { StoredObject } from '../../engine/family.ts';
 import { statusCodeFor, transitionEvents } from './lifecycle.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 
 export interface SystemTransition {
   transactionId: string;
@@ -21,7 +22,7 @@ export interface SystemTransition {
 export async function transitionTransaction(db: Db, change: SystemTransition): Promise<string | null> {
   return db.transaction(async (tx) => {
     const found = await rows<StoredObject & { org_id: string; environment: string }>(tx,
-      'select id, type, data, created_at, modified_at, org_id, environment from transactions where id = ? for update',
+      `select ${STORED_ROW}, org_id, environment from transactions where id = ? for update`,
       [change.transactionId]);
     const previous = found[0];
     if (!previous || !change.from.includes(String(previous.data.status))) return null;

@@ -27,4 +27,6 @@ export const transferEntries: Family = {
   types: ['transfer', 'refund'],
   fields,
   objectName: (version: Version) => (version === 'v1' ? 'transaction_ledger' : 'transfer'),
+  /** a split payment's money moves to a receiver (spec §6 rule 4) */
+  triggers: ['transfer'],
 };

@@ -6,19 +6,30 @@ import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { webhookRules } from './rules.ts';
 
-/** Spec §6, plus `transfer` for the transfer objects of split payments (spec §6 rule 4). */
-export const TRIGGERS = [
-  'bank_account_reject', 'reject', 'refund', 'void', 'chargeback', 'chargeback_reversal', 'automatic_payment',
-  'payment', 'processed', 'authorized', 'decline', 'processing_status', 'deposit', 'payment_activation:status',
-  'payment_link:status', 'reversal', 'credit', 'transaction:operation', 'transaction:operation:clear', 'transfer',
-  'entity:status', 'intent:status',
-];
+let subscribable: readonly string[] | null = null;
+
+/**
+ * The triggers a webhook may subscribe to (spec §6, plus `transfer` for the transfer objects of
+ * split payments, spec §6 rule 4): each family declares the triggers it fires (`Family.triggers`)
+ * and the registry (api/families/index.ts) hands the collected list over with registerTriggers,
+ * so this family never imports the registry that lists it.
+ */
+export function webhookTriggers(): readonly string[] {
+  if (!subscribable) throw new Error('Webhook triggers are collected by the family registry: import api/families/index.ts first');
+  return subscribable;
+}
+
+/** Called by the registry once, with every trigger its families declare. */
+export function registerTriggers(triggers: readonly string[]): void {
+  subscribable = triggers;
+}
 
 const both = (path: string) => ({ v1: path, v2: path });
 
 const fields: FieldSpec[] = [
   idField,
-  { store: 'trigger', type: 'string', ...both('trigger'), required: true, enum: TRIGGERS },
+  // Read when a webhook is checked or described, by then the registry has collected the triggers.
+  { store: 'trigger', type: 'string', ...both('trigger'), required: true, get enum() { return [...webhookTriggers()]; } },
   { store: 'url', type: 'string', ...both('url'), required: true, maxLength: 2048 },
   { store: 'oauth_params.auth_url', type: 'string', ...both('oauth_params.auth_url'), maxLength: 2048 },
   { store: 'oauth_params.client_id', type: 'string', ...both('oauth_params.client_id'), maxLength: 512 },

@@ -1,10 +1,10 @@
 /** Webhook rules: URL and OAuth checks, sealed secrets (shown once), logs on request. */
-import { randomBytes } from 'node:crypto';
-import { rows } from '../../db/connection.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, render, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { webhookLogs } from '../webhook_logs/family.ts';
+import { latestLogsOfWebhooks } from '../webhook_logs/repository.ts';
+import { currentRandomSource } from '../../ids.ts';
 
 export const MASKED_SECRET = '****';
 const LOGS_SHOWN = 100;
@@ -26,7 +26,7 @@ function urlProblem(text: unknown): string | null {
 }
 
 export function generateSenderSecret(): string {
-  return `whsec_${randomBytes(24).toString('base64')}`;
+  return `whsec_${currentRandomSource()(24).toString('base64')}`;
 }
 
 function checkOauth(ctx: RuleContext, data: Json): Json | null {
@@ -70,13 +70,7 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
 
 async function load(ctx: RuleContext, found: StoredObject[], include: Set<string>): Promise<void> {
   if (!include.has('logs') || found.length === 0) return;
-  const logs = await rows<StoredObject & { webhook_id: string }>(ctx.tx,
-    `select * from (
-       select id, type, data, created_at, modified_at, data->>'webhook_id' as webhook_id,
-              row_number() over (partition by data->>'webhook_id' order by created_at desc, id desc) as n
-         from webhook_logs where org_id = ? and environment = ? and data->>'webhook_id' = any(?::text[])) l
-      where n <= ? order by created_at desc, id desc`,
-    [ctx.tenant.orgId, ctx.tenant.environment, found.map((w) => w.id), LOGS_SHOWN]);
+  const logs = await latestLogsOfWebhooks(ctx.tx, ctx.tenant, found.map((w) => w.id), LOGS_SHOWN);
   for (const webhook of found) {
     webhook.data = { ...webhook.data, logs: logs.filter((l) => l.webhook_id === webhook.id).map((l) => render(webhookLogs, ctx.version, l)) };
   }

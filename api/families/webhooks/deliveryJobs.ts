@@ -1,0 +1,49 @@
+/**
+ * Delivery jobs: what a `deliver_webhook` job carries and how deliveries are enqueued. Shared by
+ * the worker (dispatch, retries, deferrals) and the web process (resend), so both enqueue the
+ * same payload under the same key.
+ */
+import { rows, type Db } from '../../db/connection.ts';
+
+/**
+ * What a delivery job carries: the delivery and its event, which never change, so an attempt
+ * reads only what can (the delivery's state and its webhook). `d` is the delivery, `e` the event.
+ */
+export const JOB_PAYLOAD = `json_build_object('delivery_id', d.id, 'org_id', d.org_id, 'environment', d.environment, 'webhook_id', d.webhook_id,
+  'event_id', e.id, 'trigger', e.trigger, 'object_type', e.object_type, 'object_id', e.object_id, 'value', e.value,
+  'event_created_at', e.created_at)`;
+
+/** A delivery job's payload (JOB_PAYLOAD): the delivery and its event. */
+export interface DeliveryJob {
+  delivery_id: string;
+  org_id: string;
+  environment: string;
+  webhook_id: string;
+  event_id: string;
+  trigger: string;
+  object_type: string;
+  object_id: string;
+  value: Record<string, unknown>;
+  /** as JSON carries it: an ISO timestamp */
+  event_created_at: string | Date;
+}
+
+/**
+ * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
+ * `payload`. The key makes one job per delivery: a later job of the delivery (a retry, a deferral)
+ * takes the key over, and the earlier one, if it is still locked by a process that died, never runs again.
+ */
+export function deliveryJobs(source: string, runAt = 'null'): string {
+  return `graphile_worker.add_jobs(array(
+    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
+      from ${source}))`;
+}
+
+/** Enqueues the first attempt of each delivery (ones just created: a resend). */
+export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {
+  if (deliveryIds.length === 0) return;
+  await rows(db,
+    `select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload
+       from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[])) j`)}`,
+    [deliveryIds]);
+}

@@ -1,0 +1,92 @@
+/**
+ * The database handle over pg (api/db/connection.ts): `?` placeholders, transactions with knex's
+ * semantics (commit on resolve, rollback and the same error on reject, savepoints inside), and
+ * named prepared statements that stay bounded and survive a schema change.
+ */
+import t from 'tap';
+import { createDb, rows } from '../api/db/connection.ts';
+import { positional } from '../api/db/placeholders.ts';
+import { freshDatabase } from './helpers/db.ts';
+
+const db = createDb(await freshDatabase(t), 1);
+t.teardown(() => db.destroy());
+await db.raw('create table notes (id int primary key, body text)');
+
+t.test('a ? in a literal, a quoted name, a comment or a dollar-quoted body is text; \\? is a literal ?', async (t) => {
+  t.same(positional(`select '?', "a?b", $$?$$, $x$ ? $x$, E'\\'?' -- ?\n from t where a = ? /* ? */ and b \\? ?`), {
+    text: `select '?', "a?b", $$?$$, $x$ ? $x$, E'\\'?' -- ?\n from t where a = $1 /* ? */ and b ? $2`,
+    count: 2,
+  });
+  const [row] = await rows(db, `select '?' as mark, '{"a": 1}'::jsonb \\? ? as has, ?::int + 1 as next`, ['a', 41]);
+  t.same(row, { mark: '?', has: true, next: 42 });
+});
+
+t.test('bindings that do not match the placeholders are refused before anything runs', async (t) => {
+  await t.rejects(rows(db, 'select ?::int', [1, 2]), /Expected 2 bindings, saw 1/);
+  await t.rejects(rows(db, 'select ?::int', [undefined]), /Undefined binding/);
+});
+
+t.test('a transaction commits when its work resolves and returns what it returned', async (t) => {
+  const result = await db.transaction(async (tx) => {
+    await rows(tx, 'insert into notes values (?, ?)', [1, 'kept']);
+    return 'done';
+  });
+  t.equal(result, 'done');
+  t.same(await rows(db, 'select body from notes where id = ?', [1]), [{ body: 'kept' }]);
+});
+
+t.test('a transaction rolls back when its work rejects and rethrows the database error with its code', async (t) => {
+  const failed = db.transaction(async (tx) => {
+    await rows(tx, 'insert into notes values (?, ?)', [2, 'lost']);
+    await rows(tx, 'insert into notes values (?, ?)', [1, 'duplicate']);
+  });
+  await t.rejects(failed, { code: '23505' });
+  t.same(await rows(db, 'select id from notes where id = ?', [2]), [], 'nothing of it stayed');
+});
+
+t.test('a transaction inside one is a savepoint: its failure undoes only its own work', async (t) => {
+  await db.transaction(async (tx) => {
+    await rows(tx, 'insert into notes values (?, ?)', [3, 'outer']);
+    await t.rejects(tx.transaction(async (inner) => {
+      await rows(inner, 'insert into notes values (?, ?)', [4, 'inner']);
+      throw new Error('inner failed');
+    }), /inner failed/);
+    await tx.transaction((inner) => rows(inner, 'insert into notes values (?, ?)', [5, 'inner kept']));
+  });
+  t.same(await rows(db, 'select id from notes where id in (3, 4, 5) order by id'), [{ id: 3 }, { id: 5 }]);
+});
+
+t.test('an opened transaction ends with commit() or rollback(), and takes no query after', async (t) => {
+  const open = await db.transaction(undefined, { isolationLevel: 'repeatable read' });
+  t.same(await rows(open, 'show transaction_isolation'), [{ transaction_isolation: 'repeatable read' }]);
+  await rows(open, 'insert into notes values (?, ?)', [6, 'rolled back']);
+  await open.rollback();
+  await t.rejects(rows(open, 'select 1'), /already complete/);
+  t.same(await rows(db, 'select id from notes where id = ?', [6]), []);
+});
+
+t.test('a repeated text is prepared once per connection; dynamic texts cannot grow the prepared set without bound', async (t) => {
+  for (let i = 0; i < 3; i += 1) await rows(db, 'select body from notes where id = ?', [1]);
+  for (let i = 0; i < 400; i += 1) {
+    for (let twice = 0; twice < 2; twice += 1) await rows(db, `select ${i} as n, body from notes where id = ?`, [1]);
+  }
+  const prepared = await rows<{ statement: string }>(db, 'select statement from pg_prepared_statements where from_sql = false');
+  t.equal(prepared.filter((p) => p.statement === 'select body from notes where id = $1').length, 1, 'the repeated text is prepared');
+  t.ok(prepared.length <= 300, `at most 300 prepared on the connection (${prepared.length})`);
+});
+
+t.test('a prepared select * keeps working after its table gains a column', async (t) => {
+  for (let i = 0; i < 3; i += 1) await rows(db, 'select * from notes where id = ?', [1]);
+  await db.raw('alter table notes add column tag text');
+  t.same(await rows(db, 'select * from notes where id = ?', [1]), [{ id: 1, body: 'kept', tag: null }]);
+});
+
+t.test('the query event shows each statement as sent', async (t) => {
+  const seen: string[] = [];
+  const listener = (q: { sql: string }) => seen.push(q.sql);
+  db.on('query', listener);
+  await rows(db, 'select ?::int as n', [1]);
+  db.off('query', listener);
+  await rows(db, 'select ?::int as n', [2]);
+  t.same(seen, ['select $1::int as n']);
+});

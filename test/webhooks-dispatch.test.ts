@@ -1,0 +1,105 @@
+/**
+ * Dispatch behind the snapshot position (workers/webhooks/dispatch.ts): events commit out of
+ * their order, and a dispatcher must neither skip one that commits late nor dispatch one twice,
+ * whether it takes the outbox in one batch, in pages, or beside another dispatcher. The
+ * dispatcher runs here directly against a real database; the outcome is the stored deliveries.
+ */
+import t, { type Test } from 'tap';
+import { createDb, type Db } from '../api/db/connection.ts';
+import { recordEvents, type EventTenant } from '../api/db/events.ts';
+import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
+import { freshDatabase } from './helpers/db.ts';
+
+const tenant: EventTenant = { orgId: 'org_dispatch', environment: 'test' };
+let counter = 0;
+
+async function setup(t: Test): Promise<Db> {
+  const db = createDb(await freshDatabase(t), 6);
+  t.teardown(() => db.destroy());
+  await db.raw(`insert into webhooks (id, org_id, environment, data) values (?, ?, ?, '{"trigger": "processing_status", "status": "active"}')`,
+    ['wh_dispatch', tenant.orgId, tenant.environment]);
+  // The queue's first job of a task registers the task: a transaction left open across the
+  // first commit would make that commit wait for it.
+  await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: 'payment', objectType: 'transaction', objectId: 'txn_0', value: {} }]));
+  while (!(await dispatchEventBatch(db, 100)).caughtUp);
+  return db;
+}
+
+function drafts(count: number) {
+  return Array.from({ length: count }, () => {
+    counter += 1;
+    return { trigger: 'processing_status', objectType: 'processing_account', objectId: `acct_${counter}`, value: { n: counter } };
+  });
+}
+
+/** Commits `count` events in one transaction. */
+function commitEvents(db: Db, count: number): Promise<string[]> {
+  return db.transaction((tx) => recordEvents(tx, tenant, drafts(count)));
+}
+
+/** Dispatch batches of `limit` until one has caught up. */
+async function dispatchAll(db: Db, limit: number): Promise<void> {
+  while (!(await dispatchEventBatch(db, limit)).caughtUp);
+}
+
+async function deliveredEvents(db: Db): Promise<string[]> {
+  const found = await db.raw('select event_id from webhook_deliveries order by event_id');
+  return found.rows.map((row: { event_id: string }) => row.event_id);
+}
+
+async function deliveryJobCount(db: Db): Promise<number> {
+  const found = await db.raw(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'deliver_webhook'`);
+  return found.rows[0].n;
+}
+
+t.test('an event whose transaction commits after a later one was dispatched is dispatched once it commits', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const late = await db.transaction();
+  const lateIds = await recordEvents(late, tenant, drafts(1));
+  const early = await commitEvents(db, 2);
+  await dispatchAll(db, 100);
+  t.same(await deliveredEvents(db), [...early].sort(), 'only the committed events are dispatched');
+  await late.commit();
+  await dispatchAll(db, 100);
+  t.same(await deliveredEvents(db), [...early, ...lateIds].sort(), 'the late commit is dispatched, the others not again');
+  t.equal(await deliveryJobCount(db), 3, 'one job per delivery');
+});
+
+t.test('a backlog taken in pages, with commits landing between the pages: every event once', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const late = await db.transaction();
+  const lateIds = await recordEvents(late, tenant, drafts(2));
+  const first: string[] = [];
+  for (let i = 0; i < 5; i++) first.push(...(await commitEvents(db, 5)));
+  const page = await dispatchEventBatch(db, 10);
+  t.same([page.taken, page.caughtUp], [10, false], 'a full page leaves the rest of its window for the next');
+  await late.commit();
+  const between = await commitEvents(db, 7);
+  await dispatchAll(db, 10);
+  const all = [...first, ...lateIds, ...between].sort();
+  t.same(await deliveredEvents(db), all, 'every committed event has its delivery');
+  t.equal(await deliveryJobCount(db), all.length, 'and exactly one job');
+  t.same((await dispatchEventBatch(db, 10)), { taken: 0, caughtUp: true }, 'nothing left to take');
+});
+
+t.test('dispatchers running side by side dispatch each event once', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const committing = Promise.all(Array.from({ length: 20 }, () => commitEvents(db, 10)));
+  const dispatching = Promise.all(Array.from({ length: 4 }, async () => {
+    for (let i = 0; i < 10; i++) await dispatchAll(db, 25);
+  }));
+  const ids = (await committing).flat();
+  await dispatching;
+  await dispatchAll(db, 25);
+  t.same(await deliveredEvents(db), ids.sort(), 'every event dispatched');
+  t.equal(await deliveryJobCount(db), ids.length, 'one job per delivery');
+});
+
+t.test('an event of a trigger no webhook listens to is passed over, and the position moves past it', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: 'payment', objectType: 'transaction', objectId: 'txn_1', value: {} }]));
+  const pass = await dispatchEventBatch(db, 10);
+  t.same(pass, { taken: 1, caughtUp: true }, 'taken without a delivery');
+  t.same(await deliveredEvents(db), []);
+  t.same(await dispatchEventBatch(db, 10), { taken: 0, caughtUp: true }, 'not taken again');
+});

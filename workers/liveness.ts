@@ -1,0 +1,31 @@
+/**
+ * SQL of worker liveness: processes announce themselves, and jobs locked by one that stopped
+ * announcing (or never did) are released for another to run.
+ */
+import { rows, type Db } from '../api/db/connection.ts';
+
+/** These worker processes are alive now. */
+export async function heartbeat(db: Db, workerIds: string[]): Promise<void> {
+  if (workerIds.length === 0) return;
+  await rows(db,
+    `insert into worker_heartbeats (worker_id, seen_at) select id, now() from unnest(?::text[]) as id
+     on conflict (worker_id) do update set seen_at = now()`,
+    [workerIds]);
+}
+
+/** Unlocks the jobs of workers silent for `silentForMs`; returns how many workers were declared dead. */
+export async function releaseDeadWorkers(db: Db, silentForMs: number): Promise<number> {
+  return db.transaction(async (tx) => {
+    const silent = await rows<{ worker_id: string }>(tx,
+      `delete from worker_heartbeats where seen_at < now() - make_interval(secs => ? / 1000.0) returning worker_id`, [silentForMs]);
+    // Also holders that never announced themselves (killed before their first heartbeat). Read
+    // through graphile-worker's public `jobs` view, not its private table.
+    const unknown = await rows<{ worker_id: string }>(tx,
+      `select distinct locked_by as worker_id from graphile_worker.jobs
+        where locked_by is not null and locked_at < now() - make_interval(secs => ? / 1000.0)
+          and locked_by not in (select worker_id from worker_heartbeats)`, [silentForMs]);
+    const dead = [...silent, ...unknown];
+    if (dead.length) await rows(tx, 'select graphile_worker.force_unlock_workers(?::text[])', [dead.map((d) => d.worker_id)]);
+    return dead.length;
+  });
+}

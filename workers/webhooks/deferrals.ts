@@ -1,0 +1,22 @@
+/** SQL of deferred deliveries: an org with no room in this worker has its delivery's job moved later, and back. */
+import { rows, type Db } from '../../api/db/connection.ts';
+import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
+
+/**
+ * Defers a delivery whose org has no room in this worker: a new job for it at `runAt` under the
+ * same key (add_jobs takes the key from the running job, which then completes), so there is still
+ * one job per delivery, and its attempts, logs and retry budget are untouched. Returns the job id.
+ */
+export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date): Promise<string | null> {
+  const found = await rows<{ id: string }>(db,
+    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz')}`,
+    [runAt.toISOString(), job.delivery_id, JSON.stringify(job)]);
+  return found[0]?.id ?? null;
+}
+
+/** Brings a deferred delivery's job forward to now; false when it is running or gone already. */
+export async function wakeDeferredDelivery(db: Db, jobId: string): Promise<boolean> {
+  const found = await rows<{ n: number }>(db,
+    'select count(*)::int as n from graphile_worker.reschedule_jobs(array[?::bigint], run_at => now())', [jobId]);
+  return found[0].n > 0;
+}

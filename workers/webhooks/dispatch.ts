@@ -1,0 +1,113 @@
+/**
+ * SQL of webhook dispatch: the events outbox read behind a snapshot position
+ * (migrations/20261123000070_dispatch_position.ts), each event turned into one delivery per
+ * matching active webhook, each delivery enqueued, the position moved on: one transaction, so a
+ * crash either keeps all of a batch or none of it, and the `on conflict` keeps a delivery from
+ * being made twice whatever happens.
+ *
+ * Dispatchers take turns by a transaction-scoped advisory lock. A dispatcher that waited for its
+ * turn reads the position and the outbox in snapshots taken after the wait, so it sees every
+ * event committed before its job ran: no wake-up is lost to a dispatcher that had already looked.
+ * An advisory lock rather than a row lock, because a turn that finds nothing then writes nothing,
+ * and its commit waits for no WAL flush: under load, most of the dispatch jobs queued behind a
+ * busy dispatcher find the outbox emptied by it.
+ */
+import { rows, type Db } from '../../api/db/connection.ts';
+import { deliveryJobs, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
+
+interface Position {
+  /** xmax and in-progress txids of the snapshot every event visible in which is dispatched */
+  dispatched_xmax: string;
+  dispatched_xip: string[];
+  /** the window being taken in pages, or null: the next pass opens one at its own snapshot */
+  window_snapshot: string | null;
+  window_xmax: string | null;
+  window_xip: string[] | null;
+  window_after_txid: string | null;
+  window_after_seq: string | null;
+}
+
+export interface DispatchPass {
+  /** events taken */
+  taken: number;
+  /** the pass opened its window after its turn came and took all of it: every event committed before then is dispatched */
+  caughtUp: boolean;
+}
+
+/**
+ * The events of a window not yet dispatched, in (txid, seq) order: those of transactions in
+ * progress at `dispatched`, then those of later ones, each a bounded range of events(txid, seq)
+ * (each branch limited too, so a large window is never read whole to find its first page). The
+ * second branch's lower bound is one row comparison: beside `txid >= ?` the index would start
+ * from the looser of the two. A window opened earlier is narrowed to its snapshot; a window
+ * opened now is the statement's own snapshot.
+ */
+function batchSql(windowOpen: boolean): string {
+  const inWindow = windowOpen ? 'and e.txid < ?::xid8 and e.txid <> all(?::xid8[])' : '';
+  const columns = 'e.id, e.org_id, e.environment, e.trigger, e.object_type, e.object_id, e.value, e.created_at, e.txid, e.seq';
+  return `((select ${columns} from events e where e.txid = any(?::xid8[]) and (e.txid, e.seq) > (?::xid8, ?::bigint) ${inWindow}
+            order by e.txid, e.seq limit ?)
+           union all
+           (select ${columns} from events e where e.txid is not null and (e.txid, e.seq) > (?::xid8, ?::bigint) ${inWindow}
+            order by e.txid, e.seq limit ?)
+           order by txid, seq limit ?)`;
+}
+
+/** The later of two (txid, seq) positions, as text. */
+function later(a: [string, string], b: [string, string]): [string, string] {
+  const [ta, sa, tb, sb] = [BigInt(a[0]), BigInt(a[1]), BigInt(b[0]), BigInt(b[1])];
+  return ta > tb || (ta === tb && sa > sb) ? a : b;
+}
+
+/**
+ * Dispatches up to `limit` events past the position, in one transaction: their deliveries and
+ * jobs, and the new position. Concurrent callers wait for each other.
+ */
+/** The advisory lock key dispatchers take turns by (any constant unique among the project's advisory locks). */
+const DISPATCH_TURN = 'webhook_dispatch_position';
+
+export async function dispatchEventBatch(db: Db, limit: number): Promise<DispatchPass> {
+  return db.transaction(async (tx) => {
+    await rows(tx, 'select pg_advisory_xact_lock(hashtext(?))', [DISPATCH_TURN]);
+    const [position] = await rows<Position>(tx,
+      `select pg_snapshot_xmax(dispatched)::text as dispatched_xmax, array(select pg_snapshot_xip(dispatched))::text[] as dispatched_xip,
+              window_snapshot::text, pg_snapshot_xmax(window_snapshot)::text as window_xmax,
+              case when window_snapshot is not null then array(select pg_snapshot_xip(window_snapshot))::text[] end as window_xip,
+              window_after_txid::text, window_after_seq::text
+         from webhook_dispatch_position`);
+    const windowOpen = position.window_snapshot !== null;
+    const after: [string, string] = [position.window_after_txid ?? '0', position.window_after_seq ?? '0'];
+    // Every seq is positive: (xmax, 0) is just before the first event of a transaction at or past xmax.
+    const afterLater = later(after, [position.dispatched_xmax, '0']);
+    const narrowing = windowOpen ? [position.window_xmax, position.window_xip] : [];
+    const found = await rows<{ taken: number }>(tx,
+      `with batch as ${batchSql(windowOpen)},
+       upto as (select coalesce(?::pg_snapshot, pg_current_snapshot()) as snapshot),
+       created as (
+         insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
+         select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, now()
+           from batch e join webhooks w
+             on w.org_id = e.org_id and w.environment = e.environment
+            and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active'
+         on conflict (webhook_id, event_id, series) do nothing
+         returning id, org_id, environment, webhook_id, event_id),
+       jobs as (select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload from created d join batch e on e.id = d.event_id) j`)}
+                 where exists (select 1 from created)),
+       last as (select txid, seq from batch order by txid desc, seq desc limit 1),
+       moved as (
+         update webhook_dispatch_position p
+            set dispatched = case when finished then upto.snapshot else p.dispatched end,
+                window_snapshot = case when finished then null else upto.snapshot end,
+                window_after_txid = case when finished then null else (select txid from last) end,
+                window_after_seq = case when finished then null else (select seq from last) end
+           from upto, (select (select count(*) from batch) < ? as finished) f
+          -- an empty look at a window of its own changes nothing: the position stays as it is
+          where ? or exists (select 1 from batch)
+         returning 1)
+       select (select count(*) from batch)::int as taken, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved`,
+      [position.dispatched_xip, ...after, ...narrowing, limit, ...afterLater, ...narrowing, limit, limit,
+        position.window_snapshot, limit, windowOpen]);
+    const taken = found[0].taken;
+    return { taken, caughtUp: !windowOpen && taken < limit };
+  });
+}

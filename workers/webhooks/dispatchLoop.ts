@@ -1,0 +1,57 @@
+/**
+ * The dispatcher follows the events outbox on its own, so a writer enqueues nothing: no
+ * `add_job` per committing transaction (an upsert on a shared job row, 1–2.5 ms of database time
+ * each, and a queue of concurrent payments on that row; migration 20261123000080).
+ *
+ * Each worker process runs one loop: a pass (workers/webhooks/dispatch.ts) takes the events past
+ * the position; while passes find events it runs them back to back, and once caught up it looks
+ * again every `idleMs`. Passes of several workers take turns (an advisory lock, then a snapshot
+ * taken after it), so running one loop per worker is safe. The position is durable: a crash or restart resumes where the last
+ * committed pass left it.
+ */
+import type { Db } from '../../api/db/connection.ts';
+import { dispatchEventBatch } from './dispatch.ts';
+
+export interface DispatchLoopOptions {
+  /** events per pass */
+  batch: number;
+  /** how long a caught-up loop waits before looking again (also the wait after a failed pass, ×10) */
+  idleMs: number;
+  onError: (error: Error) => void;
+}
+
+export interface DispatchLoop {
+  /** finishes the pass in hand and stops */
+  stop: () => Promise<void>;
+}
+
+export function startDispatchLoop(db: Db, options: DispatchLoopOptions): DispatchLoop {
+  let stopping = false;
+  let wake: () => void = () => {};
+  const pause = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  const running = (async () => {
+    while (!stopping) {
+      try {
+        const pass = await dispatchEventBatch(db, options.batch);
+        if (pass.caughtUp) await pause(options.idleMs);
+      } catch (error) {
+        if (stopping) break;
+        options.onError(error as Error);
+        await pause(options.idleMs * 10);
+      }
+    }
+  })();
+  return {
+    stop: async () => {
+      stopping = true;
+      wake();
+      await running;
+    },
+  };
+}
