@@ -21,6 +21,13 @@ t.test('a ? in a literal, a quoted name, a comment or a dollar-quoted body is te
   t.same(row, { mark: '?', has: true, next: 42 });
 });
 
+t.test('a ? inside a nested block comment stays text, as PostgreSQL nests comments', async (t) => {
+  t.same(positional('select 1 /* outer /* inner */ still ? comment */ where a = ?'), {
+    text: 'select 1 /* outer /* inner */ still ? comment */ where a = $1',
+    count: 1,
+  });
+});
+
 t.test('bindings that do not match the placeholders are refused before anything runs', async (t) => {
   await t.rejects(rows(db, 'select ?::int', [1, 2]), /Expected 2 bindings, saw 1/);
   await t.rejects(rows(db, 'select ?::int', [undefined]), /Undefined binding/);

@@ -55,8 +55,7 @@ function convert(sql: string): Positional {
       const newline = sql.indexOf('\n', i);
       copyUntil(newline === -1 ? sql.length : newline);
     } else if (c === '/' && sql[i + 1] === '*') {
-      const close = sql.indexOf('*/', i + 2);
-      copyUntil(close === -1 ? sql.length : close + 2);
+      copyUntil(endOfComment(sql, i));
     } else if (c === '$' && (i === 0 || !IDENTIFIER_CHAR.test(sql[i - 1])) && DOLLAR_TAG.test(sql.slice(i, i + 64))) {
       const tag = DOLLAR_TAG.exec(sql.slice(i, i + 64))![0];
       const close = sql.indexOf(tag, i + tag.length);
@@ -67,6 +66,25 @@ function convert(sql: string): Positional {
     }
   }
   return { text: out, count };
+}
+
+/** The index just past the block comment opened at `start`: PostgreSQL nests them. */
+function endOfComment(sql: string, start: number): number {
+  let depth = 0;
+  let i = start;
+  while (i < sql.length) {
+    if (sql[i] === '/' && sql[i + 1] === '*') {
+      depth += 1;
+      i += 2;
+    } else if (sql[i] === '*' && sql[i + 1] === '/') {
+      depth -= 1;
+      i += 2;
+      if (depth === 0) return i;
+    } else {
+      i += 1;
+    }
+  }
+  return sql.length;
 }
 
 /** The index just past the quote that closes the one at `start`. */

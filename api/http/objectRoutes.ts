@@ -62,8 +62,7 @@ async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): P
 
 /**
  * A single create of a family with explicit steps (a payment): plan on the pool, outside any
- * transaction; then one write statement. Without an Idempotency-Key that statement commits on its
- * own; with one, the stored response joins it in a transaction.
+ * transaction; then one write statement, which commits on its own unless the answer must join it.
  */
 async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void> {
   const collection = collectionOf(ctx);
@@ -80,7 +79,10 @@ async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void>
     await completeInTransaction(ctx, tx, stored.status, stored.body);
     return { rendered, error };
   };
-  const outcome = ctx.state.idempotency ? await db.transaction(store) : await store(db);
+  // The answer is made after the write; when it may read (`fields` asks for related rows), or a
+  // response is stored, it shares the write's transaction, so a failed read undoes the write.
+  const alone = !ctx.state.idempotency && query.fields === null;
+  const outcome = alone ? await store(db) : await db.transaction(store);
   if (outcome.error) throw outcome.error;
   ctx.body = outcome.rendered;
 }

@@ -1,11 +1,10 @@
 /** Payment method rules: number checks and sealing, the owning account, one default per account. */
-import { rows, type Db } from '../../db/connection.ts';
-import { tenantScan } from '../../db/tenant.ts';
-import type { FamilyRules, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
+import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { applyClientAccount, spendClientTokenOnce } from '../transactions/clientIntent.ts';
 import { setPayingDefault } from '../accounts/repository.ts';
+import { accountExists, clearAccountPointer, clearDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 
 function section(row: StoredObject, name: string): Json {
@@ -46,11 +45,6 @@ function sealBankAccount(ctx: RuleContext, bank: Json): Json {
     sealed_number: ctx.domain.vault.encrypt(account),
     fingerprint: ctx.domain.vault.fingerprint(`${routing}:${account}`),
   };
-}
-
-async function accountExists(db: Db, tenant: Tenant, id: string): Promise<boolean> {
-  const found = await rows(db, 'select 1 from accounts where id = ? and org_id = ? and environment = ?', [id, tenant.orgId, tenant.environment]);
-  return found.length > 0;
 }
 
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
@@ -97,22 +91,6 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
 
 async function beforeDelete(ctx: RuleContext, deleted: StoredObject[]): Promise<void> {
   await clearAccountPointer(ctx.tx, deleted);
-}
-
-/** Customers whose default was one of these methods have none now (found by key: each method names its account). */
-async function clearAccountPointer(db: Db, methods: StoredObject[]): Promise<void> {
-  const accountIds = methods.map((m) => m.data.account_id).filter((id): id is string => typeof id === 'string');
-  if (accountIds.length === 0) return;
-  await rows(db, `update accounts set data = data - 'default_payment_method', modified_at = now()
-    where id = any(?::text[]) and data->>'default_payment_method' = any(?::text[])`, [accountIds, methods.map((m) => m.id)]);
-}
-
-export async function clearDefault(db: Db, tenant: Tenant, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
-  const scope = tenantScan(tenant);
-  await rows(db,
-    `update payment_methods set data = data #- ?::text[], modified_at = now()
-      where ${scope.sql} and data->>'account_id' = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
-    [['account_defaults', kind], ...scope.bindings, accountId, keepId, kind]);
 }
 
 export const paymentMethodRules: FamilyRules = { prepare, afterWrite, beforeDelete };
