@@ -7,6 +7,7 @@
 import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { movableClock } from './helpers/seams.ts';
+import { eventually } from './helpers/wait.ts';
 
 const DELAY_MS = 60_000;
 const DELAY = { SETTLE_VERIFICATION_DELAY: String(DELAY_MS) };
@@ -18,17 +19,6 @@ const V2 = { version: 'v2' };
 async function verificationJobs(databaseApi: typeof api, entityId: string): Promise<Array<{ run_at: Date }>> {
   const found = await databaseApi.db.raw(`select run_at from graphile_worker.jobs where key = ?`, [`verify_entity:${entityId}`]);
   return found.rows;
-}
-
-/** Polls until `read` answers what `done` accepts (at most 5 s), returning the last answer. */
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const until = Date.now() + 5000;
-  let value = await read();
-  while (!done(value) && Date.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    value = await read();
-  }
-  return value;
 }
 
 async function eventsOf(id: string): Promise<Array<[string, string]>> {

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { startTestApi, startTestWorker, type TestApi } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t, { SETTLE_AUTH_WINDOW: '600', SETTLE_PROCESSING_DELAY: '50' });
 await startTestWorker(t, api.databaseUrl, { SETTLE_AUTH_WINDOW: '600', WORKER_POLL_INTERVAL: '100' });
@@ -18,16 +19,6 @@ async function pay(a: TestApi, amount: number, extra: Record<string, unknown> = 
 /** The transaction's lifecycle events (its operations' events are tested in transaction-operations.test.ts). */
 function lifecycleEvents(objectId: string) {
   return api.db('events').where({ object_id: objectId }).whereNot({ trigger: 'transaction:operation' });
-}
-
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 5000): Promise<T> {
-  const until = Date.now() + ms;
-  let value = await read();
-  while (!done(value) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 50));
-    value = await read();
-  }
-  return value;
 }
 
 t.test('v1 one-step card payment is processed and shows the card only masked', async (t) => {
@@ -82,7 +73,7 @@ t.test('v2 create answers processing and a worker completes it to processed', as
   t.equal(res.status, 200, JSON.stringify(res.body));
   t.equal(res.body.status.value, 'processing');
   const started = Date.now();
-  const later = await waitFor(() => api.request('GET', `/transactions/${res.body.id}`, { version: 'v2' }), (r) => r.body.status.value === 'processed');
+  const later = await eventually(() => api.request('GET', `/transactions/${res.body.id}`, { version: 'v2' }), (r) => r.body.status.value === 'processed');
   t.equal(later.body.status.value, 'processed');
   t.ok(Date.now() - started < 2000, 'completed promptly');
   const triggers = (await lifecycleEvents(res.body.id).orderBy('seq')).map((e: any) => e.trigger);
@@ -158,7 +149,7 @@ t.test('bank payments: ABA checked, and 000 accounts are rejected by the bank af
   t.equal(ok.body.payment_method.bank_account.account_number, 'xxxxx6789');
   const doomed = await pay(api, 5, { payment_method: { ...BANK, bank_account: { ...BANK.bank_account, account_number: '000123456' } } });
   t.equal(doomed.body.status, 'processed');
-  const later = await waitFor(() => api.request('GET', `/transactions/${doomed.body.id}`), (r) => r.body.status === 'rejected');
+  const later = await eventually(() => api.request('GET', `/transactions/${doomed.body.id}`), (r) => r.body.status === 'rejected');
   t.equal(later.body.status, 'rejected');
   const triggers = (await lifecycleEvents(doomed.body.id).orderBy('seq')).map((e: any) => e.trigger);
   t.same(triggers, ['payment', 'processed', 'reject', 'bank_account_reject']);
@@ -230,7 +221,7 @@ t.test('client tokens: intents validated, scoped, single-use, automatic authoriz
   t.equal(auth.body.amount, 12);
   const again = await api.request('POST', '/transactions', { key: token, json: { type: 'payment', payment_method: CARD } });
   t.equal(again.status, 403, 'one payment per token');
-  const expired = await waitFor(() => api.request('GET', `/transactions/${auth.body.id}`), (r) => r.body.status === 'voided', 6000);
+  const expired = await eventually(() => api.request('GET', `/transactions/${auth.body.id}`), (r) => r.body.status === 'voided', 6000);
   t.equal(expired.body.status, 'voided');
   t.equal(expired.body.status_code, 'authorization_expired');
 
@@ -244,7 +235,7 @@ t.test('a capture racing the expiry deadline either wins or loses, never both', 
     const auth = await api.request('POST', '/transactions', { key: minted.body.id, json: { type: 'payment', payment_method: CARD } });
     await new Promise((r) => setTimeout(r, 550 + i * 30)); // around the 600 ms deadline
     const capture = await api.request('PUT', `/transactions/${auth.body.id}`, { json: { status: 'processed' } });
-    const final = await waitFor(() => api.request('GET', `/transactions/${auth.body.id}`), (r) => r.body.status !== 'authorized', 4000);
+    const final = await eventually(() => api.request('GET', `/transactions/${auth.body.id}`), (r) => r.body.status !== 'authorized', 4000);
     if (capture.status === 200) t.equal(final.body.status, 'processed', 'a capture that answered 200 stays processed');
     else t.equal(final.body.status, 'voided', 'a refused capture means the expiry won');
     const triggers = (await lifecycleEvents(auth.body.id).orderBy('seq')).map((e: any) => e.trigger);

@@ -2,12 +2,17 @@ import { createHmac } from 'node:crypto';
 import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { eventually } from './helpers/wait.ts';
 
 const WORKER = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms', WORKER_POLL_INTERVAL: '50' };
 const api = await startTestApi(t);
-// OAuth token lifetimes are moved with this clock, not waited for.
-let tokenClockOffset = 0;
-await startTestWorker(t, api.databaseUrl, WORKER, { tokenClock: () => Date.now() + tokenClockOffset });
+// The worker's clock (OAuth token lifetimes among others) is moved, not waited for.
+let clockOffsetMs = 0;
+await startTestWorker(t, api.databaseUrl, WORKER, { clock: () => new Date(Date.now() + clockOffsetMs) });
+
+async function logsOf(webhookId: string): Promise<any[]> {
+  return (await api.request('GET', `/webhooks/${webhookId}/logs`)).body.values;
+}
 
 async function webhookFor(url: string, extra: Record<string, unknown> = {}) {
   const res = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url, ...extra } });
@@ -65,10 +70,9 @@ t.test('a delivery is signed over the exact bytes, with the event id and Standar
   const body = JSON.parse(request.body);
   t.match(body, { object: 'webhook_trigger', event_id: eventId, trigger: 'processing_status', triggered_on: { object: 'processing_account' } });
   t.equal(request.headers['content-type'], 'application/json');
-  await new Promise((r) => setTimeout(r, 200));
-  const logs = await api.request('GET', `/webhooks/${webhook.id}/logs`);
-  t.equal(logs.body.values.length, 1, 'the successful attempt is logged too');
-  t.match(logs.body.values[0], { object: 'webhook_log', http_status: 200, attempt: 1, event_id: eventId });
+  const logs = await eventually(() => logsOf(webhook.id), (values) => values.length > 0);
+  t.equal(logs.length, 1, 'the successful attempt is logged too');
+  t.match(logs[0], { object: 'webhook_log', http_status: 200, attempt: 1, event_id: eventId });
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
 
@@ -86,8 +90,7 @@ t.test('a delivery job queued before jobs carried their event (only a delivery_i
   t.equal(got.length, 2, 'delivered again');
   t.equal(got[1].headers['x-service-event-id'], eventId);
   t.match(JSON.parse(got[1].body), { event_id: eventId, trigger: 'processing_status', triggered_on: { object: 'processing_account' } });
-  await new Promise((r) => setTimeout(r, 200));
-  const row = await api.db('webhook_deliveries').where({ id: delivery.id }).first();
+  const row = await eventually(() => api.db('webhook_deliveries').where({ id: delivery.id }).first(), (found: any) => found.state !== 'pending');
   t.same([row.state, row.attempts], ['delivered', 1], 'the delivery is recorded');
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
@@ -102,7 +105,7 @@ t.test('a receiver failing N times gets the event N+1 times with the same id; th
   t.same(new Set(got.map((r) => r.headers['x-service-event-id'])), new Set([eventId]));
   const gaps = got.slice(1).map((r, i) => r.at - got[i].at);
   t.ok(gaps[0] >= 70 && gaps[1] >= 150 && gaps[2] >= 220, `retries follow the schedule with jitter (gaps ${gaps.join(', ')} ms)`);
-  await new Promise((r) => setTimeout(r, 200));
+  await eventually(() => logsOf(webhook.id), (values) => values.length >= 4);
   const logs = (await api.request('GET', `/webhooks/${webhook.id}?fields=*,logs`)).body.logs;
   t.same(logs.map((l: any) => [l.attempt, l.http_status]), [[4, 200], [3, 500], [2, 500], [1, 500]], 'newest first');
   t.equal(logs[3].response, 'not yet');
@@ -110,13 +113,14 @@ t.test('a receiver failing N times gets the event N+1 times with the same id; th
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
 
-t.test('the schedule runs out after `retries`; 410 disables; redirects are failures; resend starts a new series', async (t) => {
+t.test('the schedule runs out after `retries`, and a resend starts a new series with the same event id', async (t) => {
   const receiver = await startReceiver(t);
   receiver.respond = () => ({ status: 500 });
   const webhook = await webhookFor(receiver.url, { retries: 2 });
   const eventId = await fireEvent();
   await receiver.waitFor(3);
-  await new Promise((r) => setTimeout(r, 700));
+  const logs = await eventually(() => logsOf(webhook.id), (values) => values.length >= 3);
+  t.same(logs.map((l) => l.next_attempt_at === null), [true, false, false], 'the third attempt schedules none');
   t.equal(receiver.received.length, 3, 'one attempt plus two retries, then no more');
 
   receiver.respond = () => ({ status: 200 });
@@ -125,32 +129,34 @@ t.test('the schedule runs out after `retries`; 410 disables; redirects are failu
   t.equal(resent.body.values[0].series, 1);
   await receiver.waitFor(4);
   t.equal(receiver.received[3].headers['x-service-event-id'], eventId, 'a resend carries the same event id');
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
 
+t.test('a redirect is a failed attempt and is not followed', async (t) => {
+  const target = await startReceiver(t);
   const redirecting = await startReceiver(t);
-  redirecting.respond = () => ({ status: 302, headers: { location: receiver.url + '/elsewhere' } });
-  const redirectHook = await webhookFor(redirecting.url, { retries: 0 });
-  const before = receiver.received.length;
+  redirecting.respond = () => ({ status: 302, headers: { location: target.url + '/elsewhere' } });
+  const webhook = await webhookFor(redirecting.url, { retries: 0 });
   await fireEvent();
   await redirecting.waitFor(1);
-  await new Promise((r) => setTimeout(r, 300));
-  t.equal(receiver.received.filter((r) => r.url === '/elsewhere').length, 0, 'the redirect was not followed');
-  const log = (await api.request('GET', `/webhooks/${redirectHook.id}/logs`)).body.values[0];
+  const [log] = await eventually(() => logsOf(webhook.id), (values) => values.length > 0);
   t.match(log, { http_status: 302, error: 'redirects are not followed' });
-  t.ok(receiver.received.length >= before);
+  t.equal(target.received.length, 0, 'the redirect target got nothing');
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
 
+t.test('410 Gone disables the webhook', async (t) => {
   const gone = await startReceiver(t);
   gone.respond = () => ({ status: 410 });
   const goneHook = await webhookFor(gone.url);
   await fireEvent();
   await gone.waitFor(1);
-  await new Promise((r) => setTimeout(r, 300));
-  const after = await api.request('GET', `/webhooks/${goneHook.id}`);
-  t.equal(after.body.status, 'disabled', '410 Gone disables the webhook');
+  const after = await eventually(() => api.request('GET', `/webhooks/${goneHook.id}`), (r) => r.body.status !== 'active');
+  t.equal(after.body.status, 'disabled');
   t.equal(after.body.disabled_reason, 'gone');
-  for (const id of [webhook.id, redirectHook.id]) await api.request('PUT', `/webhooks/${id}`, { json: { status: 'disabled' } });
 });
 
-t.test('OAuth: one token for many deliveries, refreshed after a 401 and after expiry', async (t) => {
+t.test('OAuth: concurrent deliveries share one token; a 401 drops it; an expired one is refreshed', async (t) => {
   const auth = await startReceiver(t);
   let issued = 0;
   auth.respond = () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ access_token: `tok${++issued}`, expires_in: 2 }) });
@@ -174,49 +180,74 @@ t.test('OAuth: one token for many deliveries, refreshed after a 401 and after ex
   t.equal(receiver.received.length, 7, 'the rejected delivery and its retry, nothing more');
   t.equal(receiver.received[5].headers.authorization, 'Bearer tok1', 'the receiver rejected this one');
   t.equal(receiver.received[6].headers.authorization, 'Bearer tok2', 'a 401 drops the token and retries at once with a new one');
-  tokenClockOffset += 2100; // past the 2 s lifetime
+  clockOffsetMs += 2100; // past the 2 s lifetime
   await fireEvent();
   await receiver.waitFor(8);
   t.equal(receiver.received.length, 8);
   t.equal(receiver.received.at(-1)!.headers.authorization, 'Bearer tok3', 'an expired token is refreshed');
-  const logs = (await api.request('GET', `/webhooks/${webhook.id}/logs`)).body.values;
-  t.notMatch(JSON.stringify(logs), /tok\d|csecret/, 'tokens and secrets never reach the logs');
-  auth.respond = () => ({ status: 503 });
-  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { retries: 0, oauth_params: { auth_url: auth.url + '/token2', client_id: 'cid', client_secret: 'other', grant_type: 'client_credentials' } } });
-  await fireEvent();
-  await new Promise((r) => setTimeout(r, 500));
-  const failed = (await api.request('GET', `/webhooks/${webhook.id}/logs`)).body.values[0];
-  t.match(failed, { http_status: null, oauth_status: 503 });
+  clockOffsetMs = 0;
+  t.notMatch(JSON.stringify(await logsOf(webhook.id)), /tok\d|csecret/, 'tokens and secrets never reach the logs');
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
 
-t.test('Retry-After on 429/503 sets the next attempt; a schedule exhausted for WEBHOOK_DISABLE_AFTER disables; PUT re-enables', async (t) => {
-  const separate = await startTestApi(t);
-  await startTestWorker(t, separate.databaseUrl, { ...WORKER, WEBHOOK_DISABLE_AFTER: '300ms' });
+t.test('OAuth: a token endpoint that fails is logged as the attempt\'s failure, with its status', async (t) => {
+  const auth = await startReceiver(t);
+  auth.respond = () => ({ status: 503 });
   const receiver = await startReceiver(t);
-  receiver.respond = (_r, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 500 });
-  const webhook = (await separate.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: receiver.url, retries: 1 } })).body;
-  await separate.request('POST', '/processing_accounts', { json: { name: 'A' } });
+  const webhook = await webhookFor(receiver.url, { retries: 0, oauth_params: { auth_url: auth.url + '/token', client_id: 'cid', client_secret: 'other', grant_type: 'client_credentials' } });
+  await fireEvent();
+  const [failed] = await eventually(() => logsOf(webhook.id), (values) => values.length > 0);
+  t.match(failed, { http_status: null, oauth_status: 503 });
+  t.equal(receiver.received.length, 0, 'nothing is sent without a token');
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
+
+t.test('Retry-After on a 429 sets when the next attempt goes', async (t) => {
+  const receiver = await startReceiver(t);
+  receiver.respond = (_r, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '1' } } : { status: 200 });
+  const webhook = await webhookFor(receiver.url, { retries: 1 });
+  await fireEvent();
   const [first, second] = await receiver.waitFor(2, 5000);
-  t.ok(second.at - first.at >= 950, `Retry-After: 1 was honoured (${second.at - first.at} ms)`);
-  await new Promise((r) => setTimeout(r, 400));
-  t.equal((await separate.request('GET', `/webhooks/${webhook.id}`)).body.status, 'active', 'one exhausted schedule starts the streak');
-  await new Promise((r) => setTimeout(r, 200));
+  t.ok(second.at - first.at >= 950, `Retry-After: 1 was honoured (${second.at - first.at} ms; the schedule says 100 ms)`);
+  await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
+});
+
+t.test('a webhook whose schedules keep running out for WEBHOOK_DISABLE_AFTER is disabled; PUT re-enables it', async (t) => {
+  const separate = await startTestApi(t);
+  let offsetMs = 0;
+  await startTestWorker(t, separate.databaseUrl, { ...WORKER, WEBHOOK_DISABLE_AFTER: '1h' }, { clock: () => new Date(Date.now() + offsetMs) });
+  const failing = await startReceiver(t);
+  failing.respond = () => ({ status: 500 });
+  const witness = await startReceiver(t);
+  const hook = async (url: string) => (await separate.request('POST', '/webhooks', { json: { trigger: 'processing_status', url, retries: 0 } })).body;
+  const webhook = await hook(failing.url);
+  await hook(witness.url);
+  const status = async () => (await separate.request('GET', `/webhooks/${webhook.id}`)).body;
+  const exhausted = async (n: number) => eventually(() => separate.request('GET', `/webhooks/${webhook.id}/logs`), (r) => r.body.values.length >= n);
+
+  await separate.request('POST', '/processing_accounts', { json: { name: 'A' } });
+  await exhausted(1);
+  t.equal((await status()).status, 'active', 'one exhausted schedule starts the streak');
+  offsetMs += 59 * 60_000;
   await separate.request('POST', '/processing_accounts', { json: { name: 'B' } });
-  await receiver.waitFor(3, 5000);
-  await new Promise((r) => setTimeout(r, 400));
-  await receiver.waitFor(4, 3000);
-  await new Promise((r) => setTimeout(r, 300));
-  const disabled = (await separate.request('GET', `/webhooks/${webhook.id}`)).body;
-  t.same([disabled.status, disabled.disabled_reason], ['disabled', 'failing'], 'still failing past the limit: disabled');
-  const count = receiver.received.length;
+  await exhausted(2);
+  t.equal((await status()).status, 'active', 'still within the hour: active');
+  offsetMs += 2 * 60_000;
   await separate.request('POST', '/processing_accounts', { json: { name: 'C' } });
-  await new Promise((r) => setTimeout(r, 400));
-  t.equal(receiver.received.length, count, 'a disabled webhook gets nothing');
-  receiver.respond = () => ({ status: 200 });
+  await exhausted(3);
+  const disabled = await eventually(status, (body) => body.status !== 'active');
+  t.same([disabled.status, disabled.disabled_reason], ['disabled', 'failing'], 'failing for more than the hour: disabled');
+
+  const count = failing.received.length;
+  await separate.request('POST', '/processing_accounts', { json: { name: 'D' } });
+  await witness.waitFor(4, 3000);
+  t.equal(failing.received.length, count, 'a disabled webhook gets nothing (the other webhook got the same event)');
+  const [{ n }] = (await separate.db.raw('select count(*)::int as n from webhook_deliveries where webhook_id = ?', [webhook.id])).rows;
+  t.equal(n, 3, 'and no delivery was made for it');
+  failing.respond = () => ({ status: 200 });
   const enabled = await separate.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'active' } });
   t.same([enabled.body.status, enabled.body.disabled_reason], ['active', null]);
-  await separate.request('POST', '/processing_accounts', { json: { name: 'D' } });
-  await receiver.waitFor(count + 1, 3000);
-  t.equal(receiver.received.length, count + 1, 're-enabled: deliveries resume');
+  await separate.request('POST', '/processing_accounts', { json: { name: 'E' } });
+  await failing.waitFor(count + 1, 3000);
+  t.equal(failing.received.length, count + 1, 're-enabled: deliveries resume');
 });

@@ -70,20 +70,10 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}, se
   return { url: web.url, databaseUrl, db, key, newKey, request };
 }
 
-/** The worker's seams as tests give them; `tokenClock` is the old OAuth-only clock (see below). */
-export type TestWorkerSeams = Partial<Seams> & {
-  /**
-   * @deprecated give `clock`. Kept while test/webhooks.test.ts still passes it: it becomes the
-   * worker's whole clock (OAuth lifetimes, delivery timestamps and retry times alike).
-   */
-  tokenClock?: () => number;
-};
-
 /** Runs the real worker process code against a test database until the test ends. */
-export async function startTestWorker(t: Test, databaseUrl: string, env: Record<string, string> = {}, seams: TestWorkerSeams = {}): Promise<void> {
+export async function startTestWorker(t: Test, databaseUrl: string, env: Record<string, string> = {}, seams: Partial<Seams> = {}): Promise<void> {
   const { startWorker } = await import('../../workers/main.ts');
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env, DATABASE_URL: databaseUrl });
-  const { tokenClock, ...given } = seams;
-  const worker = await startWorker(config, { seams: tokenClock && !given.clock ? { ...given, clock: () => new Date(tokenClock()) } : given });
+  const worker = await startWorker(config, { seams });
   t.teardown(() => worker.stop());
 }

@@ -284,6 +284,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     deliveryDuration.observe({ outcome: settled.label }, durationMs / 1000);
     if (freed) await wakeDeferred(deps, job.org_id);
     if (settled.gone) await disableWebhook(deps.db, job.webhook_id, 'gone');
-    else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs);
+    else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
   };
 }
