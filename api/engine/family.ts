@@ -120,8 +120,6 @@ export interface RuleContext {
   plannedRefunds?: Map<string, number>;
   /** Money already released in this request (bulk deposits), by processing account id. */
   plannedReleases?: Map<string, number>;
-  /** An error to answer with once the change has committed (a stored decline), built from the rendered object. */
-  deferredError?: (rendered: Record<string, unknown>) => Error;
   /** Accounts this request has already read in the tenant: a rule need not look them up again. */
   knownAccounts?: Set<string>;
   /** Rows this request created, by id: their children are what the request wrote, no need to read them back. */
@@ -138,10 +136,9 @@ export interface CreateSteps<Plan = unknown> {
   write: (ctx: RuleContext & { collection: Collection }, plan: Plan) => Promise<CreatedRow>;
 }
 
-/** What a create stored, and whether its answer is an error although it committed (a stored decline). */
+/** What a create stored. */
 export interface CreatedRow {
   row: StoredObject;
-  answerAsError?: (rendered: Record<string, unknown>) => Error;
 }
 
 export interface FamilyRules {
@@ -157,6 +154,11 @@ export interface FamilyRules {
   beforeDelete?: (ctx: RuleContext, rows: StoredObject[]) => Promise<void>;
   /** Events a change causes, recorded in the same transaction (`previous` null on create, `next` null on delete). */
   events?: (ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null) => EventDraft[];
+  /**
+   * A created row answered as an error although it committed (a stored decline): the error, built
+   * from the rendered answer. The same for every path that creates the family's rows.
+   */
+  answerAsError?: (created: StoredObject) => ((rendered: Record<string, unknown>) => Error) | undefined;
   /** A single create as explicit steps (see CreateSteps); the generic pipeline when absent or when it declines. */
   createSteps?: CreateSteps<any>;
 }

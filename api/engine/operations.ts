@@ -289,7 +289,20 @@ export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps
   };
 }
 
-export async function create(ctx: OperationContext, body: Json, query: ListQuery): Promise<Json> {
+/** A write's answer: the rendered body, and the error it is answered as although it committed (a stored decline). */
+export interface WriteAnswer {
+  body: Json;
+  error: Error | null;
+}
+
+/** The first created row the family answers as an error makes the whole answer that error. */
+export function answerOf(ctx: OperationContext, created: StoredObject[], body: Json): WriteAnswer {
+  const asError = ctx.collection.family.rules?.answerAsError;
+  const refusal = asError ? created.map(asError).find((build) => build !== undefined) : undefined;
+  return { body, error: refusal ? refusal(body) : null };
+}
+
+export async function create(ctx: OperationContext, body: Json, query: ListQuery): Promise<WriteAnswer> {
   const many = body.object === 'list';
   if (many && !Array.isArray(body.values)) throw invalidAttributes({ values: 'Must be a list' });
   const prepared = many ? await prepareAll(body.values as unknown[], (item) => prepareCreate(ctx, item)) : [await prepareCreate(ctx, body)];
@@ -297,7 +310,7 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
   await afterWrite(ctx, inserted.map((row) => [row, null]));
   await emit(ctx, inserted.map((row) => [row, null]));
   const shaped = await shape(ctx, inserted, query.fields);
-  return many ? { object: 'list', values: shaped } : shaped[0];
+  return answerOf(ctx, inserted, many ? { object: 'list', values: shaped } : shaped[0]);
 }
 
 function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json): StoredObject {

@@ -45,17 +45,28 @@ async function read(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Pr
   ctx.body = await work(operationContext(ctx, ctx.state.services.db));
 }
 
-async function write(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Promise<void> {
+async function write(ctx: Ctx, work: (op: OperationContext) => Promise<operations.WriteAnswer>): Promise<void> {
   if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
   const outcome = await ctx.state.services.db.transaction(async (tx) => {
-    const op = operationContext(ctx, tx);
-    const body = await work(op);
-    // A stored decline commits like any change, then answers as an error (and is replayed as one).
-    const error = op.deferredError ? op.deferredError(body) : null;
-    const stored = error ? errorResponse(error) : { status: 200, body };
-    await completeInTransaction(ctx, tx, stored.status, stored.body);
-    return { body, error };
+    const answered = await work(operationContext(ctx, tx));
+    await storeAnswer(ctx, tx, answered);
+    return answered;
   });
+  answer(ctx, outcome);
+}
+
+/** A change answered with what it rendered. */
+async function plainly(body: Promise<Json>): Promise<operations.WriteAnswer> {
+  return { body: await body, error: null };
+}
+
+/** A stored decline commits like any change, then answers as an error (and is replayed as one). */
+async function storeAnswer(ctx: Ctx, tx: Db, answer: operations.WriteAnswer): Promise<void> {
+  const stored = answer.error ? errorResponse(answer.error) : { status: 200, body: answer.body };
+  await completeInTransaction(ctx, tx, stored.status, stored.body);
+}
+
+function answer(ctx: Ctx, outcome: operations.WriteAnswer): void {
   if (outcome.error) throw outcome.error;
   ctx.body = outcome.body;
 }
@@ -74,17 +85,14 @@ async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void>
     const op = operationContext(ctx, tx);
     const created = await steps.write(op, planned);
     const [rendered] = await operations.shape(op, [created.row], query.fields);
-    const error = created.answerAsError?.(rendered) ?? null;
-    const stored = error ? errorResponse(error) : { status: 200, body: rendered };
-    await completeInTransaction(ctx, tx, stored.status, stored.body);
-    return { rendered, error };
+    const outcome = operations.answerOf(op, [created.row], rendered);
+    await storeAnswer(ctx, tx, outcome);
+    return outcome;
   };
   // The answer is made after the write; when it may read (`fields` asks for related rows), or a
   // response is stored, it shares the write's transaction, so a failed read undoes the write.
   const alone = !ctx.state.idempotency && query.fields === null;
-  const outcome = alone ? await store(db) : await db.transaction(store);
-  if (outcome.error) throw outcome.error;
-  ctx.body = outcome.rendered;
+  answer(ctx, alone ? await store(db) : await db.transaction(store));
 }
 
 function body(ctx: Ctx): Json {
@@ -117,25 +125,25 @@ export function objectRoutes(): Router {
   });
   router.get('/:collection/:id', (ctx) => read(ctx as Ctx, (op) => operations.getOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
   router.post('/:collection', (ctx) => createOne(ctx as Ctx, body(ctx as Ctx), listQueryOf(ctx as Ctx)));
-  router.put('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => operations.updateOne(op, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx))));
+  router.put('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => plainly(operations.updateOne(op, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx)))));
   router.put('/:collection', (ctx) => {
     const c = ctx as Ctx;
     const query = listQueryOf(c);
     const values = listValues(c);
-    if (values) return write(c, (op) => operations.updateMany(op, values, query));
+    if (values) return write(c, (op) => plainly(operations.updateMany(op, values, query)));
     requireQueryMode(query);
     const changes = body(c);
     if (!isPlainObject(changes) || Object.keys(changes).length === 0) throw badRequest('An update needs a body', { body: 'Required' });
-    return write(c, (op) => operations.updateByQuery(op, query, changes));
+    return write(c, (op) => plainly(operations.updateByQuery(op, query, changes)));
   });
-  router.delete('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => operations.deleteOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
+  router.delete('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => plainly(operations.deleteOne(op, ctx.params.id, listQueryOf(ctx as Ctx)))));
   router.delete('/:collection', (ctx) => {
     const c = ctx as Ctx;
     const query = listQueryOf(c);
     const values = listValues(c);
-    if (values) return write(c, (op) => operations.deleteMany(op, values, query));
+    if (values) return write(c, (op) => plainly(operations.deleteMany(op, values, query)));
     requireQueryMode(query);
-    return write(c, (op) => operations.deleteByQuery(op, query));
+    return write(c, (op) => plainly(operations.deleteByQuery(op, query)));
   });
   return router;
 }

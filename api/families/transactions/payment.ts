@@ -16,7 +16,7 @@
 import type { Collection, CreateSteps, CreatedRow, RuleContext, StoredObject } from '../../engine/family.ts';
 import { decodeCreate, prepareNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { invalidAttributes, transactionDeclined } from '../../errors.ts';
+import { invalidAttributes } from '../../errors.ts';
 import type { EventDraft } from '../../db/events.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { creationEvents } from './lifecycle.ts';
@@ -25,7 +25,6 @@ import { decideStatus, hasInlineMethod, inlineMethodBody, methodFacts, partiesFr
 
 interface PaymentPlan {
   write: repo.PaymentWrite;
-  declined: boolean;
 }
 
 /** Stored fields that only the generic pipeline handles: links, splits, invoices, payment links. */
@@ -99,14 +98,14 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   data.transfer_plan = [];
   const transaction = { ...row, data };
   events.push(...creationEvents(transaction));
-  return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) }, declined: data.status === 'declined' };
+  return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) } };
 }
 
 // 3. write: one statement
 async function write(ctx: RuleContext, planned: PaymentPlan): Promise<CreatedRow> {
   const row = await repo.insertPayment(ctx.tx, ctx.tenant, planned.write);
   (ctx.createdNow ??= new Set()).add(row.id);
-  return { row, answerAsError: planned.declined ? transactionDeclined : undefined };
+  return { row };
 }
 
 export const paymentSteps: CreateSteps<PaymentPlan> = { plan, write };

@@ -290,7 +290,6 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   delete data.ledger;
   delete data.transfers;
   data.transfer_plan = plan;
-  if (data.status === 'declined') ctx.deferredError = transactionDeclined;
   return { ...row, data };
 }
 
@@ -379,7 +378,13 @@ async function beforeDelete(): Promise<void> {
   throw invalidAttributes({ id: 'Transactions cannot be deleted; void or refund them instead' });
 }
 
+/** A declined payment is stored (and evented) like any other, and answered as the decline. */
+function answerAsError(created: StoredObject): ((rendered: Json) => Error) | undefined {
+  return created.data.status === 'declined' ? transactionDeclined : undefined;
+}
+
 export const transactionRules: FamilyRules = {
+  answerAsError,
   prepare: (ctx, next, previous) => (previous ? prepareUpdate(ctx, next, previous) : prepareCreate(ctx, next)),
   afterWrite,
   events,
