@@ -3,6 +3,7 @@ import t from 'tap';
 import { startTestApi, startTestWorker, type ApiResponse } from './helpers/api.ts';
 import { fundAccount } from '../api/families/funding/run.ts';
 import { rows } from '../api/db/connection.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t);
 await startTestWorker(t, api.databaseUrl);
@@ -54,15 +55,6 @@ async function advance(m: Merchant, days: number): Promise<void> {
 
 async function transactionsOf(m: Merchant, type: string): Promise<any[]> {
   return (await m.get(`/transactions?type=${type}&fields=*,ledger&limit=100`)).body.values;
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > until) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 t.test('fees follow the sandbox pricing, half-up to the cent', async (t) => {
@@ -198,7 +190,7 @@ t.test('a void after funding is refused, pointing to a refund', async (t) => {
 t.test('instant funding deposits the payment at once', async (t) => {
   const m = await merchant();
   const payment = (await m.post('/transactions', { type: 'payment', amount: 40, sender: { account_id: m.customerId, method: CARD }, receiver: { account_id: m.accountId }, funding_timing: 'instant' }, 'v2')).body;
-  const funded = await eventually(() => m.get(`/transactions/${payment.id}`), (r) => r.body.funding_status === 'funded');
+  const funded = await eventually(() => m.get(`/transactions/${payment.id}`), (r) => r.body.funding_status === 'funded', 15_000);
   t.equal(funded.body.funding_status, 'funded');
   t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [38.54]);
 });
@@ -230,7 +222,7 @@ t.test('two funding runs of the same account at once fund each transaction once'
 t.test('a disputed card is charged back, the chargeback comes off the next deposit, and cannot be made by hand', async (t) => {
   const m = await merchant({ funding_delay: 0 });
   const disputed = await pay(m, 100, { type: 'card', card: { card_number: '4000 0000 0000 0259', expiry: '12/35', card_code: '123' } });
-  const chargebacks = await eventually(() => transactionsOf(m, 'chargeback'), (list) => list.length > 0);
+  const chargebacks = await eventually(() => transactionsOf(m, 'chargeback'), (list) => list.length > 0, 15_000);
   t.equal(chargebacks.length, 1);
   t.equal(chargebacks[0].amount, 100);
   t.equal(chargebacks[0].ledger[0].assoc_transaction_id, disputed.id);
@@ -264,7 +256,7 @@ t.test('a reverse-flow payment charges each sender its part, in one transaction,
   t.equal(res.status, 200, JSON.stringify(res.body));
   t.equal(res.body.amount, 50);
   t.same(res.body.transfers.map((x: any) => [x.account_id, x.amount]).sort((x: any, y: any) => y[1] - x[1]), [[senders[0].account_id, 30], [senders[1].account_id, 20]]);
-  await eventually(() => m.get(`/transactions/${res.body.id}`, 'v2'), (r) => r.body.status.value === 'processed');
+  await eventually(() => m.get(`/transactions/${res.body.id}`, 'v2'), (r) => r.body.status.value === 'processed', 15_000);
   t.same(await balance(m), { pending: 48.25, available: 0, held: 0, funded: 0, withdrawn: 0 });
 });
 
@@ -297,7 +289,7 @@ t.test('itemized: a bank rejection after payout is withdrawn by the next run', a
   const rejected = await pay(m, 100, { type: 'bank_account', bank_account: { account_number: '000111222', routing_number: '036001808', account_type: 'checking' } });
   await advance(m, 1);
   t.same((await transactionsOf(m, 'deposit')).map((d) => d.amount), [99], 'paid out before the bank answered');
-  await eventually(() => m.get(`/transactions/${rejected.id}`), (r) => r.body.status === 'rejected');
+  await eventually(() => m.get(`/transactions/${rejected.id}`), (r) => r.body.status === 'rejected', 15_000);
   await advance(m, 2);
   t.same((await transactionsOf(m, 'reversal')).map((d) => d.amount), [99]);
   t.same(await balance(m), { pending: 0, available: 0, held: 0, funded: 99, withdrawn: 99 });
@@ -349,7 +341,7 @@ t.test('a chargeback after a partial refund disputes only what was not refunded'
   const m = await merchant({ funding_delay: 0 });
   const disputed = await pay(m, 100, { type: 'card', card: { card_number: '4000 0000 0000 0259', expiry: '12/35', card_code: '123' } });
   t.equal((await m.post('/transactions', { type: 'refund', amount: 60, ledger: [{ assoc_transaction_id: disputed.id }] })).status, 200);
-  const chargebacks = await eventually(() => transactionsOf(m, 'chargeback'), (list) => list.length > 0);
+  const chargebacks = await eventually(() => transactionsOf(m, 'chargeback'), (list) => list.length > 0, 15_000);
   t.same(chargebacks.map((c) => c.amount), [40]);
   t.same(await balance(m), { pending: -3.2, available: 0, held: 0, funded: 0, withdrawn: 0 }, 'the account is out only its fee');
 });
@@ -402,7 +394,7 @@ t.test('a deposit the bank refuses gives the money back and holds what it paid o
   const deposit = await m.post('/transactions', { type: 'deposit', processing_id: m.accountId });
   t.equal(deposit.status, 200, JSON.stringify(deposit.body));
   t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'funded');
-  await eventually(() => m.get(`/transactions/${deposit.body.id}`), (r) => r.body.status === 'rejected');
+  await eventually(() => m.get(`/transactions/${deposit.body.id}`), (r) => r.body.status === 'rejected', 15_000);
   t.equal((await m.get(`/transactions/${deposit.body.id}`)).body.status, 'rejected');
   t.same(await balance(m), { pending: 0, available: 96.8, held: 0, funded: 0, withdrawn: 0 }, 'the money is available again');
   t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held', 'and the payment waits for the next release');

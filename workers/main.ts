@@ -22,7 +22,7 @@ import { retentionCrontab, retentionTask } from './tasks/retention.ts';
 import { FUNDING_CRONTAB, fundInstantTask, fundingDay, sandboxChargeback, sandboxChargebackReversal } from './tasks/funding.ts';
 import { BILLING_CRONTAB, billingDay } from './tasks/billingDay.ts';
 import { startWorkerMetrics } from './metricsServer.ts';
-import { deliverWebhook, dispatchEvents } from './webhooks/deliver.ts';
+import { deliverWebhook, DISPATCH_BATCH, dispatchEvents } from './webhooks/deliver.ts';
 import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
@@ -165,7 +165,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   };
   await beat();
   const dispatcher = config.webhookDispatchPollMs === 0 ? null : startDispatchLoop(db, {
-    batch: 500,
+    batch: DISPATCH_BATCH,
     idleMs: config.webhookDispatchPollMs,
     onError: (error) => log.warn({ err: error.message }, 'webhook dispatch pass failed; retrying'),
   });

@@ -133,12 +133,7 @@ export interface RuleContext {
  */
 export interface CreateSteps<Plan = unknown> {
   plan: (ctx: RuleContext & { collection: Collection }, body: Record<string, unknown>) => Promise<Plan | null>;
-  write: (ctx: RuleContext & { collection: Collection }, plan: Plan) => Promise<CreatedRow>;
-}
-
-/** What a create stored. */
-export interface CreatedRow {
-  row: StoredObject;
+  write: (ctx: RuleContext & { collection: Collection }, plan: Plan) => Promise<StoredObject>;
 }
 
 export interface FamilyRules {

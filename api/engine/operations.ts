@@ -284,7 +284,7 @@ export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps
     },
     async write(ctx, row) {
       const [inserted] = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, [row]);
-      return { row: inserted };
+      return inserted;
     },
   };
 }

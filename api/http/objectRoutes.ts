@@ -61,8 +61,8 @@ async function plainly(body: Promise<Json>): Promise<operations.WriteAnswer> {
 }
 
 /** A stored decline commits like any change, then answers as an error (and is replayed as one). */
-async function storeAnswer(ctx: Ctx, tx: Db, answer: operations.WriteAnswer): Promise<void> {
-  const stored = answer.error ? errorResponse(answer.error) : { status: 200, body: answer.body };
+async function storeAnswer(ctx: Ctx, tx: Db, answered: operations.WriteAnswer): Promise<void> {
+  const stored = answered.error ? errorResponse(answered.error) : { status: 200, body: answered.body };
   await completeInTransaction(ctx, tx, stored.status, stored.body);
 }
 
@@ -84,8 +84,8 @@ async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void>
   const store = async (tx: Db) => {
     const op = operationContext(ctx, tx);
     const created = await steps.write(op, planned);
-    const [rendered] = await operations.shape(op, [created.row], query.fields);
-    const outcome = operations.answerOf(op, [created.row], rendered);
+    const [rendered] = await operations.shape(op, [created], query.fields);
+    const outcome = operations.answerOf(op, [created], rendered);
     await storeAnswer(ctx, tx, outcome);
     return outcome;
   };

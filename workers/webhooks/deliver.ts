@@ -53,7 +53,7 @@ const DEFER_MAX_MS = 5 * 60_000;
 /** Deferred jobs tried in turn when a slot frees (some may have run elsewhere already). */
 const WAKE_TRIES = 4;
 
-const DISPATCH_BATCH = 500;
+export const DISPATCH_BATCH = 500;
 
 /**
  * Dispatches batch after batch until one has taken every event committed before it began: the

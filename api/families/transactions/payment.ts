@@ -13,7 +13,7 @@
  * default method of the payer that must be found first is fine) goes through the generic
  * pipeline in rules.ts instead: `plan` answers null.
  */
-import type { Collection, CreateSteps, CreatedRow, RuleContext, StoredObject } from '../../engine/family.ts';
+import type { Collection, CreateSteps, RuleContext, StoredObject } from '../../engine/family.ts';
 import { decodeCreate, prepareNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
@@ -102,10 +102,10 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
 }
 
 // 3. write: one statement
-async function write(ctx: RuleContext, planned: PaymentPlan): Promise<CreatedRow> {
+async function write(ctx: RuleContext, planned: PaymentPlan): Promise<StoredObject> {
   const row = await repo.insertPayment(ctx.tx, ctx.tenant, planned.write);
   (ctx.createdNow ??= new Set()).add(row.id);
-  return { row };
+  return row;
 }
 
 export const paymentSteps: CreateSteps<PaymentPlan> = { plan, write };

@@ -179,21 +179,19 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
   const found = await rows<StoredObject>(db,
     `with method as (
        insert into payment_methods (id, org_id, environment, type, data)
-       select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) as m(id, type, data)
-       returning 1),
+       select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) as m(id, type, data)),
      txn as (
        insert into transactions (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)
        returning ${ROW}),
      event as (
        insert into events (id, org_id, environment, trigger, object_type, object_id, value)
        select id, ?, ?, trigger, object_type, object_id, value
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)
-       returning 1),
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)),
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))
-     select txn.*, (select count(*) from method) as methods, (select count(*) from event) as events, (select count(*) from timed) as jobs
-       from txn`,
+     -- the inserts run whether read or not; the jobs' select runs because it is read here
+     select txn.*, (select count(*) from timed) as jobs from txn`,
     [
       tenant.orgId, tenant.environment, methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)),
       write.transaction.id, tenant.orgId, tenant.environment, write.transaction.type, JSON.stringify(write.transaction.data),
@@ -201,6 +199,6 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
       write.events.map((e) => e.objectId), write.events.map((e) => JSON.stringify(e.value)),
       write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
     ]);
-  const { methods: _m, events: _e, jobs: _j, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
+  const { jobs: _jobs, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
   return transaction as StoredObject;
 }
