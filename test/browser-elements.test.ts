@@ -8,7 +8,7 @@ import http from 'node:http';
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startTestApi } from './helpers/api.ts';
-import { launchBrowser, screenshot, startMerchantSite } from './helpers/browser.ts';
+import { clear, launchBrowser, screenshot, startMerchantSite } from './helpers/browser.ts';
 
 const api = await startTestApi(t);
 const browser = await launchBrowser(t);
@@ -81,15 +81,27 @@ function secureInput(page: Page, field: string) {
 }
 
 /** Everything the merchant page's own document holds: markup and every input's value. */
-function merchantDom(page: Page): Promise<string> {
-  return page.evaluate<string>(`document.documentElement.outerHTML + '|' + Array.from(document.querySelectorAll('input')).map((i) => i.value).join('|')`);
+async function merchantDom(page: Page): Promise<string> {
+  const values = await page.locator('input').evaluateAll((inputs) => inputs.map((i) => (i as unknown as { value: string }).value));
+  return `${await page.content()}|${values.join('|')}`;
+}
+
+interface PageWindow {
+  plForm: { submit: () => Promise<unknown> };
+  seen: Seen[];
 }
 
 /** `.submit()` from the page: null on success, else the rejection's data. */
-const SUBMIT = 'window.plForm.submit().then(() => null, (e) => e.data)';
+function submitFromPage(page: Page): Promise<any> {
+  return page.evaluate(() => (globalThis as unknown as PageWindow).plForm.submit().then(() => null, (e: { data: unknown }) => e.data));
+}
 
-function hasClass(page: Page, field: string, name: string): Promise<boolean> {
-  return page.evaluate<boolean>(`document.querySelector('[pl-input=${field}]').classList.contains('${name}')`);
+function seenByPage(page: Page): Promise<Seen[]> {
+  return page.evaluate(() => (globalThis as unknown as PageWindow).seen);
+}
+
+async function hasClass(page: Page, field: string, name: string): Promise<boolean> {
+  return (await page.locator(`[pl-input=${field}].${name}`).count()) === 1;
 }
 
 function failureOf(events: Seen[]): string | null {
@@ -136,21 +148,23 @@ t.test('a payment form pays with the card typed into Settle frames; the merchant
   <input pl-input="account_holder" value="Ann Buyer">
   <button id="pay">Pay</button>
 </form>`));
-  await secureInput(page, 'card_number').fill('4242 4242 4242 4242');
-  await secureInput(page, 'expiry').fill('12/35');
-  await secureInput(page, 'card_code').fill('123');
+  await secureInput(page, 'card_number').pressSequentially('4242 4242 4242 4242');
+  await secureInput(page, 'expiry').pressSequentially('12/35');
+  await secureInput(page, 'card_code').pressSequentially('123');
   t.equal(await secureInput(page, 'card_number').getAttribute('autocomplete'), 'cc-number');
   t.notMatch(await merchantDom(page), /4242/, 'the number is not in the merchant page');
   await screenshot(page, 'payment-form.png');
-  t.ok(await page.evaluate<boolean>(`(() => {
+  t.ok(await page.locator('[pl-input=card_number] iframe').evaluate((frame) => {
     try {
-      return document.querySelector('[pl-input=card_number] iframe').contentDocument === null;
+      return (frame as unknown as { contentDocument: unknown }).contentDocument === null;
     } catch {
       return true;
     }
-  })()`), 'the merchant page cannot reach into the frame');
+  }), 'the merchant page cannot reach into the frame');
 
-  await page.evaluate(`window.plForm.params.payment.order_number = 'A-1'`);
+  await page.evaluate(() => {
+    (globalThis as unknown as { plForm: { params: { payment: Record<string, string> } } }).plForm.params.payment.order_number = 'A-1';
+  });
   const posted = site.waitForPost('/done-a', () => failureOf(events));
   await page.click('#pay');
   const post = await posted;
@@ -181,23 +195,24 @@ t.test('a bad card number marks its input pl-invalid with a bracket-path error; 
 <form pl-form="payment" action="/done-b" method="post">
   <div pl-input="card_number"></div><div pl-input="expiry"></div><div pl-input="card_code"></div>
 </form>`, '{ autosubmit: false }'));
-  await secureInput(page, 'card_number').fill('4242 4242 4242 4241');
-  await secureInput(page, 'expiry').fill('12/35');
-  await secureInput(page, 'card_code').fill('123');
-  const failure = await page.evaluate<any>(SUBMIT);
+  await secureInput(page, 'card_number').pressSequentially('4242 4242 4242 4241');
+  await secureInput(page, 'expiry').pressSequentially('12/35');
+  await secureInput(page, 'card_code').pressSequentially('123');
+  const failure = await submitFromPage(page);
   t.equal(failure.error_type, 'InvalidAttributes');
-  t.same(failure.details, { 'payment_method[card][card_number]': 'Invalid card number' });
+  t.same(failure.details, { 'payment_method[card][card_number]': 'This card number is not valid: check each digit' });
   t.ok(await hasClass(page, 'card_number', 'pl-invalid'), 'pl-invalid on the card number');
   t.notOk(await hasClass(page, 'expiry', 'pl-invalid'), 'not on the good expiry');
-  const seen = await page.evaluate<Seen[]>('window.seen');
+  const seen = await seenByPage(page);
   t.ok(seen.some((e) => e.type === 'error' && e.details?.['payment_method[card][card_number]']), 'error event with the bracket path');
 
   // The sandbox declines 4111 1111 1111 9903 (general_decline): the page hears `declined`.
-  await secureInput(page, 'card_number').fill('4111 1111 1111 9903');
-  await page.waitForFunction(`!document.querySelector('[pl-input=card_number]').classList.contains('pl-invalid')`);
-  const declined = await page.evaluate<any>(SUBMIT);
+  await clear(secureInput(page, 'card_number'));
+  await secureInput(page, 'card_number').pressSequentially('4111 1111 1111 9903');
+  await page.locator('[pl-input=card_number]:not(.pl-invalid)').waitFor();
+  const declined = await submitFromPage(page);
   t.equal(declined.error_type, 'TransactionDeclined');
-  const event = (await page.evaluate<Seen[]>('window.seen')).find((e) => e.type === 'declined');
+  const event = (await seenByPage(page)).find((e) => e.type === 'declined');
   t.ok(event, 'declined event');
   t.equal(event?.status_code, 'general_decline');
   const stored = await api.request('GET', `/transactions/${event?.transaction_id}`);
@@ -211,10 +226,10 @@ t.test('the combined card input pays, and .submit() resolves with the transactio
   const { page } = await openMerchant('/pay-d', merchantPage(token, `
 <form pl-form="payment" action="/done-d" method="post"><div pl-input="card"></div></form>`, '{ autosubmit: false }'));
   const card = page.frameLocator('[pl-input=card] iframe');
-  await card.getByLabel('Card number').fill('4242424242424242');
-  await card.getByLabel('Expiration date').fill('12/35');
-  await card.getByLabel('Security code').fill('123');
-  const result = await page.evaluate<{ transaction_id: string; status: string }>('window.plForm.submit()');
+  await card.getByLabel('Card number').pressSequentially('4242424242424242');
+  await card.getByLabel('Expiration date').pressSequentially('12/35');
+  await card.getByLabel('Security code').pressSequentially('123');
+  const result = await page.evaluate(() => (globalThis as unknown as PageWindow).plForm.submit()) as { transaction_id: string; status: string };
   t.match(result.transaction_id, /^txn_/);
   t.equal(result.status, 'processed');
   t.equal((await api.request('GET', `/transactions/${result.transaction_id}`)).body.amount, 7.5);
@@ -232,8 +247,8 @@ t.test('a payment-method form saves a bank account to the token\'s customer and 
   <div pl-input="account_number"></div>
   <select pl-input="account_type"><option>checking</option><option selected>savings</option></select>
 </form>`));
-  await secureInput(page, 'routing_number').fill('021000021');
-  await secureInput(page, 'account_number').fill('987654321');
+  await secureInput(page, 'routing_number').pressSequentially('021000021');
+  await secureInput(page, 'account_number').pressSequentially('987654321');
   const posted = site.waitForPost('/done-c', () => failureOf(events));
   await secureInput(page, 'account_number').press('Enter');
   const post = await posted;
@@ -270,9 +285,9 @@ t.test('Payload.Checkout opens Settle\'s checkout in a modal, pays, and posts pl
   t.equal(await page.getByRole('dialog', { name: 'Checkout' }).count(), 1, 'a modal dialog without a container');
   const frame = page.frameLocator('iframe[title=Checkout]');
   t.match(await frame.locator('main').textContent(), /Gift card/);
-  await frame.getByLabel('Card number').fill('4242 4242 4242 4242');
-  await frame.getByLabel('Expiration date (MM/YY)').fill('12/35');
-  await frame.getByLabel('Security code').fill('123');
+  await frame.getByLabel('Card number').pressSequentially('4242 4242 4242 4242');
+  await frame.getByLabel('Expiration date (MM/YY)').pressSequentially('12/35');
+  await frame.getByLabel('Security code').pressSequentially('123');
   t.notMatch(await merchantDom(page), /4242/);
   const posted = site.waitForPost('/done-e', () => (events.some((e) => e.type === 'declined') ? 'declined' : null));
   await frame.getByRole('button', { name: 'Pay 20.00' }).click();

@@ -24,8 +24,10 @@ function load(file: string): Asset {
 /** URL path → file. */
 export const ASSETS: Record<string, Asset> = {
   '/client.js': load('client.js'),
+  '/elements/inputs.js': load('inputs.js'),
   '/elements/element.js': load('element.js'),
   '/elements/element.css': load('element.css'),
+  '/pages/inputs.js': load('inputs.js'),
   '/pages/checkout.js': load('checkout.js'),
   '/pages/processing-account.js': load('processing-account.js'),
   '/pages/pages.css': load('pages.css'),

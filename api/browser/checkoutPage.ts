@@ -47,7 +47,7 @@ export function layout(title: string, main: string, script: boolean | string): s
 <meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="${assetUrl('/pages/pages.css')}">
-${src ? `<script src="${assetUrl(src)}" defer></script>\n` : ''}</head>
+${src === '/pages/checkout.js' ? `<script src="${assetUrl('/pages/inputs.js')}" defer></script>\n` : ''}${src ? `<script src="${assetUrl(src)}" defer></script>\n` : ''}</head>
 <body>
 <main class="page">
 ${main}
@@ -67,18 +67,18 @@ function field(id: string, label: string, attrs: string): string {
 
 function cardFields(): string {
   return `<div id="card-fields" class="method">
-${field('card_number', 'Card number', 'autocomplete="cc-number" inputmode="numeric" maxlength="23" required')}
+${field('card_number', 'Card number', 'autocomplete="cc-number" inputmode="numeric" placeholder="1234 1234 1234 1234" required')}
 <div class="row">
-${field('expiry', 'Expiration date (MM/YY)', 'autocomplete="cc-exp" inputmode="numeric" maxlength="7" placeholder="MM/YY" required')}
-${field('card_code', 'Security code', 'autocomplete="cc-csc" inputmode="numeric" maxlength="4" required')}
+${field('expiry', 'Expiration date (MM/YY)', 'autocomplete="cc-exp" inputmode="numeric" placeholder="MM/YY" required')}
+${field('card_code', 'Security code', 'autocomplete="cc-csc" inputmode="numeric" placeholder="CVC" required')}
 </div>
 </div>`;
 }
 
 function bankFields(hidden: boolean): string {
   return `<div id="bank-fields" class="method"${hidden ? ' hidden' : ''}>
-${field('routing_number', 'Routing number', 'inputmode="numeric" maxlength="9" autocomplete="off" required')}
-${field('account_number', 'Account number', 'inputmode="numeric" maxlength="17" autocomplete="off" required')}
+${field('routing_number', 'Routing number', 'inputmode="numeric" autocomplete="off" required')}
+${field('account_number', 'Account number', 'inputmode="numeric" autocomplete="off" required')}
 <div class="field">
   <label for="account_type">Account type</label>
   <select id="account_type" name="account_type" aria-describedby="account_type-error">

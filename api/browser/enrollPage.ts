@@ -98,6 +98,14 @@ function fieldErrors(details: Record<string, unknown> | undefined): Errors {
   return errors;
 }
 
+/** Bank numbers people paste with spaces or dashes (`021 000 021`): kept as their digits. */
+const NUMBER_FIELDS = new Set(['routing_number', 'account_number']);
+
+function posted(name: string, value: string): string {
+  const text = value.trim().slice(0, 256);
+  return NUMBER_FIELDS.has(name) ? text.replace(/[\s-]/g, '') : text;
+}
+
 /** The posted form, only the names asked for (nothing is built from a key the client chose); null when too large. */
 export async function readForm(ctx: Context, names: string[]): Promise<Values | null> {
   let size = 0;
@@ -108,7 +116,7 @@ export async function readForm(ctx: Context, names: string[]): Promise<Values | 
     chunks.push(chunk as Buffer);
   }
   const params = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-  return Object.fromEntries(names.map((name) => [name, (params.get(name) ?? '').trim().slice(0, 256)]));
+  return Object.fromEntries(names.map((name) => [name, posted(name, params.get(name) ?? '')]));
 }
 
 /** Every field but the optional e-mail must be filled. */

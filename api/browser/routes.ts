@@ -37,6 +37,7 @@ const FRAME_HTML = `<!doctype html>
 <meta charset="utf-8">
 <title>Secure payment input</title>
 <link rel="stylesheet" href="${assetUrl('/elements/element.css')}">
+<script src="${assetUrl('/elements/inputs.js')}" defer></script>
 <script src="${assetUrl('/elements/element.js')}" defer></script>
 </head>
 <body></body>

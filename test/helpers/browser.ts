@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import type { Test } from 'tap';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -93,7 +93,48 @@ export async function startMerchantSite(t: Test): Promise<MerchantSite> {
 }
 
 /** With SETTLE_SCREENSHOTS=<dir>, the tests save the pages the README shows (docs/screenshots). */
-export async function screenshot(page: import('playwright-core').Page, name: string): Promise<void> {
+export async function screenshot(page: Page, name: string): Promise<void> {
   const dir = process.env.SETTLE_SCREENSHOTS;
   if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
+}
+
+/** What a person does to a field: types key by key, pastes from the clipboard, or lets the browser autofill. */
+export type Entry = 'type' | 'paste' | 'autofill';
+
+/** Puts `text` on the browser's clipboard the way a person does: types it somewhere, selects it, copies it. */
+async function copyToClipboard(page: Page, text: string): Promise<void> {
+  const scratch = await page.context().newPage();
+  await scratch.setContent('<textarea aria-label="scratch"></textarea>');
+  const area = scratch.getByLabel('scratch');
+  await area.pressSequentially(text);
+  await area.press('ControlOrMeta+A');
+  await area.press('ControlOrMeta+C');
+  await scratch.close();
+}
+
+/**
+ * Enters `text` into `field` as a person would: `type` presses each key; `paste` copies it to the
+ * clipboard and presses Ctrl+V in the field; `autofill` does what Chromium's autofill does (sets
+ * the value, then fires input and change).
+ */
+export async function enter(page: Page, field: Locator, text: string, how: Entry = 'type'): Promise<void> {
+  if (how === 'paste') await copyToClipboard(page, text);
+  await field.click();
+  if (how === 'type') await field.pressSequentially(text);
+  else if (how === 'paste') await field.press('ControlOrMeta+V');
+  else {
+    await field.evaluate((element, value) => {
+      const input = element as unknown as { value: string; dispatchEvent: (event: Event) => boolean };
+      input.value = value;
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      input.dispatchEvent(new Event('change', { bubbles: true }));
+    }, text);
+  }
+}
+
+/** Clears a field as a person does: select all, Backspace. */
+export async function clear(field: Locator): Promise<void> {
+  await field.click();
+  await field.press('ControlOrMeta+A');
+  await field.press('Backspace');
 }

@@ -108,22 +108,54 @@
     text.hidden = false;
   }
 
+  var KINDS = window.SettleInputs.KINDS;
+  var SECURE_IDS = ['card_number', 'expiry', 'card_code', 'routing_number', 'account_number'];
+
+  /** The value the API is sent for an input: a secure kind's clean form, otherwise trimmed. */
+  function cleaned(id) {
+    return KINDS[id] ? KINDS[id].clean(value(id)) : value(id);
+  }
+
   /** Checks the browser can make before asking the server; the server checks everything again. */
   function localErrors(kind) {
     var errors = {};
     var required = kind === 'card' ? ['card_number', 'expiry', 'card_code'] : ['routing_number', 'account_number'];
     if (document.getElementById('postal_code')) required.push('postal_code');
     if (document.getElementById('amount')) required.push('amount');
-    required.forEach(function (id) { if (!value(id)) errors[id] = 'Required'; });
-    if (kind === 'card' && value('expiry') && !/^\d{1,2}\s*\/\s*(\d{2}|\d{4})$/.test(value('expiry'))) errors.expiry = 'Must be MM/YY';
-    if (kind === 'card' && value('card_code') && !/^\d{3,4}$/.test(value('card_code'))) errors.card_code = 'Must be 3 or 4 digits';
+    required.forEach(function (id) {
+      if (!value(id)) errors[id] = 'Required';
+      else if (KINDS[id] && KINDS[id].check(value(id))) errors[id] = KINDS[id].check(value(id));
+    });
     return errors;
   }
 
+  function clearError(id) {
+    var input = document.getElementById(id);
+    var text = document.getElementById(id + '-error');
+    if (input) input.removeAttribute('aria-invalid');
+    if (text) {
+      text.hidden = true;
+      text.textContent = '';
+    }
+  }
+
+  /** Typing clears a field's error; leaving a filled field tells what is wrong with it, in words. */
+  SECURE_IDS.forEach(function (id) {
+    var input = document.getElementById(id);
+    if (!input) return;
+    window.SettleInputs.attach(input, id, function () { clearError(id); });
+    input.addEventListener('blur', function () {
+      if (!value(id)) return;
+      var problem = KINDS[id].check(value(id));
+      if (problem) showError(id, problem);
+      else clearError(id);
+    });
+  });
+
   function body(kind) {
     var paymentMethod = { type: kind };
-    if (kind === 'card') paymentMethod.card = { card_number: value('card_number').replace(/[\s-]/g, ''), expiry: value('expiry').replace(/\s/g, ''), card_code: value('card_code') };
-    else paymentMethod.bank_account = { account_number: value('account_number'), routing_number: value('routing_number'), account_type: value('account_type') || 'checking' };
+    if (kind === 'card') paymentMethod.card = { card_number: cleaned('card_number'), expiry: cleaned('expiry'), card_code: cleaned('card_code') };
+    else paymentMethod.bank_account = { account_number: cleaned('account_number'), routing_number: cleaned('routing_number'), account_type: value('account_type') || 'checking' };
     if (value('account_holder')) paymentMethod.account_holder = value('account_holder');
     if (document.getElementById('postal_code')) {
       var address = {};

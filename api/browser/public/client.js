@@ -20,6 +20,8 @@
     card: { method: 'card', paths: ['[card][card_number]', '[card][expiry]', '[card][card_code]'] },
     card_number: { method: 'card', paths: ['[card][card_number]'] },
     expiry: { method: 'card', paths: ['[card][expiry]'] },
+    expiry_month: { method: 'card', paths: ['[card][expiry_month]', '[card][expiry]'] },
+    expiry_year: { method: 'card', paths: ['[card][expiry_year]', '[card][expiry]'] },
     card_code: { method: 'card', paths: ['[card][card_code]'] },
     cvc: { method: 'card', paths: ['[card][card_code]'] },
     account_number: { method: 'bank_account', paths: ['[bank_account][account_number]'] },

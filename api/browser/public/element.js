@@ -34,74 +34,25 @@
     return data !== null && typeof data === 'object' && data.protocol === PROTOCOL && data.sid === sid;
   }
 
-  function digits(value) {
-    return String(value).replace(/[\s-]/g, '');
-  }
+  var KINDS = window.SettleInputs.KINDS;
 
-  function luhnValid(number) {
-    var sum = 0;
-    for (var i = 0; i < number.length; i++) {
-      var d = Number(number[number.length - 1 - i]);
-      if (i % 2 === 1) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
-      sum += d;
-    }
-    return sum % 10 === 0;
-  }
-
-  function abaValid(number) {
-    if (!/^\d{9}$/.test(number)) return false;
-    var w = [3, 7, 1];
-    var sum = 0;
-    for (var i = 0; i < 9; i++) sum += Number(number[i]) * w[i % 3];
-    return sum % 10 === 0;
-  }
-
-  /** Each secure field: its label, autocomplete token, where it goes in a payment method, its check. */
+  /**
+   * Each secure field: its label, autocomplete token (so the browser's autofill finds it), where it
+   * goes in a payment method, and its kind in SettleInputs (format, clean, check).
+   */
   var FIELDS = {
-    card_number: {
-      label: 'Card number', autocomplete: 'cc-number', inputmode: 'numeric', path: ['card', 'card_number'], maxlength: 23,
-      check: function (v) {
-        var n = digits(v);
-        // The sandbox decline numbers (4111 1111 1111 99NN) are let through for the API to decline.
-        return /^\d{12,19}$/.test(n) && (luhnValid(n) || /^41111111111199\d\d$/.test(n)) ? null : 'Invalid card number';
-      },
-      clean: digits,
-      format: function (v) { return digits(v).replace(/\D/g, '').slice(0, 19).replace(/(\d{4})(?=\d)/g, '$1 '); },
-    },
-    expiry: {
-      label: 'Expiration date', autocomplete: 'cc-exp', inputmode: 'numeric', path: ['card', 'expiry'], placeholder: 'MM/YY', maxlength: 7,
-      check: function (v) {
-        var m = /^\s*(\d{1,2})\s*\/\s*(\d{2}|\d{4})\s*$/.exec(v);
-        if (!m || Number(m[1]) < 1 || Number(m[1]) > 12) return 'Must be MM/YY';
-        var year = m[2].length === 2 ? 2000 + Number(m[2]) : Number(m[2]);
-        var now = new Date();
-        return year * 12 + Number(m[1]) < now.getUTCFullYear() * 12 + now.getUTCMonth() + 1 ? 'Card has expired' : null;
-      },
-      clean: function (v) {
-        var m = /^\s*(\d{1,2})\s*\/\s*(\d{2}|\d{4})\s*$/.exec(v);
-        return m ? ('0' + m[1]).slice(-2) + '/' + m[2].slice(-2) : v;
-      },
-      format: function (v) { return /^\d{2}$/.test(v) ? v + '/' : v; },
-    },
-    card_code: {
-      label: 'Security code', autocomplete: 'cc-csc', inputmode: 'numeric', path: ['card', 'card_code'], placeholder: 'CVC', maxlength: 4,
-      check: function (v) { return /^\d{3,4}$/.test(v.trim()) ? null : 'Must be 3 or 4 digits'; },
-      clean: function (v) { return v.trim(); },
-    },
-    account_number: {
-      label: 'Account number', autocomplete: 'off', inputmode: 'numeric', path: ['bank_account', 'account_number'], maxlength: 17,
-      check: function (v) { return /^\d{4,17}$/.test(digits(v)) ? null : 'Must be 4 to 17 digits'; },
-      clean: digits,
-    },
-    routing_number: {
-      label: 'Routing number', autocomplete: 'off', inputmode: 'numeric', path: ['bank_account', 'routing_number'], maxlength: 9,
-      check: function (v) { return abaValid(v.trim()) ? null : 'Invalid routing number'; },
-      clean: function (v) { return v.trim(); },
-    },
+    card_number: { label: 'Card number', autocomplete: 'cc-number', path: ['card', 'card_number'], placeholder: '1234 1234 1234 1234' },
+    expiry: { label: 'Expiration date', autocomplete: 'cc-exp', path: ['card', 'expiry'], placeholder: 'MM/YY' },
+    expiry_month: { label: 'Expiration month', autocomplete: 'cc-exp-month', path: ['card', 'expiry_month'], placeholder: 'MM' },
+    expiry_year: { label: 'Expiration year', autocomplete: 'cc-exp-year', path: ['card', 'expiry_year'], placeholder: 'YY' },
+    card_code: { label: 'Security code', autocomplete: 'cc-csc', path: ['card', 'card_code'], placeholder: 'CVC' },
+    account_number: { label: 'Account number', autocomplete: 'off', path: ['bank_account', 'account_number'] },
+    routing_number: { label: 'Routing number', autocomplete: 'off', path: ['bank_account', 'routing_number'] },
   };
+  Object.keys(FIELDS).forEach(function (name) { FIELDS[name].kind = name; });
   FIELDS.cvc = FIELDS.card_code;
   /** The only places a secure value is put: where the API reads a payment method's numbers. */
-  var SECURE_PATHS = ['card.card_number', 'card.expiry', 'card.card_code', 'bank_account.account_number', 'bank_account.routing_number'];
+  var SECURE_PATHS = ['card.card_number', 'card.expiry', 'card.expiry_month', 'card.expiry_year', 'card.card_code', 'bank_account.account_number', 'bank_account.routing_number'];
   var GROUPS = { card: ['card_number', 'expiry', 'card_code'] };
 
   if (location.pathname === '/elements/controller') startController();
@@ -121,9 +72,9 @@
         var errors = {};
         inputs.forEach(function (input) {
           var raw = input.element.value;
-          var problem = raw.trim() === '' ? 'Required' : input.spec.check(raw);
+          var problem = raw.trim() === '' ? 'Required' : input.kind.check(raw);
           if (problem) errors[input.spec.path.join('.')] = problem;
-          else values[input.spec.path.join('.')] = input.spec.clean(raw);
+          else values[input.spec.path.join('.')] = input.kind.clean(raw);
           if (problem) input.element.setAttribute('aria-invalid', 'true');
         });
         event.source.postMessage({ protocol: PROTOCOL, sid: sid, kind: 'values', id: event.data.id, field: field, values: values, errors: errors }, location.origin);
@@ -135,15 +86,16 @@
 
   function buildInput(name, field, grouped, index) {
     var spec = FIELDS[name];
+    var kind = KINDS[spec.kind];
     var element = document.createElement('input');
     element.type = 'text';
     element.id = 'pl-' + name;
     element.name = name;
     element.autocomplete = spec.autocomplete;
-    element.setAttribute('inputmode', spec.inputmode);
+    element.setAttribute('inputmode', 'numeric');
     element.setAttribute('aria-label', (!grouped && params.get('label')) || spec.label);
     element.setAttribute('spellcheck', 'false');
-    element.maxLength = spec.maxlength;
+    element.setAttribute('autocorrect', 'off');
     element.placeholder = (!grouped && params.get('placeholder')) || spec.placeholder || '';
     applyStyle(element);
     document.body.appendChild(element);
@@ -155,16 +107,16 @@
       toParent(message);
     }
     element.addEventListener('focus', function () { report('focus'); });
+    // A problem is told only once the person leaves the field (or presses Pay), never mid-typing.
     element.addEventListener('blur', function () {
       report('blur');
       if (element.value.trim() === '') return;
-      var problem = spec.check(element.value);
+      var problem = kind.check(element.value);
       element.setAttribute('aria-invalid', problem ? 'true' : 'false');
       report(problem ? 'invalid' : 'valid', { message: problem || undefined, live: false });
     });
-    element.addEventListener('input', function () {
-      if (spec.format && element.selectionStart === element.value.length) element.value = spec.format(element.value);
-      var problem = element.value.trim() === '' ? 'Required' : spec.check(element.value);
+    window.SettleInputs.attach(element, spec.kind, function () {
+      var problem = element.value.trim() === '' ? 'Required' : kind.check(element.value);
       element.removeAttribute('aria-invalid');
       report('change', { invalid: Boolean(problem), empty: element.value.trim() === '' });
       if (!problem && !live) report('valid', { live: true });
@@ -177,7 +129,7 @@
       }
     });
     if (params.get('paste') === 'off') element.addEventListener('paste', function (event) { event.preventDefault(); });
-    return { element: element, spec: spec, index: index };
+    return { element: element, spec: spec, kind: kind, index: index };
   }
 
   function applyStyle(element) {
@@ -248,6 +200,17 @@
     node[path[path.length - 1]] = value;
   }
 
+  /** Split month and year inputs (`cc-exp-month`, `cc-exp-year`) reach the API as one `expiry`. */
+  function joinSplitExpiry(body, prefix) {
+    var node = body;
+    prefix.forEach(function (key) { node = node && node[key]; });
+    var card = node && node.card;
+    if (!card || card.expiry_month === undefined || card.expiry_year === undefined) return;
+    card.expiry = window.SettleInputs.joinExpiry(card.expiry_month, card.expiry_year);
+    delete card.expiry_month;
+    delete card.expiry_year;
+  }
+
   function invalid(details, paths) {
     return { status: 400, body: { object: 'error', error_type: 'InvalidAttributes', error_description: paths.join(', '), details: details } };
   }
@@ -276,6 +239,7 @@
         });
       });
       if (paths.length) return invalid(details, paths);
+      joinSplitExpiry(body, prefix);
       return fetch(form === 'payment' ? '/transactions' : '/payment_methods', {
         method: 'POST',
         headers: { Authorization: 'Bearer ' + String(request.token), 'Content-Type': 'application/json' },
