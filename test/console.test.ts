@@ -1,14 +1,19 @@
 /**
  * The operator console (CONTRACT §17) in a real browser against the real web, worker and
- * reporting processes: signing in, finding a payment with `q`, resending a failed webhook delivery
- * to a loopback receiver, charting a reporting group-by; the key stays out of cookies and URLs.
+ * reporting processes: signing in, finding a payment with `q`, resending webhook deliveries to a
+ * loopback receiver (from a delivery, a webhook's attempt rows and an event's page), charting a
+ * reporting group-by; the key stays out of cookies and URLs.
+ *
+ * The tests wait on locators, never on a string predicate: Playwright re-evaluates one with eval
+ * on each poll, which the console's CSP (`script-src 'self'`) refuses.
  */
 import t from 'tap';
-import type { Page, Request } from 'playwright-core';
+import type { Locator, Page, Request } from 'playwright-core';
 import { revokeKeys } from '../api/db/keys.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { launchBrowser, screenshot } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { eventually } from './helpers/wait.ts';
 import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
 
 const reportingPort = await reservePort();
@@ -46,10 +51,21 @@ function trackUrls(page: Page): string[] {
   return seen;
 }
 
+/** Types into a field as a person does: select what is there, then press each key. */
+async function typeInto(field: Locator, text: string): Promise<void> {
+  await field.press('ControlOrMeta+A');
+  await field.pressSequentially(text);
+}
+
 async function signIn(page: Page, key: string): Promise<void> {
   await page.goto(`${api.url}/console`);
-  await page.getByLabel('Secret key').fill(key);
+  await typeInto(page.getByLabel('Secret key'), key);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** How many items the tab keeps in session storage, where the console keeps the key. */
+function sessionStorageLength(page: Page): Promise<number> {
+  return page.evaluate(() => sessionStorage.length);
 }
 
 t.test('the console loads without a key and shows the sign-in form under a strict CSP', async (t) => {
@@ -75,10 +91,10 @@ t.test('a key the API does not accept, or a string that is no secret key, shows 
   t.equal(await error.textContent(), 'This key was not accepted: Invalid or revoked API key.');
   t.equal(await page.getByLabel('Secret key').getAttribute('aria-invalid'), 'true');
 
-  await page.getByLabel('Secret key').fill('test_client_key_abc');
+  await typeInto(page.getByLabel('Secret key'), 'test_client_key_abc');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await error.filter({ hasText: 'not a secret key' }).waitFor();
-  t.equal(await page.evaluate('sessionStorage.length'), 0, 'no key is stored');
+  t.equal(await sessionStorageLength(page), 0, 'no key is stored');
   await page.close();
 });
 
@@ -88,8 +104,8 @@ t.test('a live key is marked "Live mode", a test key "Test mode"', async (t) => 
   t.equal(await page.locator('#mode-badge').textContent(), 'Live mode');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('Secret key').waitFor();
-  t.equal(await page.evaluate('sessionStorage.length'), 0, 'signing out forgets the key');
-  await page.getByLabel('Secret key').fill(api.key);
+  t.equal(await sessionStorageLength(page), 0, 'signing out forgets the key');
+  await typeInto(page.getByLabel('Secret key'), api.key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   t.equal(await page.locator('#mode-badge').textContent(), 'Test mode');
   await page.close();
@@ -104,11 +120,12 @@ t.test('an operator finds a payment with q, opens its failed delivery, and Resen
   t.equal(await page.locator('tbody tr').count(), 6, 'the newest transactions, a page of them');
   await screenshot(page, 'console-transactions.png');
 
-  await page.getByLabel('Filter (q)').fill('description == "Blue mug"');
+  await typeInto(page.getByLabel('Filter (q)'), 'description == "Blue mug"');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.waitForURL(/#\/transactions\?q=/);
-  await page.waitForFunction("document.querySelectorAll('tbody tr').length === 1");
-  t.match(await page.locator('tbody tr').textContent(), /Blue mug/, 'only the payment the filter names');
+  const rows = page.locator('tbody tr');
+  t.equal(await eventually(() => rows.count(), (n) => n === 1), 1, 'one row left');
+  t.match(await rows.textContent(), /Blue mug/, 'only the payment the filter names');
   await page.getByRole('link', { name: mug }).click();
 
   const operations = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Operations' }) });
@@ -117,9 +134,9 @@ t.test('an operator finds a payment with q, opens its failed delivery, and Resen
   await events.getByRole('cell', { name: 'payment', exact: true }).waitFor();
   const ledger = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Ledger and transfers' }) });
   await ledger.getByRole('link', { name: refund.body.id }).first().waitFor();
-  await events.locator('a[href*="evt_"]').click();
+  await events.getByRole('link', { name: /^evt_/ }).click();
 
-  const attempts = page.locator('#attempts tbody tr');
+  const attempts = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Attempts' }) }).locator('tbody tr');
   await attempts.first().waitFor();
   t.equal(await attempts.count(), 1);
   t.match(await attempts.first().textContent(), /Failed \(HTTP 500\)/);
@@ -131,7 +148,7 @@ t.test('an operator finds a payment with q, opens its failed delivery, and Resen
   t.ok(resent, 'the resent delivery reached the receiver');
   t.equal(resent.headers['x-service-event-id'], JSON.parse(resent.body).event_id, 'the same event, resent');
   await page.getByText('The new attempt arrived').waitFor();
-  t.equal(await attempts.count(), 2);
+  t.equal(await eventually(() => attempts.count(), (n) => n === 2), 2);
   t.match(await attempts.first().textContent(), /Delivered \(HTTP 200\)/, 'the new attempt shows at the top');
   await screenshot(page, 'console-webhooks.png');
 
@@ -147,10 +164,96 @@ t.test('an operator finds a payment with q, opens its failed delivery, and Resen
   t.notOk(page.url().includes(api.key), 'nor in the address shown');
   const cookies = await browser.cookies();
   t.notOk(cookies.some((c) => c.value.includes(api.key) || c.name.includes(api.key)), 'the key is in no cookie');
-  t.equal(await page.evaluate(`sessionStorage.getItem('settle.console.key')`), api.key, 'the key lives in the tab\'s session storage');
+  t.equal(await page.evaluate(() => sessionStorage.getItem('settle.console.key')), api.key, 'the key lives in the tab\'s session storage');
   const lists = urls.map((u) => new URL(u)).filter((u) => /^\/(transactions|webhook_logs|transaction_operations|transfers|processing_accounts|webhooks\/[^/]+\/logs)$/.test(u.pathname));
   t.ok(lists.length >= 5);
   t.same(lists.filter((u) => !(Number(u.searchParams.get('limit')) > 0 && Number(u.searchParams.get('limit')) <= 100)).map(String), [], 'every list asks for one page, never a whole table');
+  await page.close();
+});
+
+/** What reached the receiver at `path`, as the event ids it carried. */
+function eventIdsAt(path: string): string[] {
+  return receiver.received.filter((r) => r.url === path).map((r) => JSON.parse(r.body).event_id);
+}
+
+/** A shop of its own with the given webhooks (trigger `payment`) and one payment delivered to each. */
+async function shopWithDeliveredPayment(name: string, paths: string[]) {
+  const key = await api.newKey(name, 'test');
+  const hooks: string[] = [];
+  for (const path of paths) {
+    const hook = await api.request('POST', '/webhooks', { key, json: { trigger: 'payment', url: `${receiver.url}${path}`, retries: 0 } });
+    if (hook.status !== 200) throw new Error(JSON.stringify(hook.body));
+    hooks.push(hook.body.id);
+  }
+  const paid = await api.request('POST', '/transactions', { key, json: { type: 'payment', amount: 9, payment_method: CARD, description: `${name} order` } });
+  if (paid.status !== 200) throw new Error(JSON.stringify(paid.body));
+  await eventually(async () => paths.map(eventIdsAt), (seen) => seen.every((ids) => ids.length === 1), 10_000);
+  return { key, hooks, eventId: eventIdsAt(paths[0])[0] };
+}
+
+t.test('Resend on an attempt row of a webhook\'s page sends a delivered event again and lists its attempt without a reload', async (t) => {
+  receiver.respond = () => ({ status: 200, body: 'ok' });
+  const { key, hooks: [hook], eventId } = await shopWithDeliveredPayment('Row shop', ['/row-shop']);
+  t.ok(eventId, 'the payment event was delivered');
+  const page = await browser.newPage();
+  let loads = 0;
+  page.on('load', () => loads++);
+  await signIn(page, key);
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
+  await page.getByRole('link', { name: hook }).click();
+  const attempts = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Delivery attempts' }) }).locator('tbody tr');
+  await attempts.filter({ hasText: 'Delivered (HTTP 200)' }).waitFor();
+  t.equal(await attempts.count(), 1);
+  const loadsBefore = loads;
+
+  await attempts.first().getByRole('button', { name: 'Resend' }).click();
+  t.same(await eventually(async () => eventIdsAt('/row-shop'), (ids) => ids.length === 2, 10_000), [eventId, eventId], 'the receiver got the same event a second time');
+  await page.getByText('The new attempt arrived').waitFor();
+  t.equal(await eventually(() => attempts.count(), (n) => n === 2), 2, 'the new attempt is listed');
+  t.match(await attempts.first().textContent(), /Delivered \(HTTP 200\)/);
+  t.equal(loads, loadsBefore, 'without reloading the page');
+  t.equal(await attempts.getByRole('button', { name: 'Resend' }).count(), 2, 'each attempt row has its Resend');
+  await page.close();
+});
+
+t.test('an event\'s page has a Resend for each webhook the event went to, which sends it to that webhook only', async (t) => {
+  receiver.respond = (request) => (request.url === '/down-shop' ? { status: 503, body: 'down for upkeep' } : { status: 200, body: 'ok' });
+  const { key, hooks: [up, down], eventId } = await shopWithDeliveredPayment('Two hooks shop', ['/up-shop', '/down-shop']);
+  receiver.respond = () => ({ status: 200, body: 'ok' });
+  const page = await browser.newPage();
+  await signIn(page, key);
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Events', exact: true }).click();
+  await page.getByRole('link', { name: eventId }).first().click();
+  await page.getByRole('heading', { level: 1, name: `Event ${eventId}` }).waitFor();
+
+  const toWebhook = (id: string) => page.locator('section').filter({ has: page.getByRole('heading', { name: `Webhook ${id}`, exact: true }) });
+  await toWebhook(up).getByRole('cell', { name: 'Delivered (HTTP 200)' }).waitFor();
+  await toWebhook(down).getByRole('cell', { name: 'Failed (HTTP 503)' }).waitFor();
+  t.equal(await page.getByRole('button', { name: 'Resend' }).count(), 2, 'one Resend per webhook');
+
+  await toWebhook(down).getByRole('button', { name: 'Resend' }).click();
+  await toWebhook(down).getByText('The new attempt arrived').waitFor();
+  t.same(eventIdsAt('/down-shop'), [eventId, eventId], 'that webhook got the event a second time');
+  t.same(eventIdsAt('/up-shop'), [eventId], 'the other did not');
+  const downAttempts = toWebhook(down).locator('tbody tr');
+  t.equal(await eventually(() => downAttempts.count(), (n) => n === 2), 2, 'the new attempt is listed');
+  t.match(await downAttempts.first().textContent(), /Delivered \(HTTP 200\)/, 'first, as the newest');
+  t.equal(await toWebhook(up).locator('tbody tr').count(), 1);
+  await page.close();
+});
+
+t.test('a webhook made without OAuth shows "—" for its OAuth params, and no null', async (t) => {
+  const key = await api.newKey('No OAuth shop', 'test');
+  const hook = await api.request('POST', '/webhooks', { key, json: { trigger: 'payment', url: `${receiver.url}/no-oauth` } });
+  t.equal(hook.status, 200);
+  const page = await browser.newPage();
+  await signIn(page, key);
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
+  await page.getByRole('link', { name: hook.body.id }).click();
+  const oauth = page.locator('dt:text-is("oauth_params") + dd');
+  t.equal(await oauth.textContent(), '—');
+  await page.getByText('No delivery attempts yet.').waitFor();
+  t.notMatch(await page.getByRole('main').textContent(), /null/);
   await page.close();
 });
 
@@ -187,7 +290,7 @@ t.test('a key revoked while signed in takes the tab back to the sign-in form and
   await page.getByRole('link', { name: 'Invoices', exact: true }).click();
   await page.getByLabel('Secret key').waitFor();
   t.match(await page.getByRole('status').textContent(), /no longer accepts this key/);
-  t.equal(await page.evaluate('sessionStorage.length'), 0);
+  t.equal(await sessionStorageLength(page), 0);
   await page.close();
 });
 
@@ -214,7 +317,7 @@ t.test('API data is shown as text: markup in a description is not run', async (t
   const page = await browser.newPage();
   await signIn(page, api.key);
   await page.getByRole('link', { name: id }).waitFor();
-  t.equal(await page.evaluate('window.pwned'), undefined);
+  t.equal(await page.evaluate(() => (globalThis as { pwned?: unknown }).pwned), undefined);
   t.equal(await page.locator('td img').count(), 0);
   t.equal(await page.getByRole('cell', { name: '<img src=x onerror="window.pwned=1">' }).count(), 1, 'the markup shows as text');
   await page.close();

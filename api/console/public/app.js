@@ -6,7 +6,7 @@ import { errorBox, h, route, show } from './dom.js';
 import { LISTS, renderDetail, renderList } from './lists.js';
 import { renderReports } from './reports.js';
 import { renderTransaction } from './transactions.js';
-import { renderDelivery, renderWebhook } from './webhooks.js';
+import { renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
 
 const root = document.getElementById('console');
 
@@ -88,6 +88,7 @@ function renderView(main) {
   if (!LISTS[view]) return show(main, 'Not found', h('p', {}, 'There is no such view. Choose one above.'));
   if (!id) return renderList(main, view, state, navigate);
   if (view === 'transactions') return renderTransaction(main, id);
+  if (view === 'events') return renderEvent(main, id);
   if (view === 'webhooks') return sub ? renderDelivery(main, id, sub) : renderWebhook(main, id, state, navigate);
   return renderDetail(main, view, id);
 }

@@ -92,12 +92,26 @@ export function filterForm(q, submit, placeholder) {
   } }, h('label', { for: 'filter-q' }, 'Filter (q)'), input, h('button', { type: 'submit' }, 'Filter'));
 }
 
-/** Every top-level field of an object: nested values as formatted JSON, as text. */
+/**
+ * Nothing to show: null, or an object (not a list) whose fields all hold nothing, such as the
+ * `oauth_params` of a webhook without OAuth, which the API answers with every field null.
+ */
+function blank(value) {
+  if (value === undefined || value === null) return true;
+  return typeof value === 'object' && !Array.isArray(value) && Object.values(value).every(blank);
+}
+
+/** Every top-level field of an object: nested values as formatted JSON, as text, "—" for nothing. */
 export function fields(object) {
   return h('dl', { class: 'fields' }, Object.entries(object).flatMap(([name, value]) => [
     h('dt', {}, name),
-    h('dd', {}, value !== null && typeof value === 'object' ? h('pre', {}, JSON.stringify(value, null, 2)) : text(value)),
+    h('dd', {}, fieldValue(value)),
   ]));
+}
+
+function fieldValue(value) {
+  if (blank(value)) return '—';
+  return typeof value === 'object' ? h('pre', {}, JSON.stringify(value, null, 2)) : text(value);
 }
 
 export function section(title, ...content) {

@@ -29,9 +29,10 @@ export const LISTS = {
     detail: false,
     columns: [
       created,
-      { label: 'Event', cell: (o) => link(o.event_id, 'webhooks', o.webhook_id, o.event_id) },
+      { label: 'Event', cell: (o) => link(o.event_id, 'events', o.event_id) },
       field('Trigger', 'trigger'),
       { label: 'Object', cell: triggeredOn },
+      { label: 'Webhook', cell: (o) => link(o.webhook_id, 'webhooks', o.webhook_id) },
     ],
   },
   webhooks: {
@@ -98,7 +99,8 @@ function methodText(transaction) {
   return `${method.card?.card_brand ?? method.type ?? ''} ${String(number).slice(-4)}`.trim();
 }
 
-function triggeredOn(log) {
+/** The object whose change fired a logged event, linked to its page where the console has one. */
+export function triggeredOn(log) {
   const on = log.triggered_on ?? {};
   const view = { transaction: 'transactions', invoice: 'invoices', payment_link: 'payment_links', intent: 'intents' }[on.object];
   if (view && on.id) return h('a', { href: route(view, on.id) }, `${on.object} ${on.id}`);
