@@ -141,3 +141,44 @@ t.test('a stored idempotent response is sealed: a webhook secret is not in the d
   const replay = await api.request('POST', '/webhooks', { headers: { 'Idempotency-Key': 'hook-1' }, json: { trigger: 'payment', url: 'https://example.com/hook' } });
   t.equal(replay.body.sender_secret, res.body.sender_secret, 'the replay still answers it');
 });
+
+t.test('a client token acts once in every encoding: a list create is 403 and writes nothing', async (t) => {
+  const bare = (await api.request('POST', '/access_tokens', { json: { type: 'client' } })).body.id;
+  const before = Number((await api.db('transactions').count('* as n'))[0].n);
+  const payment = (amount: number) => ({ type: 'payment', amount, payment_method: CARD });
+  const listed = await api.request('POST', '/transactions', { key: bare, json: { object: 'list', values: [payment(1), payment(2)] } });
+  t.equal(listed.status, 403, JSON.stringify(listed.body));
+  t.equal(listed.body.error_type, 'Forbidden');
+  const form = await api.request('POST', '/transactions', { key: bare, form: 'object=list&values[0][type]=payment&values[0][amount]=1&values[0][payment_method][type]=card&values[0][payment_method][card][card_number]=4242424242424242&values[0][payment_method][card][expiry]=12/35' });
+  t.equal(form.status, 403, 'the form encoding too');
+  const methods = await api.request('POST', '/payment_methods', { key: bare, json: { object: 'list', values: [CARD, CARD] } });
+  t.equal(methods.status, 403, 'and for payment methods');
+  t.equal(Number((await api.db('transactions').count('* as n'))[0].n), before, 'nothing was written');
+  const once = await api.request('POST', '/transactions', { key: bare, json: payment(3) });
+  t.equal(once.status, 200, 'the token still has its one use');
+});
+
+t.test('a token made without an intent may name any processing account or customer of its own org', async (t) => {
+  const v1 = await api.request('POST', '/transactions', {
+    key: (await api.request('POST', '/access_tokens', { json: { type: 'client' } })).body.id,
+    json: { type: 'payment', amount: 4, processing_id: elsewhere.id, customer_id: c1.id, payment_method: CARD },
+  });
+  t.equal(v1.status, 200, JSON.stringify(v1.body));
+  t.equal(v1.body.processing_id, elsewhere.id);
+  t.equal(v1.body.customer_id, c1.id);
+  const bare = (await api.request('POST', '/access_tokens', { json: { type: 'client' } })).body.id;
+  const v2 = await api.request('POST', '/transactions', {
+    key: bare, version: 'v2',
+    json: { type: 'payment', amount: 5, sender: { account_id: c2.id, method: CARD }, receiver: { account_id: shop.id } },
+  });
+  t.equal(v2.status, 200, JSON.stringify(v2.body));
+  t.equal(v2.body.receiver.account_id, shop.id);
+  const other = await api.newKey('globex', 'test');
+  const theirs = (await api.request('POST', '/processing_accounts', { key: other, json: { name: 'Theirs' } })).body;
+  const foreign = await api.request('POST', '/transactions', {
+    key: (await api.request('POST', '/access_tokens', { json: { type: 'client' } })).body.id,
+    json: { type: 'payment', amount: 6, processing_id: theirs.id, payment_method: CARD },
+  });
+  t.equal(foreign.status, 400, 'another org\'s account is not found');
+  t.match(foreign.body.details, { processing_id: String });
+});

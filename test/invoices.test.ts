@@ -184,7 +184,7 @@ t.test('a v2 payment naming only the method and invoice_allocations pays the inv
   t.equal(bank.status, 200, JSON.stringify(bank.body));
   const paid = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payment', amount: inv.totals.balance_due, sender: { method_id: bank.body.id }, invoice_allocations: [{ invoice_id: inv.id }] } });
   t.equal(paid.status, 200, JSON.stringify(paid.body));
-  t.equal(paid.body.status.value, 'processing');
+  t.equal(paid.body.status.value, 'processed');
   t.equal(paid.body.sender.account_id, cust, 'the sender comes from the invoice');
   t.equal((await api.request('GET', `/invoices/${inv.id}`, { version: 'v2' })).body.status, 'paid');
   const shown = await api.request('GET', `/transactions/${paid.body.id}?fields=*,invoice_allocations`, { version: 'v2' });

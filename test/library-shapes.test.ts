@@ -133,3 +133,62 @@ t.test('a new org\'s test environment starts with an active default processing a
   await api.newKey('fresh-org', 'test');
   t.equal((await api.request('GET', '/processing_accounts', { key: test })).body.values.length, 1, 'a second key makes no second account');
 });
+
+t.test('bank accounts take currency and account_class in both versions; bad values are 400 and store nothing', async (t) => {
+  for (const version of ['v1', 'v2']) {
+    for (const [currency, accountClass] of [['USD', 'personal'], ['CAD', 'business']]) {
+      const res = await api.request('POST', '/payment_methods', { version, json: { ...BANK, bank_account: { ...BANK.bank_account, currency, account_class: accountClass } } });
+      t.equal(res.status, 200, `${version} ${currency} ${accountClass}: ${JSON.stringify(res.body)}`);
+      t.equal(res.body.bank_account.currency, currency);
+      t.equal(res.body.bank_account.account_class, accountClass);
+      t.equal((await api.request('GET', `/payment_methods/${res.body.id}`, { version })).body.bank_account.account_class, accountClass, 'stored');
+    }
+  }
+  const plain = await api.request('POST', '/payment_methods', { json: BANK });
+  t.equal(plain.body.bank_account.currency, 'USD', 'USD unless named');
+  const before = Number((await api.db('payment_methods').count('* as n'))[0].n);
+  const bad = await api.request('POST', '/payment_methods', { json: { ...BANK, bank_account: { ...BANK.bank_account, currency: 'EUR', account_class: 'corporate' } } });
+  t.equal(bad.status, 400);
+  t.match(bad.body.details, { bank_account: { currency: String, account_class: String } });
+  t.equal(Number((await api.db('payment_methods').count('* as n'))[0].n), before);
+});
+
+t.test('POST /accounts without a type creates customers, one object or a list, in both versions', async (t) => {
+  const one = await api.request('POST', '/accounts', { json: { name: 'Untyped' } });
+  t.equal(one.status, 200, JSON.stringify(one.body));
+  t.equal(one.body.type, 'customer');
+  const v2 = await api.request('POST', '/accounts', { version: 'v2', json: { name: 'Untyped v2' } });
+  t.equal(v2.body.type, 'customer');
+  const many = await api.request('POST', '/accounts', { json: { object: 'list', values: [{ object: 'customer', name: 'L1' }, { name: 'L2' }] } });
+  t.equal(many.status, 200, JSON.stringify(many.body));
+  t.same(many.body.values.map((a: { type: string }) => a.type), ['customer', 'customer']);
+  const processing = await api.request('POST', '/accounts', { json: { type: 'processing', name: 'Still a shop' } });
+  t.equal(processing.body.type, 'processing', 'a named type is kept');
+});
+
+t.test('conv_fee is a non-default transaction field, 0 when none was charged', async (t) => {
+  const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 12, payment_method: { ...CARD, card: { ...CARD.card, card_code: '123' } } } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  t.notOk('conv_fee' in paid.body, 'not shown by default');
+  for (const version of ['v1', 'v2']) {
+    const shown = await api.request('GET', `/transactions/${paid.body.id}?fields=*,fee,conv_fee`, { version });
+    t.equal(shown.status, 200, JSON.stringify(shown.body));
+    t.equal(shown.body.conv_fee, 0, version);
+    t.type(shown.body.fee, 'number');
+  }
+});
+
+t.test('a v2 refund given only as transfers [{assoc_transaction_id, amount}] refunds that payment, whole or part', async (t) => {
+  const customer = (await api.request('POST', '/accounts', { version: 'v2', json: { type: 'customer', name: 'Refunded' } })).body;
+  const paid = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payment', amount: 10, sender: { account_id: customer.id, method: { ...CARD, card: { ...CARD.card, card_code: '123' } } } } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  const part = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'refund', amount: 4, transfers: [{ assoc_transaction_id: paid.body.id, amount: 4 }] } });
+  t.equal(part.status, 200, JSON.stringify(part.body));
+  t.equal(part.body.amount, 4);
+  t.equal(part.body.status.value, 'processed');
+  const rest = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'refund', transfers: [{ assoc_transaction_id: paid.body.id }] } });
+  t.equal(rest.status, 200, JSON.stringify(rest.body));
+  t.equal(rest.body.amount, 6, 'without an amount: what remains');
+  const over = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'refund', amount: 1, transfers: [{ assoc_transaction_id: paid.body.id, amount: 1 }] } });
+  t.equal(over.status, 400, 'nothing remains to refund');
+});

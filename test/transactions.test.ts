@@ -65,19 +65,20 @@ t.test('sandbox declines are stored, evented and answered as TransactionDeclined
   }
 });
 
-t.test('v2 create answers processing and a worker completes it to processed', async (t) => {
-  const res = await api.request('POST', '/transactions', {
-    version: 'v2',
-    json: { type: 'payment', amount: 20, sender: { account_id: customer.id, method: CARD }, receiver: { account_id: processing.id } },
-  });
-  t.equal(res.status, 200, JSON.stringify(res.body));
-  t.equal(res.body.status.value, 'processing');
-  const started = Date.now();
-  const later = await eventually(() => api.request('GET', `/transactions/${res.body.id}`, { version: 'v2' }), (r) => r.body.status.value === 'processed');
-  t.equal(later.body.status.value, 'processed');
-  t.ok(Date.now() - started < 2000, 'completed promptly');
-  const triggers = (await lifecycleEvents(res.body.id).orderBy('seq')).map((e: any) => e.trigger);
-  t.same(triggers, ['payment', 'processed']);
+t.test('v2 create of a card or bank payment answers processed at once, also to a processing account created a moment before', async (t) => {
+  const fresh = (await api.request('POST', '/accounts', { version: 'v2', json: { type: 'processing', name: 'Opened just now' } })).body;
+  const bank = { type: 'bank_account', bank_account: { account_number: '123456789', routing_number: '036001808', account_type: 'checking' } };
+  for (const [method, receiver] of [[CARD, processing.id], [CARD, fresh.id], [bank, fresh.id]] as const) {
+    const res = await api.request('POST', '/transactions', {
+      version: 'v2',
+      json: { type: 'payment', amount: 20, sender: { account_id: customer.id, method }, receiver: { account_id: receiver } },
+    });
+    t.equal(res.status, 200, JSON.stringify(res.body));
+    t.equal(res.body.status.value, 'processed', `${method.type} to ${receiver === fresh.id ? 'a new' : 'an older'} processing account`);
+    t.equal((await api.request('GET', `/transactions/${res.body.id}`, { version: 'v2' })).body.status.value, 'processed', 'and stays so');
+    const triggers = (await lifecycleEvents(res.body.id).orderBy('seq')).map((e: any) => e.trigger);
+    t.same(triggers, ['payment', 'processed'], 'the payment and its processing, as in v1');
+  }
 });
 
 t.test('authorize, capture, void and illegal transitions', async (t) => {

@@ -165,6 +165,8 @@ export interface Family {
   idPrefix: string;
   /** allowed values of the `type` column */
   types: string[];
+  /** the type a create gets when its body names none (default: the only type, if there is one) */
+  createType?: string;
   fields: FieldSpec[];
   /** the `object` key of a rendered row */
   objectName: (version: Version, type: string) => string;

@@ -184,6 +184,7 @@ function typeForCreate(ctx: OperationContext, body: Json): string {
     if (requested !== undefined && requested !== fixedType) throw invalidAttributes({ type: `Must be ${fixedType}` });
     return fixedType;
   }
+  if (requested === undefined && family.createType) return family.createType;
   if (family.types.length === 1 && requested === undefined) return family.types[0];
   if (typeof requested !== 'string' || !family.types.includes(requested)) {
     throw invalidAttributes({ type: requested === undefined ? 'Required' : `Must be one of: ${family.types.join(', ')}` });

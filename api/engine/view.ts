@@ -83,10 +83,13 @@ export function isKnownPath(family: Family, version: Version, dotted: string): b
   return false;
 }
 
-/** Keeps only the requested top-level or dotted paths of a rendered object (`fields=id,name`). */
+/**
+ * Keeps exactly the requested top-level or dotted paths of a rendered object (`fields=id,name`):
+ * `object` only when named, so a client library hands back a plain map for a partial object
+ * instead of a typed one it would treat as whole.
+ */
 export function project(rendered: Json, paths: string[]): Json {
-  // Every object in a response says what it is (client libraries map on `object`).
-  const out: Json = { object: rendered.object };
+  const out: Json = {};
   for (const path of paths) {
     const value = getPath(rendered, path);
     if (value !== undefined) setPath(out, path, value);

@@ -9,7 +9,7 @@ import type { Collection } from '../engine/family.ts';
 import * as operations from '../engine/operations.ts';
 import type { OperationContext } from '../engine/operations.ts';
 import { isPlainObject, type Json } from '../engine/view.ts';
-import { badRequest, errorResponse, notFound } from '../errors.ts';
+import { badRequest, errorResponse, forbidden, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
@@ -76,6 +76,8 @@ function answer(ctx: Ctx, outcome: operations.WriteAnswer): void {
  * transaction; then one write statement, which commits on its own unless the answer must join it.
  */
 async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void> {
+  // A client token acts once: a list would let one browser credential make many objects.
+  if (ctx.state.principal?.kind === 'client' && input.object === 'list') throw forbidden('A client token creates one object per request, not a list');
   const collection = collectionOf(ctx);
   const steps = collection.family.rules?.createSteps;
   const { db } = ctx.state.services;

@@ -62,6 +62,8 @@ export const accounts: Family = {
   table: 'accounts',
   idPrefix: 'acct',
   types: ['customer', 'processing'],
+  // Client libraries post their Customer objects to /accounts untyped, one or a list.
+  createType: 'customer',
   fields,
   objectName: (version: Version, type: string) => (version === 'v2' ? 'account' : type === 'processing' ? 'processing_account' : 'customer'),
   rules: accountRules,

@@ -26,6 +26,14 @@ const fields: FieldSpec[] = [
     store: 'bank_account.account_type', type: 'string', v1: 'bank_account.account_type', v2: 'bank_account.account_type',
     types: BANK, enum: ['checking', 'savings'], default: 'checking',
   },
+  {
+    store: 'bank_account.account_class', type: 'string', v1: 'bank_account.account_class', v2: 'bank_account.account_class',
+    types: BANK, enum: ['personal', 'business'],
+  },
+  {
+    store: 'bank_account.currency', type: 'string', v1: 'bank_account.currency', v2: 'bank_account.currency',
+    types: BANK, enum: ['USD', 'CAD'], default: 'USD',
+  },
   { store: 'account_holder', type: 'string', v1: 'account_holder', v2: 'account_holder', maxLength: 256 },
   { store: 'email', type: 'email', v1: 'email', v2: 'email', maxLength: 256 },
   ...['street_address', 'unit_number', 'city', 'state_province', 'postal_code', 'country_code'].map((part): FieldSpec => ({

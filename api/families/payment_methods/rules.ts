@@ -42,6 +42,8 @@ function sealBankAccount(ctx: RuleContext, bank: Json): Json {
     account_number: mask(account),
     routing_number: routing,
     account_type: bank.account_type ?? 'checking',
+    account_class: bank.account_class ?? null,
+    currency: bank.currency ?? 'USD',
     sealed_number: ctx.domain.vault.encrypt(account),
     fingerprint: ctx.domain.vault.fingerprint(`${routing}:${account}`),
   };

@@ -76,10 +76,14 @@ export async function applyClientIntent(ctx: RuleContext, type: string, data: Js
   if (Array.isArray(data.transfers) || Array.isArray(data.ledger)) throw forbidden('A client token payment cannot be split or linked');
 
   const customerId = typeof preset.customer_id === 'string' ? preset.customer_id : undefined;
-  requireSame(ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]', data.customer_id ?? sender.account_id, customerId);
   const processingId = typeof preset.processing_id === 'string' ? preset.processing_id : undefined;
-  requireSame('processing_id', data.processing_id, processingId);
-  requireSame('receiver[account_id]', receiver.account_id, processingId);
+  // A token made without an intent fixes no party: the request may name any processing account
+  // or customer of the token's own org (the create checks they exist there).
+  if (kind !== 'none') {
+    requireSame(ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]', data.customer_id ?? sender.account_id, customerId);
+    requireSame('processing_id', data.processing_id, processingId);
+    requireSame('receiver[account_id]', receiver.account_id, processingId);
+  }
   const presetStatus = statusValue(preset.status);
   requireSame('status', data.status, presetStatus);
 
@@ -113,8 +117,13 @@ export function clientTokenAccount(intent: Record<string, unknown>): string | nu
   return typeof account === 'string' ? account : null;
 }
 
-/** A browser-made method belongs to the token's account or to none: never one the request names. */
+/**
+ * A browser-made method belongs to the token's account or to none, never one the request names;
+ * a token made without an intent fixes no account, so the request's own (checked to be of the
+ * token's org) stands.
+ */
 export function applyClientAccount(intent: Record<string, unknown>, data: Json, field: string): void {
+  if (intentOf(intent)[0] === 'none') return;
   const account = clientTokenAccount(intent);
   requireSame(field, data.account_id, account);
   data.account_id = account;

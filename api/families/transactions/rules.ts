@@ -244,7 +244,9 @@ export function decideStatus(ctx: RuleContext, row: StoredObject, method: Stored
   const authorizeOnly = row.type === 'payment'
     && (requested === 'authorized' || automatic || (ctx.version === 'v1' && ctx.principal.kind === 'secret' && ctx.principal.settings.authorize_and_capture === true));
   if (authorizeOnly) return { status: 'authorized', status_code: 'approved', status_message: 'Authorized', authorization_mode: automatic ? 'automatic' : 'manual', ...dispute };
-  return { status: ctx.version === 'v2' ? 'processing' : 'processed', status_code: 'approved', status_message: 'Approved', ...dispute };
+  // The sandbox processor answers at once, so the create's own answer is the outcome in both
+  // versions; `processing` is left for a processor that has not answered yet.
+  return { status: 'processed', status_code: 'approved', status_message: 'Approved', ...dispute };
 }
 
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
@@ -358,6 +360,7 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
 /** v1 `ledger` (when asked for) and v2 `transfers` come from the transfers table. */
 async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>): Promise<void> {
   await loadAllocations(ctx, rows, include);
+  if (include.has('conv_fee')) for (const row of rows) row.data = { ...row.data, conv_fee: row.data.conv_fee ?? 0 };
   const wanted = ctx.version === 'v2' || include.has('ledger');
   if (!wanted || rows.length === 0) return;
   // A row this request just made with no transfers has none yet (v1's ledger shows times: read it).
