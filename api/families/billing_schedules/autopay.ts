@@ -55,7 +55,7 @@ async function attempt(ctx: RuleContext, invoiceId: string, today: string): Prom
   } else {
     await recordEvents(ctx.tx, ctx.tenant, [{
       trigger: 'automatic_payment', objectType: 'transaction', objectId: payment.id,
-      value: { type: 'payment', status: payment.data.status, amount: payment.data.amount, invoice_id: invoice.id },
+      value: { type: 'payment', status: payment.data.status, amount: Number(payment.data.amount) / 100, invoice_id: invoice.id },
     }]);
   }
   return payment.id;

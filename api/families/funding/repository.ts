@@ -140,7 +140,7 @@ export async function recordFundingOperations(db: Db, tenant: Tenant, items: Ope
      ), evented as (
        insert into events (id, org_id, environment, trigger, object_type, object_id, value)
        select 'evt_' || replace(gen_random_uuid()::text, '-', ''), o.org_id, o.environment, tr.trigger, 'transaction', o.data->>'transaction_id',
-              jsonb_build_object('object', 'transaction_operation', 'id', o.id, 'type', o.type, 'status', 'complete', 'amount', o.data->'amount')
+              jsonb_build_object('object', 'transaction_operation', 'id', o.id, 'type', o.type, 'status', 'complete', 'amount', round((o.data->>'amount')::numeric / 100, 2))
          from ops o cross join lateral (select 'transaction:operation' as trigger union all select 'transaction:operation:clear' where o.type = 'clear') tr
        returning 1
      )

@@ -38,12 +38,17 @@ const CREATE_TRIGGER: Record<string, string> = {
   withdraw: 'reversal',
 };
 
+/** Stored minor units as the API shows money (7.99, never 799). */
+function units(minor: unknown): number | null {
+  return typeof minor === 'number' ? minor / 100 : minor === null || minor === undefined ? null : Number(minor) / 100;
+}
+
 function event(trigger: string, row: StoredObject, extra: Record<string, unknown> = {}): EventDraft {
   return {
     trigger,
     objectType: 'transaction',
     objectId: row.id,
-    value: { type: row.type, status: row.data.status, amount: row.data.amount, status_code: row.data.status_code ?? null, ...extra },
+    value: { type: row.type, status: row.data.status, amount: units(row.data.amount), status_code: row.data.status_code ?? null, ...extra },
   };
 }
 
@@ -57,7 +62,7 @@ export function creationEvents(row: StoredObject): EventDraft[] {
   if (Array.isArray(plan)) {
     for (const entry of plan as Array<Record<string, unknown>>) {
       if (entry.entry_type !== 'transfer') continue;
-      events.push({ trigger: 'transfer', objectType: 'transfer', objectId: String(entry.id), value: { transaction_id: row.id, account_id: entry.account_id, amount: entry.amount } });
+      events.push({ trigger: 'transfer', objectType: 'transfer', objectId: String(entry.id), value: { transaction_id: row.id, account_id: entry.account_id, amount: units(entry.amount) } });
     }
   }
   return events;
