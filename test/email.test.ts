@@ -104,6 +104,34 @@ t.test('a link intent e-mails each recipient its link once, through SMTP', async
   t.equal(messagesTo('jango@example.com').length, 1, 'at most once');
 });
 
+t.test('a payment link e-mails its customer once: inline (reused by e-mail) or by customer_id', async (t) => {
+  const first = await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Concert tickets', amount: 45.5, customer: { name: 'Leia Organa', email: 'leia@example.com' } } });
+  t.equal(first.status, 200, JSON.stringify(first.body));
+  await eventually(() => messagesTo('leia@example.com').length > 0);
+  const [leia] = messagesTo('leia@example.com');
+  t.ok(leia, 'the customer got a message');
+  t.match(leia.raw, /^To: Leia Organa <leia@example\.com>/m);
+  t.match(leia.raw, /^Subject: Your payment link/m);
+  t.match(leia.raw, /Concert tickets/, 'with the description');
+  t.match(leia.raw, /45\.50/, 'the amount');
+  t.ok(leia.raw.includes(first.body.url), 'and the link');
+
+  const second = await api.request('POST', '/payment_links', { json: { type: 'reusable', description: 'Parking', customer: { name: 'Leia', email: 'LEIA@example.com' } } });
+  t.equal(second.status, 200, JSON.stringify(second.body));
+  t.equal(second.body.customer_id, first.body.customer_id, 'the customer of that e-mail is reused, not created again');
+
+  const han = (await api.request('POST', '/customers', { json: { name: 'Han Solo', email: 'han@example.com' } })).body;
+  const byId = await api.request('POST', '/payment_links', { version: 'v2', json: { type: 'one_time', description: 'Hyperdrive repair', amount: 1000, payer: { account_id: han.id } } });
+  t.equal(byId.status, 200, JSON.stringify(byId.body));
+  const silent = (await api.request('POST', '/customers', { json: { name: 'No e-mail' } })).body;
+  const none = await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Quiet', amount: 1, customer_id: silent.id } });
+  t.equal(none.status, 200);
+  await eventually(() => messagesTo('han@example.com').length > 0 && messagesTo('leia@example.com').length > 1);
+  t.equal(messagesTo('han@example.com').length, 1, 'a customer_id whose customer has an e-mail');
+  t.equal(messagesTo('leia@example.com').length, 2, 'one message per link');
+  t.same(await api.db('link_emails').where({ object_id: none.body.id }), [], 'nothing for a customer without an e-mail');
+});
+
 t.test('a payment activation e-mails its recipients too', async (t) => {
   const res = await api.request('POST', '/payment_activations', { json: { intent: { entity_name: 'Boba' }, send_to: [{ name: 'Boba', email: 'boba@example.com' }] } });
   t.equal(res.status, 200, JSON.stringify(res.body));

@@ -19,6 +19,7 @@ const WORDING: Record<string, { subject: string; action: string }> = {
   payouts_enrollment_link: { subject: 'Connect your bank account for payouts', action: 'Connect the bank account your payouts should go to:' },
   account_enrollment_link: { subject: 'Set up your processing account', action: 'Set up your processing account here:' },
   payment_activation: { subject: 'Connect your bank account', action: 'Connect the bank account your payments should go to:' },
+  payment_link: { subject: 'Your payment link', action: 'Pay securely at this link:' },
 };
 
 export interface OutgoingMessage {
@@ -41,7 +42,7 @@ export function composeLinkEmail(email: LinkEmail, from: string): OutgoingMessag
     from,
     to: { name: email.recipient_name ?? '', address: email.recipient },
     subject: wording.subject,
-    text: `${greeting}\n\n${wording.action}\n\n${email.url}\n\nIf you did not expect this message, you can ignore it.\n`,
+    text: `${greeting}\n\n${email.summary ? `${email.summary}\n\n` : ''}${wording.action}\n\n${email.url}\n\nIf you did not expect this message, you can ignore it.\n`,
     // Receivers can drop a repeat by this id (there is none to drop: each message is sent at most once).
     headers: { 'X-Settle-Email-Id': email.id, 'X-Settle-Object-Id': email.object_id },
   };

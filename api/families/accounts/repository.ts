@@ -13,6 +13,18 @@ export async function findProcessingAccount(db: Db, tenant: Tenant, id: string):
   return result.rows[0] ?? null;
 }
 
+/** The first customer of the environment with this e-mail (any case), if any. */
+export async function customerByEmail(db: Db, tenant: Tenant, email: string): Promise<StoredObject | null> {
+  const scope = tenantScan(tenant);
+  const found = await rows<StoredObject>(db,
+    `select ${STORED_ROW} from accounts
+      where ${scope.sql} and type = 'customer' and lower(data->>'email') = lower(?)
+      order by created_at, id limit 1`,
+    [...scope.bindings, email],
+  );
+  return found[0] ?? null;
+}
+
 /** The environment's default processing account: the first one created. */
 export async function defaultProcessingAccount(db: Db, tenant: Tenant): Promise<StoredObject | null> {
   const scope = tenantScan(tenant);

@@ -6,12 +6,14 @@ export interface LinkEmail {
   id: string;
   org_id: string;
   environment: string;
-  object_type: 'intent' | 'payment_activation';
+  object_type: 'intent' | 'payment_activation' | 'payment_link';
   object_id: string;
   kind: string;
   recipient: string;
   recipient_name: string | null;
   url: string;
+  /** what the message says it is for (a payment link's description and amount) */
+  summary: string | null;
   attempts: number;
 }
 
@@ -21,6 +23,7 @@ export interface LinkMessage {
   objectId: string;
   kind: string;
   url: string;
+  summary?: string;
 }
 
 /** One recipient's row to queue: its new id, its address (as the unique key) and name. */
@@ -37,13 +40,13 @@ export interface QueuedRecipient {
 export async function insertLinkEmails(tx: Db, tenant: Tenant, message: LinkMessage, recipients: QueuedRecipient[], task: string): Promise<void> {
   await rows(tx,
     `with queued as (
-       insert into link_emails (id, org_id, environment, object_type, object_id, kind, recipient, recipient_name, url)
-       select id, ?, ?, ?, ?, ?, recipient, name, ? from unnest(?::text[], ?::text[], ?::text[]) as r(id, recipient, name)
+       insert into link_emails (id, org_id, environment, object_type, object_id, kind, recipient, recipient_name, url, summary)
+       select id, ?, ?, ?, ?, ?, recipient, name, ?, ? from unnest(?::text[], ?::text[], ?::text[]) as r(id, recipient, name)
        on conflict (object_id, recipient) do nothing
        returning id)
      select count(graphile_worker.add_job(?, json_build_object('email_id', id, 'org_id', ?::text, 'environment', ?::text), job_key => ? || id, max_attempts => 25))
        from queued`,
-    [tenant.orgId, tenant.environment, message.objectType, message.objectId, message.kind, message.url,
+    [tenant.orgId, tenant.environment, message.objectType, message.objectId, message.kind, message.url, message.summary ?? null,
       recipients.map((r) => r.id), recipients.map((r) => r.email), recipients.map((r) => r.name),
       task, tenant.orgId, tenant.environment, `${task}:`]);
 }
@@ -53,7 +56,7 @@ export async function claimPendingLinkEmail(db: Db, id: string, orgId: string, e
   const found = await rows<LinkEmail>(db,
     `update link_emails set state = 'sending', attempts = attempts + 1
       where id = ? and org_id = ? and environment = ? and state = 'pending'
-     returning id, org_id, environment, object_type, object_id, kind, recipient, recipient_name, url, attempts`,
+     returning id, org_id, environment, object_type, object_id, kind, recipient, recipient_name, url, summary, attempts`,
     [id, orgId, environment]);
   return found[0] ?? null;
 }

@@ -33,6 +33,12 @@ export async function queueLinkEmails(ctx: RuleContext, objectType: LinkEmail['o
   await insertLinkEmails(ctx.tx, ctx.tenant, { objectType, objectId: row.id, kind: row.type, url: row.data.url }, queued, SEND_TASK);
 }
 
+/** Queues one message about a payment link to its customer (once per address per link). */
+export async function queuePaymentLinkEmail(ctx: RuleContext, link: StoredObject, to: Recipient, url: string, summary: string): Promise<void> {
+  const recipient = { id: newId('eml'), email: to.email.toLowerCase(), name: to.name };
+  await insertLinkEmails(ctx.tx, ctx.tenant, { objectType: 'payment_link', objectId: link.id, kind: 'payment_link', url, summary }, [recipient], SEND_TASK);
+}
+
 /** Takes a pending message for one attempt; null when it was sent, failed, or is being sent. */
 export async function claimLinkEmail(db: Db, job: SendJob): Promise<LinkEmail | null> {
   return claimPendingLinkEmail(db, job.email_id, job.org_id, job.environment);

@@ -11,6 +11,8 @@ import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
 import { lockInvoice } from '../invoices/repository.ts';
 import { createInlinePayer, findPayer, resolveBiller } from '../invoices/parties.ts';
 import { paymentLinkUrl } from './url.ts';
+import { customerByEmail } from '../accounts/repository.ts';
+import { queuePaymentLinkEmail } from '../intents/outbox.ts';
 
 function accountOf(data: Json, side: 'payer' | 'biller'): string | undefined {
   const party = data[side];
@@ -40,9 +42,29 @@ async function fromInvoice(ctx: RuleContext, data: Json): Promise<void> {
   }
 }
 
+/** An inline `customer: {name, email}` names an existing customer of that e-mail when there is one. */
+async function reuseInlineCustomer(ctx: RuleContext, data: Json): Promise<void> {
+  const inline = data.customer;
+  if (!isPlainObject(inline) || typeof inline.email !== 'string' || accountOf(data, 'payer')) return;
+  const known = await customerByEmail(ctx.tx, ctx.tenant, inline.email);
+  if (!known) return;
+  delete data.customer;
+  data.payer = { ...(isPlainObject(data.payer) ? data.payer : {}), account_id: known.id };
+}
+
+/** A link whose customer has an e-mail is sent to them once, with what it is for and its page. */
+async function emailCustomer(ctx: RuleContext, row: StoredObject, payer: StoredObject | null): Promise<void> {
+  const email = payer?.data.email;
+  if (typeof email !== 'string' || email === '') return;
+  const amount = typeof row.data.amount === 'number' ? ` (amount due: ${(row.data.amount / 100).toFixed(2)})` : '';
+  const name = typeof payer!.data.name === 'string' ? payer!.data.name : null;
+  await queuePaymentLinkEmail(ctx, row, { email, name }, paymentLinkUrl(row.id), `${String(row.data.description)}${amount}`);
+}
+
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
   const data: Json = { ...row.data };
   if (data.status !== 'active') throw invalidAttributes({ status: 'A new payment link is active' });
+  await reuseInlineCustomer(ctx, data);
   await createInlinePayer(ctx, data);
   if (typeof data.invoice_id === 'string') await fromInvoice(ctx, data);
   if (typeof data.description !== 'string' || data.description === '') throw invalidAttributes({ description: 'Required' });
@@ -50,6 +72,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   const payer = await findPayer(ctx, accountOf(data, 'payer'));
   data.biller = { account_id: await resolveBiller(ctx, accountOf(data, 'biller'), payer) };
   data.transaction_id = null;
+  await emailCustomer(ctx, { ...row, data }, payer);
   return { ...row, data };
 }
 
