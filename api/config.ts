@@ -33,8 +33,13 @@ export interface Config {
   dbPoolSize: number;
   /** WORKER_CONCURRENCY: graphile-worker jobs run at once per worker process. Default 10. */
   workerConcurrency: number;
-  /** SETTLE_VAULT_KEY: base64 32-byte key for card data. Default: generated into the data directory. */
+  /**
+   * SETTLE_VAULT_KEY: base64 32-byte key for card data. Default: the data directory's `vault.key`,
+   * generated only for a database that records no key yet.
+   */
   vaultKey: string | undefined;
+  /** SETTLE_VAULT_PREVIOUS_KEYS: comma-separated keys still opened during a rotation. Default none. */
+  vaultPreviousKeys: string[];
   /** SETTLE_AUTH_WINDOW: ms an automatic-mode authorization waits for capture. Default 120000. */
   authorizationWindowMs: number;
   /** SETTLE_PROCESSING_DELAY: ms before a v2 `processing` payment completes. Default 200. */
@@ -163,6 +168,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...reportingConfig(env),
     ...retentionConfig(env),
     vaultKey: env.SETTLE_VAULT_KEY || undefined,
+    vaultPreviousKeys: (env.SETTLE_VAULT_PREVIOUS_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     authorizationWindowMs: intFromEnv(env, 'SETTLE_AUTH_WINDOW', 120_000),
     processingDelayMs: intFromEnv(env, 'SETTLE_PROCESSING_DELAY', 200),
     publicUrl: (env.SETTLE_PUBLIC_URL || `http://127.0.0.1:${intFromEnv(env, 'PORT', 8080)}`).replace(/\/+$/, ''),

@@ -11,6 +11,7 @@ import { createLogger } from './logger.ts';
 import { createDomainServices } from './domain.ts';
 import { withRandomSource } from './ids.ts';
 import { exitOnSignals } from './process.ts';
+import { openVault, VaultKeyRefused } from './vaultKeys.ts';
 import type { Seams } from './seams.ts';
 
 export interface RunningWeb {
@@ -32,7 +33,14 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
   const log = createLogger(config.logLevel, 'web');
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
-  const domain = createDomainServices(config, options.seams);
+  let vault;
+  try {
+    vault = await openVault(config, db, log);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  const domain = createDomainServices(config, options.seams, vault);
   initMetrics();
   const app = createApp({ db, config, log, domain }, { keyCacheMs: options.keyCacheMs, isDraining: () => draining });
   const handle = app.callback();
@@ -62,6 +70,10 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
 }
 
 if (import.meta.main) {
-  const web = await startWeb(loadConfig());
+  const web = await startWeb(loadConfig()).catch((error: unknown) => {
+    if (!(error instanceof VaultKeyRefused)) throw error;
+    console.error(`web: ${error.message}`);
+    process.exit(1);
+  });
   exitOnSignals(web.stop, (message) => console.error(message));
 }

@@ -1,53 +1,127 @@
 /**
- * Card and account numbers at rest: AES-256-GCM with a key from SETTLE_VAULT_KEY (base64, 32
- * bytes) or, when absent, one generated into the data directory on first use. Fingerprints are
- * HMAC-SHA256 under a key derived from the same secret, so equal numbers match without decrypting.
+ * Card and account numbers, tax ids and secrets at rest: AES-256-GCM under a key from
+ * SETTLE_VAULT_KEY (base64, 32 bytes). Fingerprints are HMAC-SHA256 under a key derived from the
+ * same secret, so equal numbers match without decrypting.
+ *
+ * A sealed value names its key (`v2.<key id>.<iv>.<tag>.<body>`), so during a rotation values
+ * sealed under the previous key (SETTLE_VAULT_PREVIOUS_KEYS) still open while new ones are sealed
+ * under the current key. Values written before key ids (`v1.<iv>.<tag>.<body>`) are opened by
+ * whichever known key authenticates them.
  */
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
 export interface Vault {
+  /** the current key's id: what the database records and a sealed value names */
+  keyId: string;
+  /** the ids of the previous keys this process can still open */
+  previousKeyIds: string[];
   encrypt: (plain: string) => string;
   decrypt: (sealed: string) => string;
   fingerprint: (plain: string) => string;
+  /** whether a value is sealed under the current key (a rotation skips those) */
+  sealedWithCurrent: (sealed: string) => boolean;
 }
 
-export function loadVaultSecret(given: string | undefined, dataDir: string): Buffer {
-  if (given) {
-    const key = Buffer.from(given, 'base64');
-    if (key.length !== 32) throw new Error('SETTLE_VAULT_KEY must be 32 bytes, base64-encoded');
-    return key;
+/** A sealed value as the vault writes it, old format or new. */
+export const SEALED = /^(v1\.[A-Za-z0-9+/=]+|v2\.[0-9a-f]{16}\.[A-Za-z0-9+/=]+)\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]*$/;
+
+export function parseVaultKey(text: string, name = 'SETTLE_VAULT_KEY'): Buffer {
+  const key = Buffer.from(text.trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${name} must be 32 bytes, base64-encoded`);
+  return key;
+}
+
+/** The id a key is known by: a hash of a key derived for that purpose alone (never the key). */
+export function vaultKeyId(secret: Buffer): string {
+  const derived = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'settle vault key id', 32));
+  return createHash('sha256').update(derived).digest('hex').slice(0, 16);
+}
+
+export function vaultKeyFile(dataDir: string): string {
+  return path.join(dataDir, 'vault.key');
+}
+
+/** The given key, else the one in the data directory, else null (nothing is generated here). */
+export function readVaultSecret(given: string | undefined, dataDir: string): Buffer | null {
+  if (given) return parseVaultKey(given);
+  try {
+    return parseVaultKey(fs.readFileSync(vaultKeyFile(dataDir), 'utf8'), vaultKeyFile(dataDir));
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return null;
+    throw error;
   }
-  const file = path.join(dataDir, 'vault.key');
+}
+
+/** Writes a new key into the data directory, or reads the one another process wrote first. */
+export function generateVaultSecret(dataDir: string): Buffer {
+  const file = vaultKeyFile(dataDir);
   fs.mkdirSync(dataDir, { recursive: true });
   try {
-    // 'wx' fails if another process wrote it first; then both use that one.
     fs.writeFileSync(file, randomBytes(32).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
   } catch (error) {
     if ((error as { code?: string }).code !== 'EEXIST') throw error;
   }
-  return Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
+  return parseVaultKey(fs.readFileSync(file, 'utf8'), file);
 }
 
-export function createVault(secret: Buffer): Vault {
-  const encryptionKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'settle vault encryption', 32));
+/** For callers without a database at hand (tools, unit tests): the given or stored key, or a new one. */
+export function loadVaultSecret(given: string | undefined, dataDir: string): Buffer {
+  return readVaultSecret(given, dataDir) ?? generateVaultSecret(dataDir);
+}
+
+interface Keyring {
+  id: string;
+  encryption: Buffer;
+}
+
+function keyring(secret: Buffer): Keyring {
+  return { id: vaultKeyId(secret), encryption: Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'settle vault encryption', 32)) };
+}
+
+function open(key: Buffer, iv: string, tag: string, body: string): string {
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64'));
+  return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
+}
+
+export function createVault(secret: Buffer, previous: Buffer[] = []): Vault {
+  const current = keyring(secret);
+  const older = previous.map(keyring).filter((k) => k.id !== current.id);
+  const all = [current, ...older];
   const fingerprintKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'settle vault fingerprint', 32));
   return {
+    keyId: current.id,
+    previousKeyIds: older.map((k) => k.id),
     encrypt(plain) {
       const iv = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', encryptionKey, iv);
+      const cipher = createCipheriv('aes-256-gcm', current.encryption, iv);
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-      return ['v1', iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join('.');
+      return ['v2', current.id, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join('.');
     },
     decrypt(sealed) {
-      const [, iv, tag, body] = sealed.split('.');
-      const decipher = createDecipheriv('aes-256-gcm', encryptionKey, Buffer.from(iv, 'base64'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64'));
-      return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
+      const parts = sealed.split('.');
+      if (parts[0] === 'v2') {
+        const key = all.find((k) => k.id === parts[1]);
+        if (!key) throw new Error(`sealed under vault key ${parts[1]}, which this process does not have (SETTLE_VAULT_KEY / SETTLE_VAULT_PREVIOUS_KEYS)`);
+        return open(key.encryption, parts[2], parts[3], parts[4]);
+      }
+      let failure: unknown;
+      for (const key of all) {
+        try {
+          return open(key.encryption, parts[1], parts[2], parts[3]);
+        } catch (error) {
+          failure = error;
+        }
+      }
+      throw failure;
     },
     fingerprint(plain) {
       return createHmac('sha256', fingerprintKey).update(plain).digest('hex');
+    },
+    sealedWithCurrent(sealed) {
+      return sealed.startsWith(`v2.${current.id}.`);
     },
   };
 }

@@ -11,6 +11,8 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
 import { heartbeat, releaseDeadWorkers } from './liveness.ts';
+import { openVault, VaultKeyRefused } from '../api/vaultKeys.ts';
+import type { Vault } from '../api/vault.ts';
 import { createDomainServices } from '../api/domain.ts';
 import { withRandomSource } from '../api/ids.ts';
 import { withDefaults, type Seams } from '../api/seams.ts';
@@ -40,10 +42,10 @@ export interface WorkerOptions {
  * lifetimes); the billing day's automatic payments ask `seams.processor`; deliveries and token
  * requests go out through `seams.outbound`; ids minted in a job draw from `seams.random`.
  */
-export function taskList(db: Db, config: Config, given: Partial<Seams> = {}): TaskList {
+export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vault?: Vault): TaskList {
   const seams = withDefaults(given);
   const http = seams.outbound ?? createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
-  const domain = createDomainServices(config, seams);
+  const domain = createDomainServices(config, seams, vault);
   const { clock } = seams;
   const tasks: TaskList = {
     dispatch_events: dispatchEvents(db),
@@ -85,6 +87,13 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
   const db = createDb(config.databaseUrl, config.workerConcurrency + 2);
+  let vault: Vault;
+  try {
+    vault = await openVault(config, db, log);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
   // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
   const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
@@ -118,7 +127,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
-    taskList: taskList(db, config, options.seams),
+    taskList: taskList(db, config, options.seams, vault),
   });
   // When the database goes away mid-job, graphile-worker shuts its pool down ("queue is in an
   // inconsistent state"), and that shutdown can hang. Replace the pool at once; the old pool's ids
@@ -189,6 +198,10 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
 }
 
 if (import.meta.main) {
-  const worker = await startWorker(loadConfig());
+  const worker = await startWorker(loadConfig()).catch((error: unknown) => {
+    if (!(error instanceof VaultKeyRefused)) throw error;
+    console.error(`worker: ${error.message}`);
+    process.exit(1);
+  });
   exitOnSignals(worker.stop, (message) => console.error(message));
 }
