@@ -14,6 +14,9 @@ import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.t
 import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey, type Environment } from '../api/keys.ts';
+import { guardDatabase } from './databaseGuard.ts';
+import { chooseLineView, type LineView } from './logLines.ts';
+import { postmasterPid, processRunning, readRuntime, runtimeFile, type Runtime } from './runtime.ts';
 import { fireTrigger } from './trigger.ts';
 import { KILL_GRACE_MS, Supervisor, type ChildSpec } from './supervisor.ts';
 
@@ -36,19 +39,10 @@ class UsageError extends Error {}
 
 const DATABASE = 'settle';
 
-function runtimeFile(config: Config): string {
-  return path.join(config.dataDir, 'runtime.json');
-}
-
 /** The database a running `settle up` of this project serves, if any. */
 function runningDatabaseUrl(config: Config): string | undefined {
-  try {
-    const runtime = JSON.parse(fs.readFileSync(runtimeFile(config), 'utf8')) as { pid: number; databaseUrl: string };
-    process.kill(runtime.pid, 0);
-    return runtime.databaseUrl;
-  } catch {
-    return undefined;
-  }
+  const runtime = readRuntime(config.dataDir);
+  return runtime && processRunning(runtime.pid) ? runtime.databaseUrl : undefined;
 }
 
 async function ensureDatabase(server: EmbeddedServer): Promise<string> {
@@ -139,23 +133,18 @@ async function reportingCommand(config: Config, args: string[]): Promise<void> {
 
 // ---------- settle up ----------
 
-/** What a running `settle up` publishes in its data directory: its pid, database and children. */
-interface Runtime {
-  pid: number;
-  databaseUrl: string;
-  /** pids of the web, worker and reporting processes running now */
-  children: Record<string, number>;
-}
+/** Prints one of `settle up`'s own lines (`settle`, `postgres`, …) as its children's lines are shown. */
+type Say = (source: string, text: string, to?: NodeJS.WritableStream) => void;
 
 /** Replaced whole (write, then rename), so a reader never sees half a file. */
-function writeRuntime(config: Config, runtime: Runtime): void {
-  const file = runtimeFile(config);
+function writeRuntime(config: Config, runtime: Runtime, say: Say): void {
+  const file = runtimeFile(config.dataDir);
   const temporary = `${file}.${process.pid}.tmp`;
   try {
     fs.writeFileSync(temporary, JSON.stringify(runtime), { mode: 0o600 });
     fs.renameSync(temporary, file);
   } catch (error) {
-    console.error(`settle   | could not write ${file}: ${(error as Error).message}`);
+    say('settle', `could not write ${file}: ${(error as Error).message}`, process.stderr);
   }
 }
 
@@ -181,7 +170,7 @@ async function firstKey(config: Config, url: string): Promise<string> {
 async function stopDatabase(server: EmbeddedServer, dataDir: string): Promise<void> {
   // The pid is read before asking: the postmaster removes its pid file a moment before it exits,
   // and `settle up` must not exit while the postmaster still runs.
-  const pid = postmasterPid(path.join(dataDir, 'postgres', 'postmaster.pid'));
+  const pid = postmasterPid(dataDir);
   let watch: NodeJS.Timeout | undefined;
   const gone = new Promise<void>((resolve) => {
     watch = setInterval(() => (pid === null || !processRunning(pid)) && resolve(), 50);
@@ -194,30 +183,12 @@ async function stopDatabase(server: EmbeddedServer, dataDir: string): Promise<vo
   }
 }
 
-function postmasterPid(pidFile: string): number | null {
-  try {
-    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
-}
-
-function processRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Ctrl-C, SIGTERM or a closed terminal (SIGHUP) runs `shutdown` once and exits. A repeated signal
  * only gets a line in the log: the shutdown under way is bounded already, and cutting it short
  * would leave the database running.
  */
-function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number): void {
+function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number, say: Say): void {
   let stopping = false;
   // Output that nobody reads any more (a closed terminal, `settle up | tee` without its tee) must
   // not end the supervisor: its children would run on, orphaned, holding the ports and database.
@@ -227,11 +198,11 @@ function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.removeAllListeners(signal);
     process.on(signal, () => {
-      if (stopping) return void console.log(`settle   | ${signal} received; already stopping`);
+      if (stopping) return void say('settle', `${signal} received; already stopping`);
       stopping = true;
-      console.log(`settle   | ${signal} received; stopping (children drain for at most ${budgetMs / 1000} s, then the database stops)`);
+      say('settle', `${signal} received; stopping (children drain for at most ${budgetMs / 1000} s, then the database stops)`);
       shutdown().then(() => process.exit(0), (error: unknown) => {
-        console.error(`settle   | stopping failed: ${error instanceof Error ? error.message : String(error)}`);
+        say('settle', `stopping failed: ${error instanceof Error ? error.message : String(error)}`, process.stderr);
         process.exit(1);
       });
     });
@@ -239,20 +210,23 @@ function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number): void {
 }
 
 async function up(config: Config): Promise<void> {
+  const view: LineView = chooseLineView(process.env, process.stdout);
+  const say: Say = (source, text, to = process.stdout) => void to.write(view(source, text) + '\n');
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (runningDatabaseUrl(config)) throw new UsageError(`settle up is already running for ${config.dataDir}; stop it first or set SETTLE_DATA_DIR`);
   let embedded: EmbeddedServer | null = null;
   let url = config.databaseUrl;
   if (!url) {
     embedded = await startEmbeddedPostgres(config.dataDir);
+    guardDatabase();
     url = await ensureDatabase(embedded);
-    console.log(`postgres | embedded PostgreSQL on 127.0.0.1:${embedded.port}, data in ${path.join(config.dataDir, 'postgres')}`);
+    say('postgres', `embedded PostgreSQL on 127.0.0.1:${embedded.port}, data in ${path.join(config.dataDir, 'postgres')}`);
   }
   await migrate(url);
   const secret = await firstKey(config, url);
   // One machine, local receivers: deliveries may reach loopback and private addresses unless told otherwise.
   const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
-  if (allowPrivate === 'true') console.log('notice   | WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
+  if (allowPrivate === 'true') say('notice', 'WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
   const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
   const children: ChildSpec[] = [{ name: 'web', script: 'api/server.ts' }, { name: 'worker', script: 'workers/main.ts' }];
   if (config.reportingUrl) children.push({ name: 'reporting', script: 'reporting/main.ts' });
@@ -262,13 +236,14 @@ async function up(config: Config): Promise<void> {
     env,
     drainTimeoutMs: config.shutdownTimeoutMs,
     print: (line) => process.stdout.write(line + '\n'),
-    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, children: pids }),
+    view,
+    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, children: pids }, say),
   });
   stopOnSignals(async () => {
     await supervisor.stop();
-    fs.rmSync(runtimeFile(config), { force: true });
+    fs.rmSync(runtimeFile(config.dataDir), { force: true });
     if (embedded) await stopDatabase(embedded, config.dataDir);
-  }, config.shutdownTimeoutMs + KILL_GRACE_MS);
+  }, config.shutdownTimeoutMs + KILL_GRACE_MS, say);
   supervisor.start();
   const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log('');

@@ -6,10 +6,14 @@
  * 30 s; a child that stayed up a minute starts again from 0.5 s. Stopping sends SIGTERM to every
  * running child (each drains its in-flight work for SETTLE_SHUTDOWN_TIMEOUT), SIGKILL to any still
  * alive KILL_GRACE_MS after that, and cancels pending restarts.
+ *
+ * Each child also ends when the supervisor ends without stopping it (SIGKILL, a crash): it is
+ * started with bin/exitWithParent.ts preloaded and an IPC channel whose close it watches.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
+import { labelledLines, type LineView } from './logLines.ts';
 
 export interface Backoff {
   /** delay before the first restart. Default 500 ms. */
@@ -27,6 +31,8 @@ export const KILL_GRACE_MS = 2000;
 
 /** How long a stopped child's remaining output is waited for. */
 const OUTPUT_WAIT_MS = 500;
+
+const EXIT_WITH_PARENT = new URL('./exitWithParent.ts', import.meta.url).href;
 
 /** The wait before restart number `restarts` (0-based) of a child. */
 export function restartDelay(restarts: number, backoff: Backoff = DEFAULT_BACKOFF): number {
@@ -50,12 +56,10 @@ export interface SupervisorOptions {
   killGraceMs?: number;
   /** one line, ready to print, per child output line and per supervision event */
   print: (line: string) => void;
+  /** how a line from a child or of the supervisor is shown. Default labelledLines (`web      | …`). */
+  view?: LineView;
   /** called whenever a child started or exited, with the pids of those running now */
   onPidsChanged?: (pids: Record<string, number>) => void;
-}
-
-function label(name: string): string {
-  return name.padEnd(9) + '| ';
 }
 
 function seconds(ms: number): string {
@@ -82,12 +86,14 @@ export class Supervisor {
   private readonly children: Supervised[];
   private readonly options: SupervisorOptions;
   private readonly backoff: Backoff;
+  private readonly view: LineView;
   private stopping: Promise<void> | null = null;
 
   constructor(specs: ChildSpec[], options: SupervisorOptions) {
     this.children = specs.map((spec) => new Supervised(spec));
     this.options = options;
     this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.view = options.view ?? labelledLines;
   }
 
   start(): void {
@@ -108,21 +114,21 @@ export class Supervisor {
   }
 
   private print(line: string): void {
-    this.options.print(label('settle') + line);
+    this.options.print(this.view('settle', line));
   }
 
   private launch(child: Supervised): void {
     child.pendingRestart = null;
     // Own process group: a terminal's Ctrl-C does not reach the children; `settle up` stops them in order.
-    const proc = spawn(process.execPath, [path.join(this.options.root, child.spec.script)], {
+    const proc = spawn(process.execPath, ['--import', EXIT_WITH_PARENT, path.join(this.options.root, child.spec.script)], {
       env: this.options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       detached: true,
     });
     child.process = proc;
     child.startedAt = Date.now();
     for (const stream of [proc.stdout, proc.stderr]) {
-      if (stream) readline.createInterface({ input: stream }).on('line', (line) => this.options.print(label(child.spec.name) + line));
+      if (stream) readline.createInterface({ input: stream }).on('line', (line) => this.options.print(this.view(child.spec.name, line)));
     }
     child.closed = new Promise((resolve) => proc.once('close', () => resolve()));
     child.exited = new Promise((resolve) => {

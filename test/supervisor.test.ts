@@ -1,6 +1,7 @@
 /**
  * Supervision in `settle up`: the restart policy on small scripts, then a real `settle up` (its own
- * embedded PostgreSQL, data directory and ports) whose children are killed with SIGKILL.
+ * embedded PostgreSQL, data directory and ports) whose children are killed with SIGKILL, and last
+ * `settle up` itself killed with SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,29 +10,18 @@ import path from 'node:path';
 import t from 'tap';
 import { projectRoot } from '../api/config.ts';
 import { freePort } from '../api/db/embedded.ts';
+import { processRunning as isRunning } from '../bin/runtime.ts';
 import { KILL_GRACE_MS, restartDelay, Supervisor, type SupervisorOptions } from '../bin/supervisor.ts';
+import { portFree } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 
 const DRAIN_MS = 3000;
 /** what stopping may take beyond the children's drain and kill grace: the database's shutdown */
 const STOP_MARGIN_MS = 3000;
 
-async function until<T>(read: () => T | Promise<T>, ms: number): Promise<Awaited<T> | undefined> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = await read();
-    if (value) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return undefined;
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+/** The first truthy answer of `read` within `ms`, else its last answer. */
+function until<T>(read: () => T | Promise<T>, ms: number): Promise<T> {
+  return eventually(async () => read(), Boolean, ms, 50);
 }
 
 function temporaryDir(prefix: string): string {
@@ -193,18 +183,19 @@ t.test('settle up', async (t) => {
     t.match(first.output(), /settle +\| web exited \(signal SIGKILL\) after [\d.]+ s; restarting in 0.5 s \(restart 1\)/, 'the restart is logged with its reason and delay');
   });
 
-  t.test('a worker killed with SIGKILL is restarted and a v2 payment still completes', async (t) => {
+  t.test('a worker killed with SIGKILL is restarted and runs the jobs that follow a payment', async (t) => {
     const worker = runtime()!.children.worker;
     process.kill(worker, 'SIGKILL');
     t.ok(await replaced('worker', worker), 'a new worker pid is published');
     const receiver = (await api('POST', '/processing_accounts', { name: 'Shop' })).body;
     const sender = (await api('POST', '/customers', { name: 'Payer', email: 'payer@example.com' })).body;
-    const card = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
-    const payment = await api('POST', '/transactions', { type: 'payment', amount: 20, sender: { account_id: sender.id, method: card }, receiver: { account_id: receiver.id } });
+    // The sandbox bank refuses an account number starting 000 a moment after processing: a worker job.
+    const bank = { type: 'bank_account', bank_account: { account_number: '000123456', routing_number: '036001808', account_type: 'checking' } };
+    const payment = await api('POST', '/transactions', { type: 'payment', amount: 20, sender: { account_id: sender.id, method: bank }, receiver: { account_id: receiver.id } });
     t.equal(payment.status, 200, 'the payment is accepted', { body: payment.body });
-    t.equal(payment.body.status.value, 'processing', 'it is processing');
-    const processed = await until(async () => (await api('GET', `/transactions/${payment.body.id}`)).body.status.value === 'processed', 10_000);
-    t.ok(processed, 'the restarted worker completes the payment');
+    t.equal(payment.body.status.value, 'processed', 'processed in its own answer');
+    const rejected = await until(async () => (await api('GET', `/transactions/${payment.body.id}`)).body.status.value === 'rejected', 10_000);
+    t.ok(rejected, 'the restarted worker runs the bank\'s later refusal');
   });
 
   t.test('a reporting process killed with SIGKILL is restarted and aggregate queries answer again', async (t) => {
@@ -286,5 +277,21 @@ t.test('settle up', async (t) => {
     t.ok(Date.now() - started < DRAIN_MS + KILL_GRACE_MS + STOP_MARGIN_MS, `stopped in ${Date.now() - started} ms`);
     for (const [name, pid] of Object.entries(pids)) t.notOk(isRunning(pid), `${name} (pid ${pid}) is gone`);
     t.notOk(runtime(), 'runtime.json is removed');
+  });
+
+  t.test('settle up killed with SIGKILL takes its children and the embedded PostgreSQL with it, and frees the port', async (t) => {
+    const fifth = await start();
+    t.ok(await until(apiAnswers, 30_000), 'the API answers', { output: fifth.output() });
+    t.ok(await until(() => runtime()?.children.reporting, 10_000), 'the reporting process runs');
+    const children = runtime()!.children;
+    const postgres = postgresPid();
+    process.kill(fifth.process.pid!, 'SIGKILL');
+    await fifth.exited;
+    const stillRunning = (pids: Record<string, number>) => async () => Object.entries(pids).filter(([, pid]) => isRunning(pid)).map(([name]) => name);
+    // Each child sees its parent gone at once and drains; idle, that takes well under a second.
+    t.same(await eventually(stillRunning(children), (names) => names.length === 0, 5000), [], 'web, worker and reporting are gone');
+    t.ok(await eventually(() => portFree(port), Boolean, 2000), `the API port ${port} is free`);
+    t.same(await eventually(stillRunning({ postgres }), (names) => names.length === 0, 10_000), [], 'PostgreSQL is gone');
+    t.notOk(await eventually(async () => runtime(), (left) => !left, 2000), 'runtime.json is removed');
   });
 });

@@ -1,5 +1,6 @@
 /** Project processes run as their own OS processes in tests (so a test can kill -9 them). */
 import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { projectRoot } from '../../api/config.ts';
@@ -33,4 +34,13 @@ export function spawnWorker(t: Test, env: Record<string, string>): SpawnedWorker
     clearTimeout(timer);
   });
   return { child, output: () => output, exited };
+}
+
+/** Whether nothing listens on 127.0.0.1:`port`: a server of our own can bind it. */
+export function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
