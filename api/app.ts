@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
 import { browserRoutes } from './browser/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
+import { docsRoutes } from './http/docsRoutes.ts';
 import { webhookRoutes } from './http/webhookRoutes.ts';
 import { clientScope, createAuthenticator } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
@@ -65,6 +66,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     }
   });
   app.use(openApiRoute);
+  app.use(docsRoutes().routes());
   app.use(metricsRoute);
   app.use(browserRoutes().routes());
   app.use(consoleRoutes().routes());

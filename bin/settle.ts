@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
- * The operator CLI: `settle up | migrate | keys create | keys list | keys revoke | reporting rebuild`.
+ * The operator CLI: `settle up | migrate | keys create | keys list | keys revoke | reporting rebuild | vault generate | vault rotate | trigger`.
  * Without DATABASE_URL it reaches the embedded database of this project directory: the one a
  * running `settle up` serves, or one it starts for the duration of the command.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +19,8 @@ import { guardDatabase } from './databaseGuard.ts';
 import { chooseLineView, type LineView } from './logLines.ts';
 import { postmasterPid, processRunning, readRuntime, runtimeFile, type Runtime } from './runtime.ts';
 import { fireTrigger } from './trigger.ts';
+import { createLogger } from '../api/logger.ts';
+import { openVault, rotateVault, VaultKeyRefused } from '../api/vaultKeys.ts';
 import { KILL_GRACE_MS, Supervisor, type ChildSpec } from './supervisor.ts';
 
 const USAGE = `usage: settle <command>
@@ -30,6 +33,10 @@ const USAGE = `usage: settle <command>
   keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX
   reporting rebuild                    copy every transaction into ClickHouse afresh (through the
                                        running reporting process, or in this one)
+  vault generate                       print a new vault key (base64), for SETTLE_VAULT_KEY
+  vault rotate                         re-seal every sealed value under SETTLE_VAULT_KEY (the new key)
+                                       while SETTLE_VAULT_PREVIOUS_KEYS holds the old one; online and
+                                       resumable; then the new key is the only one the data needs
   trigger TRIGGER [--url URL] [--key KEY]
                                        make what fires one webhook trigger in the test environment
                                        of a running Settle and print the ids (default: this
@@ -129,6 +136,30 @@ async function reportingCommand(config: Config, args: string[]): Promise<void> {
     if (error instanceof RebuildRefused) throw new UsageError(`reporting rebuild: ${error.message}`);
     throw error;
   }
+}
+
+async function vaultCommand(config: Config, args: string[]): Promise<void> {
+  if (args.length === 1 && args[0] === 'generate') {
+    console.log(randomBytes(32).toString('base64'));
+    return;
+  }
+  if (args.length !== 1 || args[0] !== 'rotate') throw new UsageError(`unknown vault command: ${args.join(' ') || '(none)'}`);
+  if (!config.vaultKey || config.vaultPreviousKeys.length === 0) {
+    throw new UsageError('vault rotate needs SETTLE_VAULT_KEY set to the new key and SETTLE_VAULT_PREVIOUS_KEYS to the old one (restart web and worker with both first)');
+  }
+  await withDb(config, async (db) => {
+    try {
+      const vault = await openVault(config, db, createLogger('warn', 'settle'));
+      const done = await rotateVault(db, vault, {
+        onBatch: (progress) => process.stderr.write(`\rre-sealed ${progress.resealed} values…`),
+      });
+      process.stderr.write('\n');
+      console.log(`re-sealed ${done.resealed} values; vault key ${vault.keyId} is now the active key (the previous key is no longer needed)`);
+    } catch (error) {
+      if (error instanceof VaultKeyRefused) throw new UsageError(`vault rotate: ${error.message}`);
+      throw error;
+    }
+  });
 }
 
 // ---------- settle up ----------
@@ -283,6 +314,8 @@ async function main(argv: string[]): Promise<void> {
       return reportingCommand(config, args);
     case 'trigger':
       return triggerCommand(config, args);
+    case 'vault':
+      return vaultCommand(config, args);
     case undefined:
     case 'help':
     case '--help':

@@ -117,3 +117,31 @@ t.test('a rotation re-seals every value under the new key, resumes after being c
   const replay = await call(after.url, 'POST', '/webhooks', { trigger: 'payment', url: 'https://example.com/hook' }, { 'Idempotency-Key': 'hook-1' });
   t.equal(replay.body.sender_secret, webhookSecret, 'an idempotent answer sealed under the old key replays under the new one');
 });
+
+t.test('settle vault generate and settle vault rotate, as an operator runs them', async (t) => {
+  const url = await freshDatabase(t);
+  const dataDir = emptyDataDir(t);
+  const cli = (args: string[], env: Record<string, string>) => spawnSync(process.execPath, ['bin/settle.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: url, SETTLE_DATA_DIR: dataDir, ...env }, encoding: 'utf8', timeout: 60_000,
+  });
+  const generated = cli(['vault', 'generate'], {});
+  t.equal(generated.status, 0, generated.stderr);
+  const fresh = generated.stdout.trim();
+  t.equal(parseVaultKey(fresh).length, 32, 'a 32-byte base64 key');
+  const before = await startWeb(loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: url, PORT: '0', SETTLE_DATA_DIR: dataDir, SETTLE_VAULT_KEY: K1 }), { keyCacheMs: 0 });
+  const own = createDb(url, 1);
+  const key = (await createKey(own, 'acme', 'test')).secret;
+  const card = await fetch(`${before.url}/payment_methods`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(CARD) });
+  t.equal(card.status, 200);
+  await before.stop();
+
+  const refused = cli(['vault', 'rotate'], { SETTLE_VAULT_KEY: fresh });
+  t.equal(refused.status, 2, 'without the previous key it explains what a rotation needs');
+  t.match(refused.stderr, /SETTLE_VAULT_PREVIOUS_KEYS/);
+  const rotated = cli(['vault', 'rotate'], { SETTLE_VAULT_KEY: fresh, SETTLE_VAULT_PREVIOUS_KEYS: K1 });
+  t.equal(rotated.status, 0, rotated.stderr);
+  t.match(rotated.stdout, new RegExp(`re-sealed 1 values; vault key ${idOf(fresh)} is now the active key`));
+  const sealed = (await own.raw(`select data->'card'->>'sealed_number' as v from payment_methods`)).rows[0].v;
+  t.match(sealed, new RegExp(`^v2\\.${idOf(fresh)}\\.`));
+  await own.destroy();
+});
