@@ -38,6 +38,8 @@ export interface Config {
    * generated only for a database that records no key yet.
    */
   vaultKey: string | undefined;
+  /** SETTLE_EXPORT_MAX_ROWS: the most rows one CSV or Parquet export holds. Default 1,000,000. */
+  exportMaxRows: number;
   /** SETTLE_VAULT_PREVIOUS_KEYS: comma-separated keys still opened during a rotation. Default none. */
   vaultPreviousKeys: string[];
   /** SETTLE_AUTH_WINDOW: ms an automatic-mode authorization waits for capture. Default 120000. */
@@ -168,6 +170,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...reportingConfig(env),
     ...retentionConfig(env),
     vaultKey: env.SETTLE_VAULT_KEY || undefined,
+    exportMaxRows: intFromEnv(env, 'SETTLE_EXPORT_MAX_ROWS', 1_000_000),
     vaultPreviousKeys: (env.SETTLE_VAULT_PREVIOUS_KEYS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     authorizationWindowMs: intFromEnv(env, 'SETTLE_AUTH_WINDOW', 120_000),
     processingDelayMs: intFromEnv(env, 'SETTLE_PROCESSING_DELAY', 200),

@@ -40,17 +40,45 @@ function conditions(tenant: Tenant, spec: Pick<SelectSpec, 'where' | 'type'>): S
   return { sql: `${base.sql} and (${spec.where.sql})`, bindings: [...base.bindings, ...spec.where.bindings] };
 }
 
-export async function selectObjects(db: Db, table: string, tenant: Tenant, spec: SelectSpec): Promise<StoredObject[]> {
+function selectSql(table: string, tenant: Tenant, spec: SelectSpec): Sql {
   const where = conditions(tenant, spec);
   const order = spec.orderBy.length ? spec.orderBy : [{ sql: 'created_at asc', bindings: [] }];
   // Ties broken by id in the direction of the last term, so one index scan (either way) serves it.
   const tiebreak = /\sdesc(\s|$)/.test(order[order.length - 1].sql) ? 'id desc' : 'id asc';
   const orderSql = [...order.map((o) => o.sql), tiebreak].join(', ');
-  const found = await query<StoredObject>(db,
-    `select ${ROW_COLUMNS} from ${table} where ${where.sql} order by ${orderSql} limit ? offset ?${spec.forUpdate ? ' for update' : ''}`,
-    [...where.bindings, ...order.flatMap((o) => o.bindings), spec.limit, spec.offset],
-  );
-  return found;
+  return {
+    sql: `select ${ROW_COLUMNS} from ${table} where ${where.sql} order by ${orderSql} limit ? offset ?${spec.forUpdate ? ' for update' : ''}`,
+    bindings: [...where.bindings, ...order.flatMap((o) => o.bindings), spec.limit, spec.offset],
+  };
+}
+
+export async function selectObjects(db: Db, table: string, tenant: Tenant, spec: SelectSpec): Promise<StoredObject[]> {
+  const select = selectSql(table, tenant, spec);
+  return query<StoredObject>(db, select.sql, select.bindings);
+}
+
+/** How many rows a selection holds, counting no further than `atMost` (an export's ceiling). */
+export async function countObjects(db: Db, table: string, tenant: Tenant, spec: Pick<SelectSpec, 'where' | 'type'>, atMost: number): Promise<number> {
+  const where = conditions(tenant, spec);
+  const found = await query<{ n: string }>(db, `select count(*) as n from (select 1 from ${table} where ${where.sql} limit ?) as matching`, [...where.bindings, atMost]);
+  return Number(found[0].n);
+}
+
+/**
+ * Hands the selected rows to `each` a batch at a time through a cursor, in one read-only
+ * snapshot, so an export of any size holds one batch in memory. `each` may wait (for the client
+ * to take what was sent); it answers false to stop early.
+ */
+export async function streamObjects(db: Db, table: string, tenant: Tenant, spec: SelectSpec, batchSize: number, each: (rows: StoredObject[]) => Promise<boolean>): Promise<void> {
+  const select = selectSql(table, tenant, spec);
+  await db.transaction(async (tx) => {
+    await tx.raw(`declare export_rows no scroll cursor for ${select.sql}`, select.bindings);
+    for (;;) {
+      const batch = (await tx.raw(`fetch forward ${Math.max(1, Math.floor(batchSize))} from export_rows`)).rows as StoredObject[];
+      if (batch.length === 0 || !(await each(batch))) break;
+    }
+    await tx.raw('close export_rows');
+  }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
 export interface AggregateSpec {

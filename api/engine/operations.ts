@@ -35,16 +35,21 @@ export async function list(ctx: OperationContext, query: ListQuery): Promise<Api
   return { object: 'list', values: await shape(ctx, rows, query.fields) };
 }
 
-async function selectMatching(ctx: OperationContext, query: ListQuery, forUpdate: boolean): Promise<StoredObject[]> {
+/** What a list selects: the client's filter and order within the tenant (and the collection's type). */
+export function listSpec(ctx: OperationContext, query: ListQuery, limit = query.limit, forUpdate = false): objects.SelectSpec {
   const compiler = new SqlCompiler(ctx.collection.family, ctx.version);
-  return objects.selectObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
+  return {
     where: query.where ? compiler.where(query.where) : null,
     type: ctx.collection.fixedType,
     orderBy: query.orderBy.length || !ctx.collection.newestFirst ? orderSql(compiler, query) : [{ sql: 'created_at desc, id desc', bindings: [] }],
-    limit: query.limit,
+    limit,
     offset: query.offset,
     forUpdate,
-  });
+  };
+}
+
+async function selectMatching(ctx: OperationContext, query: ListQuery, forUpdate: boolean): Promise<StoredObject[]> {
+  return objects.selectObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, listSpec(ctx, query, query.limit, forUpdate));
 }
 
 /** Columns every family table declares not null: ordering by them needs no nulls clause, so the tenant index serves `desc` too. */

@@ -14,6 +14,7 @@ import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
 import { completeInTransaction } from './idempotency.ts';
+import { aggregateAsCsv, listAsCsv } from './csvExport.ts';
 import { answeredByReporting, queryReporting } from './reportingProxy.ts';
 import type { RequestState } from './state.ts';
 
@@ -26,7 +27,7 @@ function collectionOf(ctx: Ctx): Collection {
 }
 
 function listQueryOf(ctx: Ctx): ListQuery {
-  return parseListQuery([...new URLSearchParams(ctx.querystring)]);
+  return parseListQuery([...new URLSearchParams(ctx.querystring)], ctx.get('Accept'));
 }
 
 function operationContext(ctx: Ctx, tx: Db): OperationContext {
@@ -119,10 +120,22 @@ export function objectRoutes(): Router {
     const c = ctx as Ctx;
     const query = listQueryOf(c);
     const collection = collectionOf(c);
+    if (query.format === 'parquet') {
+      if (collection.family.name !== 'transaction') throw badRequest('Parquet exports are answered for /transactions only', { format: 'parquet is for /transactions' });
+      throw badRequest('Parquet exports are not available yet: use format=csv', { format: 'parquet is not available yet' });
+    }
+    const aggregate = operations.isAggregateQuery(query) || operations.hasComputedFields(query);
     if (answeredByReporting(c, collection, query)) {
-      c.body = await queryReporting(c, collection);
+      const answer = await queryReporting(c, collection);
+      if (query.format === 'csv') return aggregateAsCsv(c, query, answer);
+      c.body = answer;
       return;
     }
+    if (query.format === 'csv' && aggregate) {
+      const answer = await operations.list(operationContext(c, c.state.services.db), query);
+      return aggregateAsCsv(c, query, answer as unknown as Record<string, unknown>);
+    }
+    if (query.format === 'csv') return listAsCsv(c, operationContext(c, c.state.services.db), query);
     return read(c, (op) => operations.list(op, query));
   });
   router.get('/:collection/:id', (ctx) => read(ctx as Ctx, (op) => operations.getOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));

@@ -96,4 +96,10 @@ export interface ListQuery {
   offset: number;
   /** `mode=query` present */
   queryMode: boolean;
+  /** `format=csv|parquet` (or `Accept: text/csv`): an export instead of a JSON list */
+  format: ExportFormat;
+  /** whether the client named a `limit` (an export without one holds every matching row) */
+  limitGiven: boolean;
 }
+
+export type ExportFormat = 'json' | 'csv' | 'parquet';

@@ -4,7 +4,7 @@
  * `attrs[region]` or `fields[0]` are interpreted here and nowhere else.
  */
 import { badRequest, type ApiError } from '../errors.ts';
-import type { CompareOp, Expr, ListQuery, Literal, Operand, OrderTerm, SelectTerm } from './ast.ts';
+import type { CompareOp, ExportFormat, Expr, ListQuery, Literal, Operand, OrderTerm, SelectTerm } from './ast.ts';
 import { parseOperand, parseQ } from './q.ts';
 
 const DEFAULT_LIMIT = 1000;
@@ -13,9 +13,10 @@ const MAX_LIMIT = 10000;
 type ListParam = 'fields' | 'group_by' | 'order_by';
 /** `fields`, `fields[]` or `fields[3]` */
 const LIST_KEY = /^(fields|group_by|order_by)(?:\[(\d*)\])?$/;
-const SCALAR_KEYS = new Set(['limit', 'offset', 'mode']);
+const SCALAR_KEYS = new Set(['limit', 'offset', 'mode', 'format']);
 /** Any other key starting with a reserved name is a malformed reserved parameter, not a filter. */
-const RESERVED_PREFIX = /^(?:fields|group_by|order_by|limit|offset|mode|q)\[/;
+const RESERVED_PREFIX = /^(?:fields|group_by|order_by|limit|offset|mode|format|q)\[/;
+const FORMATS = new Set<ExportFormat>(['json', 'csv', 'parquet']);
 
 /**
  * Functions of CONTRACT §6. Only order_by needs them: there a call is either a direction or an
@@ -46,7 +47,8 @@ interface Term {
   pos: number;
 }
 
-export function parseListQuery(pairs: Array<[string, string]>): ListQuery {
+/** `accept`: the request's Accept header; `text/csv` asks for CSV as `format=csv` does. */
+export function parseListQuery(pairs: Array<[string, string]>, accept = ''): ListQuery {
   const lists: Record<ListParam, ListEntry[]> = { fields: [], group_by: [], order_by: [] };
   const scalars = new Map<string, string>();
   const conditions: Expr[] = [];
@@ -59,15 +61,25 @@ export function parseListQuery(pairs: Array<[string, string]>): ListQuery {
     else conditions.push(filterCondition(key, value));
   }
   const fields = selectTerms(lists.fields, true);
+  const format = formatOf(scalars.get('format'), accept);
   return {
     where: allOf(conditions),
     fields: fields.length ? fields : null,
     groupBy: selectTerms(lists.group_by, false),
     orderBy: termsOf(lists.order_by).map(orderTerm),
-    limit: nonNegativeInteger(scalars, 'limit', DEFAULT_LIMIT, MAX_LIMIT),
+    // An export's own ceiling (SETTLE_EXPORT_MAX_ROWS) is checked where the export is made.
+    limit: nonNegativeInteger(scalars, 'limit', DEFAULT_LIMIT, format === 'json' ? MAX_LIMIT : Number.MAX_SAFE_INTEGER),
     offset: nonNegativeInteger(scalars, 'offset', 0, Number.MAX_SAFE_INTEGER),
     queryMode: isQueryMode(scalars.get('mode')),
+    format,
+    limitGiven: scalars.has('limit'),
   };
+}
+
+function formatOf(given: string | undefined, accept: string): ExportFormat {
+  if (given === undefined) return /(^|,)\s*text\/csv\s*(;|,|$)/i.test(accept) ? 'csv' : 'json';
+  if (!FORMATS.has(given as ExportFormat)) throw badParam('format', 'expected json, csv or parquet');
+  return given as ExportFormat;
 }
 
 function listEntry(key: string, value: string, index: string | undefined): ListEntry {
