@@ -108,6 +108,8 @@ export interface BenchEnv {
   databaseUrl: string;
   /** Basic auth with the key, JSON body */
   headers: Record<string, string>;
+  /** the servers' process ids (memory and CPU can be read from /proc) */
+  pids: Record<ServerName, number>;
 }
 
 /** A fresh migrated database, a test key of org "bench", and both servers answering. */
@@ -159,7 +161,7 @@ export async function startServers(bench: string): Promise<BenchEnv> {
     Authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`,
     'Content-Type': 'application/json',
   };
-  return { servers, key, headers, databaseUrl: benchUrl };
+  return { servers, key, headers, databaseUrl: benchUrl, pids: { settle: settle.pid!, anchor: anchor.pid! } };
 }
 
 /** BENCH_ROWS: the tenant sizes each scenario runs at, in order (default 10k then 1M existing rows). */

@@ -174,7 +174,8 @@ t.test('nothing is queued for a link that was not created, or that has no recipi
 t.test('without SMTP_URL each message is an .eml file under <data dir>/mail/', async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-mail-'));
   t.teardown(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-  const local = await startTestApi(t);
+  // One data directory for both, as on one machine: the vault key generated there is theirs.
+  const local = await startTestApi(t, { SETTLE_DATA_DIR: dataDir });
   await startTestWorker(t, local.databaseUrl, { SETTLE_DATA_DIR: dataDir, WORKER_POLL_INTERVAL: '50' });
   const res = await local.request('POST', '/intents', { ...V2, json: { type: 'account_enrollment_link', send_to: [{ name: 'Lando', email: 'lando@example.com' }] } });
   t.equal(res.status, 200, JSON.stringify(res.body));
