@@ -1,8 +1,9 @@
 /**
  * Who mirrors: a Postgres session-level advisory lock per ClickHouse target. The holder keeps one
  * dedicated connection open for as long as it leads; when that process dies or its connection
- * drops, Postgres releases the lock and a standby's next attempt takes it over. The same
- * connection LISTENs for change notifications and for wake-ups from standbys.
+ * drops (Postgres restarting included), Postgres releases the lock and the next attempt, this
+ * process's own or a standby's, takes it. The same connection LISTENs for change notifications and
+ * for wake-ups from standbys.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -10,6 +11,9 @@ import { listenOn, pingConnection, tryAdvisoryLock } from './repository.ts';
 
 export const CHANGES_CHANNEL = 'reporting_changes';
 export const WAKE_CHANNEL = 'reporting_wake';
+
+/** A connection that cannot be opened, or a round trip on it that does not come back, counts as lost within this long. */
+const LOCK_CONNECTION_TIMEOUT_MS = 10_000;
 
 /** Two int4 keys from the target's identity, so different stores never contend. */
 function lockKeys(identity: string): [number, number] {
@@ -28,7 +32,6 @@ export class LeaderLock {
   readonly #databaseUrl: string;
   readonly #keys: [number, number];
   #client: pg.Client | null = null;
-  #released = false;
 
   constructor(databaseUrl: string, identity: string) {
     this.#databaseUrl = databaseUrl;
@@ -42,7 +45,13 @@ export class LeaderLock {
   /** One attempt; true when this process now leads. */
   async tryAcquire(events: LeaderEvents): Promise<boolean> {
     if (this.#client) return true;
-    const client = new pg.Client({ connectionString: this.#databaseUrl, application_name: 'settle-reporting-leader', keepAlive: true });
+    const client = new pg.Client({
+      connectionString: this.#databaseUrl,
+      application_name: 'settle-reporting-leader',
+      keepAlive: true,
+      connectionTimeoutMillis: LOCK_CONNECTION_TIMEOUT_MS,
+      query_timeout: LOCK_CONNECTION_TIMEOUT_MS,
+    });
     client.on('error', () => {});
     await client.connect();
     try {
@@ -57,9 +66,12 @@ export class LeaderLock {
       throw error;
     }
     client.on('notification', (message) => events.onNotify(message.channel));
+    // release() forgets the client before ending it, so only a loss nobody asked for is reported.
     const lost = (error: Error) => {
-      if (this.#client !== client || this.#released) return;
+      if (this.#client !== client) return;
       this.#client = null;
+      // A connection that merely stopped answering may still hold the lock in Postgres: close it.
+      client.end().catch(() => {});
       events.onLost(error);
     };
     client.on('error', lost);
@@ -80,7 +92,6 @@ export class LeaderLock {
   }
 
   async release(): Promise<void> {
-    this.#released = true;
     const client = this.#client;
     this.#client = null;
     if (client) await client.end().catch(() => {});

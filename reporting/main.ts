@@ -3,10 +3,18 @@
  * aggregates for the web process.
  *
  * Roles. The process that holds the leader lock (reporting/leader.ts) mirrors; the others retry the
- * lock every REPORTING_POLL_INTERVAL. With a ClickHouse server a standby answers queries from the
- * shared tables, waiting on the leader's recorded position; with embedded chdb the data directory
- * belongs to one process, so a standby opens it only once it holds the lock (a hot standby that
- * resumes from the recorded position when the leader dies).
+ * lock every REPORTING_POLL_INTERVAL (at least a second). With a ClickHouse server a standby answers
+ * queries from the shared tables, waiting on the leader's recorded position; with embedded chdb the
+ * data directory belongs to one process, so a standby opens it only once it holds the lock (a hot
+ * standby that resumes from the recorded position when the leader dies).
+ *
+ * Losing the lock (Postgres restarting, the lock's connection dropped) makes the leader a standby
+ * like any other, without exiting: it stops mirroring, closes an embedded store (releasing the data
+ * directory, which chdb also locks on disk, to whichever process takes the lock next), then retries
+ * the lock at once and, while Postgres cannot be reached, RECONNECT_FIRST_MS apart doubling to
+ * RECONNECT_MAX_MS. Whoever takes the lock reopens the store and resumes from the position recorded
+ * there, so a pass cut short is copied again (the same versions, collapsed) and nothing is skipped.
+ * Meanwhile queries answer 503 saying why.
  *
  * Start-up refusals, each one clear message and exit 1: a non-loopback REPORTING_HOST without
  * REPORTING_SECRET (the port would answer any caller for any org), and a ClickHouse older than the
@@ -43,12 +51,16 @@ export interface RunningReporting {
 
 export interface ReportingOptions {
   log?: Logger;
-  /** called when leadership over an embedded store is lost: the process must not touch the data directory again */
+  /** called when the ClickHouse server turns out too old to mirror into; by default the process exits 1 */
   onFatal?: (error: Error) => void;
 }
 
 const STANDBY_POLL_MS = 50;
 const STALE_PASS_MS = 30_000;
+/** The wait after the first attempt that cannot reach Postgres; each further one doubles it. */
+const RECONNECT_FIRST_MS = 50;
+/** The longest wait between attempts while Postgres cannot be reached: the mirror resumes within about this long of its return. */
+const RECONNECT_MAX_MS = 250;
 
 /** A configuration the process refuses to run with; its message says what to change. */
 export class StartupRefused extends Error {
@@ -109,12 +121,18 @@ export async function startReporting(config: Config, options: ReportingOptions =
   const db = createDb(config.databaseUrl, 4);
   const lock = new LeaderLock(config.databaseUrl, target.identity);
   let mirror: Mirror | null = null;
+  /** rows copied by the mirrors this process ran before the current one (it leads again after losing the lock) */
+  let rowsMirroredBefore = 0;
   let stopping = false;
   let becoming: Promise<void> | null = null;
+  /** the mirror stopping and an embedded store closing after the lock was lost: no attempt until done */
+  let yielding: Promise<void> | null = null;
+  /** the last attempt could not open a connection to Postgres */
+  let databaseUnreachable = false;
   const electionFailures = new FailureLog(log, 'leader election');
 
   const fatal = options.onFatal ?? ((error: Error) => {
-    log.fatal({ err: error.message }, error instanceof UnsupportedClickHouse ? 'unsupported ClickHouse; exiting' : 'lost the mirror lock on an embedded store; exiting');
+    log.fatal({ err: error.message }, 'unsupported ClickHouse; exiting');
     process.exit(1);
   });
 
@@ -122,52 +140,108 @@ export async function startReporting(config: Config, options: ReportingOptions =
   let starting: Mirror | null = null;
 
   async function lead(): Promise<void> {
-    store ??= openStore(config);
-    if (!(await verify(store))) throw new Error(`ClickHouse at ${target.shown} is unreachable`);
-    starting = new Mirror(db, store, log, {
+    // Held locally: losing the lock meanwhile closes this store, and the start then fails on it.
+    const current = (store ??= openStore(config));
+    if (!(await verify(current))) throw new Error(`ClickHouse at ${target.shown} is unreachable`);
+    starting = new Mirror(db, current, log, {
       pollIntervalMs: config.reportingPollIntervalMs,
       batchIntervalMs: config.reportingBatchIntervalMs,
       pruneIntervalMs: config.reportingPruneIntervalMs,
     });
     log.info({ target: target.shown }, 'mirror leader');
+    const started = starting;
     try {
-      await starting.start();
-      if (!stopping) mirror = starting;
+      await started.start();
     } finally {
       starting = null;
     }
+    // The lock lost while starting: lostLead stopped this mirror already; it must not go live.
+    if (stopping || !lock.held) await started.stop();
+    else mirror = started;
   }
 
-  async function lostLead(error: Error): Promise<void> {
-    log.warn({ err: error.message }, 'mirror leadership lost');
+  /**
+   * The lock is gone, so another process may take it: stop writing before anything else, and hand
+   * an embedded data directory back; then try to lead again (the first attempt at once).
+   */
+  function lostLead(error: Error): void {
+    log.warn({ err: error.message }, 'mirror leadership lost: mirroring stopped until this process takes the lock again');
     const previous = mirror;
     mirror = null;
-    await previous?.stop();
-    if (target.embedded) fatal(error);
+    const abandoned = starting;
+    yielding = (async () => {
+      await abandoned?.stop();
+      if (previous) {
+        await previous.stop();
+        rowsMirroredBefore += previous.status.rowsMirrored;
+      }
+      if (target.embedded && store) {
+        const closing = store;
+        store = null;
+        await closing.close().catch((closeError: unknown) => log.warn({ err: (closeError as Error).message }, 'closing the embedded store failed'));
+      }
+    })().finally(() => {
+      yielding = null;
+      scheduleAttempt(0);
+    });
   }
 
-  async function contend(): Promise<void> {
-    if (stopping || becoming) return;
-    becoming = (async () => {
+  /** One attempt at a time; a caller arriving meanwhile waits for the one under way. */
+  function contend(): Promise<void> {
+    if (stopping) return Promise.resolve();
+    becoming ??= attemptToLead().finally(() => (becoming = null));
+    return becoming;
+  }
+
+  async function attemptToLead(): Promise<void> {
+    try {
+      await yielding;
+      if (lock.held) return await lock.check();
+      // A server store is checked before this process answers from it, leader or standby.
+      if (store && !target.embedded && !(await verify(store))) return;
+      let acquired: boolean;
       try {
-        if (lock.held) return void (await lock.check());
-        // A server store is checked before this process answers from it, leader or standby.
-        if (store && !target.embedded && !(await verify(store))) return;
-        const acquired = await lock.tryAcquire({
+        acquired = await lock.tryAcquire({
           onNotify: (channel) => mirror?.wake({ record: channel === WAKE_CHANNEL }),
-          onLost: (error) => void lostLead(error),
+          onLost: lostLead,
         });
-        if (acquired && !stopping) await lead();
-        electionFailures.succeeded();
+        databaseUnreachable = false;
       } catch (error) {
-        if (error instanceof UnsupportedClickHouse) return fatal(error);
-        if (!storeFailures.failing) electionFailures.failed(error);
-        if (lock.held && !mirror) await lock.release();
-      } finally {
-        becoming = null;
+        databaseUnreachable = true;
+        throw error;
       }
-    })();
-    await becoming;
+      if (acquired && !stopping) await lead();
+      electionFailures.succeeded();
+    } catch (error) {
+      if (error instanceof UnsupportedClickHouse) return fatal(error);
+      if (!storeFailures.failing) electionFailures.failed(error);
+      if (lock.held && !mirror) await lock.release();
+    }
+  }
+
+  // A standby's attempt opens a connection: at most once a second, however fast the mirror polls.
+  const pollMs = Math.max(config.reportingPollIntervalMs, 1000);
+  let retryMs = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let timerDue = 0;
+
+  /** An attempt in `delayMs`, unless one is due sooner: one timer at a time, each attempt scheduling the next. */
+  function scheduleAttempt(delayMs: number): void {
+    if (stopping) return;
+    const due = Date.now() + delayMs;
+    if (timer && timerDue <= due) return;
+    clearTimeout(timer);
+    timerDue = due;
+    timer = setTimeout(() => {
+      timer = undefined;
+      void contend().then(scheduleNext);
+    }, delayMs);
+  }
+
+  /** Backing off while Postgres cannot be reached (up to RECONNECT_MAX_MS); otherwise at the poll interval. */
+  function scheduleNext(): void {
+    retryMs = databaseUnreachable ? Math.min(retryMs ? retryMs * 2 : RECONNECT_FIRST_MS, RECONNECT_MAX_MS) : 0;
+    scheduleAttempt(retryMs || pollMs);
   }
 
   /** A standby reads the leader's recorded position, nudging it to record a fresh one. */
@@ -190,6 +264,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
     store: () => ((target.embedded && !mirror) || !verified ? null : store),
     notReady: () => {
       if (storeFailures.failing) return 'Reporting is unavailable: its data store cannot be reached; retry shortly';
+      if (databaseUnreachable || yielding) return 'Reporting is unavailable: it cannot reach its database and is reconnecting; retry shortly';
       return 'Reporting is starting or on standby; retry shortly';
     },
     reach: async (target, timeoutMs) => {
@@ -211,10 +286,11 @@ export async function startReporting(config: Config, options: ReportingOptions =
       const sincePass = status.lastPassAt ? Date.now() - status.lastPassAt : null;
       return {
         healthy: sincePass !== null && sincePass < STALE_PASS_MS,
-        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: status.rowsMirrored },
+        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: rowsMirroredBefore + status.rowsMirrored },
       };
     }
     if (starting) return { healthy: false, body: { object: 'health', role: 'leader', detail: 'copying every transaction into a new mirror table' } };
+    if (databaseUnreachable || yielding) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'reconnecting to the database' } };
     if (store && !verified) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'waiting for ClickHouse to answer' } };
     if (!store || target.embedded) return { healthy: false, body: { object: 'health', role: 'standby', detail: 'waiting for the mirror lock' } };
     const state = await store.readState().catch(() => null);
@@ -223,7 +299,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
 
   initMetrics();
   gaugeOnScrape('settle_reporting_mirror_lag_seconds', 'Commit-to-ClickHouse lag of the last mirror pass (leader only)', [], () => (mirror ? [[{}, mirror.status.lagMs / 1000]] : []));
-  gaugeOnScrape('settle_reporting_rows_mirrored', 'Changed transactions copied into ClickHouse since this process started (leader only)', [], () => (mirror ? [[{}, mirror.status.rowsMirrored]] : []));
+  gaugeOnScrape('settle_reporting_rows_mirrored', 'Changed transactions copied into ClickHouse since this process started (leader only)', [], () => (mirror ? [[{}, rowsMirroredBefore + mirror.status.rowsMirrored]] : []));
   gaugeOnScrape('settle_reporting_leader', '1 when this process mirrors, 0 when it stands by', [], () => [[{}, mirror ? 1 : 0]]);
   const app = createReportingApp(engine, { secret: config.reportingSecret, waitMs: config.reportingWaitMs, log });
   const server = app.listen(config.reportingPort, config.reportingHost);
@@ -238,12 +314,11 @@ export async function startReporting(config: Config, options: ReportingOptions =
   log.info({ url, clickhouse: target.shown }, 'reporting listening');
 
   await contend();
-  // A standby's attempt opens a connection: at most once a second, however fast the mirror polls.
-  const timer = setInterval(() => void contend(), Math.max(config.reportingPollIntervalMs, 1000));
+  scheduleNext();
 
   const stop = async () => {
     stopping = true;
-    clearInterval(timer);
+    clearTimeout(timer);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const force = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
@@ -251,6 +326,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
     clearTimeout(force);
     await starting?.stop();
     await becoming;
+    await yielding;
     await mirror?.stop();
     mirror = null;
     await lock.release();
