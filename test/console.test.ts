@@ -2,11 +2,13 @@
  * The operator console (CONTRACT §17) in a real browser against the real web, worker and
  * reporting processes: signing in, finding a payment with `q`, resending webhook deliveries to a
  * loopback receiver (from a delivery, a webhook's attempt rows and an event's page), charting a
- * reporting group-by; the key stays out of cookies and URLs.
+ * reporting group-by, downloading a view's rows or a report as CSV; the key stays out of cookies
+ * and URLs.
  *
  * The tests wait on locators, never on a string predicate: Playwright re-evaluates one with eval
  * on each poll, which the console's CSP (`script-src 'self'`) refuses.
  */
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { Locator, Page, Request } from 'playwright-core';
 import { revokeKeys } from '../api/db/keys.ts';
@@ -16,8 +18,11 @@ import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
 import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
 
+/** The most rows one CSV export holds here: fewer than the export shop's transactions, more than a page. */
+const EXPORT_MAX_ROWS = 28;
+
 const reportingPort = await reservePort();
-const api = await startTestApi(t, { REPORTING_URL: `http://127.0.0.1:${reportingPort}` });
+const api = await startTestApi(t, { REPORTING_URL: `http://127.0.0.1:${reportingPort}`, SETTLE_EXPORT_MAX_ROWS: String(EXPORT_MAX_ROWS) });
 await startTestReporting(t, api.databaseUrl, tempDataDir(t), { REPORTING_PORT: String(reportingPort) });
 await startTestWorker(t, api.databaseUrl, { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_POLL_INTERVAL: '50' });
 const receiver = await startReceiver(t);
@@ -43,6 +48,17 @@ await api.request('POST', '/invoices', { json: { customer_id: customer.body.id, 
 await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Gift card', amount: 25 } });
 await receiver.waitFor(4);
 
+/**
+ * A shop of its own with payments of 1 to 30 ("Order 1"…) and one declined card of 40: 31 rows,
+ * over the export ceiling; the 27 processed ones above 3 fill more than a page and fit in an export.
+ */
+const exportShop = await api.newKey('Export shop', 'test');
+for (let amount = 1; amount <= 30; amount++) {
+  const res = await api.request('POST', '/transactions', { key: exportShop, json: { type: 'payment', amount, payment_method: CARD, description: `Order ${amount}` } });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+}
+await api.request('POST', '/transactions', { key: exportShop, json: { type: 'payment', amount: 40, description: 'Declined card', payment_method: { type: 'card', card: { card_number: '4111 1111 1111 9903', expiry: '12/35' } } } });
+
 /** Every URL the browser asks for, and the page's own address after each navigation. */
 function trackUrls(page: Page): string[] {
   const seen: string[] = [];
@@ -61,6 +77,51 @@ async function signIn(page: Page, key: string): Promise<void> {
   await page.goto(`${api.url}/console`);
   await typeInto(page.getByLabel('Secret key'), key);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** RFC 4180 text back into rows, as a spreadsheet reads it. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+      i++;
+    } else cell += c;
+  }
+  return rows;
+}
+
+/** Presses "Download CSV" and reads the file the browser saved: its name, header and rows. */
+async function downloadCsv(page: Page): Promise<{ name: string; header: string[]; rows: string[][] }> {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+  const failure = await download.failure();
+  if (failure) throw new Error(`the download failed: ${failure}`);
+  const [header, ...rows] = parseCsv(readFileSync(await download.path(), 'utf8'));
+  return { name: download.suggestedFilename(), header, rows };
+}
+
+/** The cells of one column of a CSV, by its header name. */
+function column(file: { header: string[]; rows: string[][] }, name: string): string[] {
+  const index = file.header.indexOf(name);
+  if (index < 0) throw new Error(`no column ${name} in ${file.header.join(',')}`);
+  return file.rows.map((row) => row[index]);
 }
 
 /** How many items the tab keeps in session storage, where the console keeps the key. */
@@ -309,6 +370,91 @@ t.test('every view in the navigation opens with its own title and no error', asy
   await page.getByRole('cell', { name: '20.00' }).first().waitFor();
   await page.getByRole('link', { name: 'Payment links', exact: true }).click();
   await page.getByRole('cell', { name: 'Gift card' }).waitFor();
+  await page.close();
+});
+
+t.test('Download CSV on Transactions saves every transaction the typed filter matches, more than the page shows, as transactions.csv', async (t) => {
+  const page = await browser.newPage();
+  const urls = trackUrls(page);
+  await signIn(page, exportShop);
+  const rows = page.locator('tbody tr');
+  await rows.first().filter({ hasText: 'Declined card' }).waitFor();
+  const filter = 'status == "processed" && amount > 3';
+  await typeInto(page.getByLabel('Filter (q)'), filter);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await rows.first().filter({ hasText: 'Order 30' }).waitFor();
+  t.equal(await rows.count(), 25, 'the page shows 25 of them');
+
+  const file = await downloadCsv(page);
+  t.equal(file.name, 'transactions.csv');
+  t.same(file.header.slice(0, 2), ['id', 'object'], 'the header names the fields, id first');
+  for (const name of ['amount', 'status', 'description', 'created_at']) t.ok(file.header.includes(name), `the header has ${name}`);
+  const matching = await api.request('GET', `/transactions?q=${encodeURIComponent(filter)}`, { key: exportShop });
+  t.equal(matching.status, 200);
+  t.equal(file.rows.length, 27, 'every matching transaction, not one page');
+  t.same(column(file, 'id').sort(), matching.body.values.map((o: { id: string }) => o.id).sort(), 'exactly the transactions the API answers for this q');
+  t.same(new Set(column(file, 'description')), new Set(Array.from({ length: 27 }, (_, i) => `Order ${i + 4}`)));
+  t.same(new Set(column(file, 'status')), new Set(['processed']));
+  t.same(urls.filter((url) => url.includes(exportShop)), [], 'the key is in no URL, the download\'s included');
+  await page.close();
+});
+
+t.test('Download CSV over SETTLE_EXPORT_MAX_ROWS shows the API\'s error in the view and downloads nothing', async (t) => {
+  const page = await browser.newPage();
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  await signIn(page, exportShop);
+  await page.locator('tbody tr').first().waitFor();
+  await page.getByRole('button', { name: 'Download CSV' }).click();
+  const refused = await api.request('GET', '/transactions?format=csv', { key: exportShop });
+  t.equal(refused.status, 400, 'the API refuses all 31 rows');
+  const error = page.getByRole('main').getByRole('alert');
+  await error.waitFor();
+  t.ok((await error.textContent())?.includes(refused.body.error_description), 'the view shows the API\'s description');
+  t.match(await error.textContent(), new RegExp(`More than ${EXPORT_MAX_ROWS} rows match`));
+  t.ok(await page.getByRole('button', { name: 'Download CSV' }).isEnabled(), 'the button can be pressed again');
+  t.equal(downloads, 0, 'nothing was downloaded');
+  t.equal(await page.locator('tbody tr').count(), 25, 'the rows shown stay');
+  await page.close();
+});
+
+t.test('Download CSV on Reports saves the aggregate charted, its fields as the header', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page, exportShop);
+  await page.getByRole('link', { name: 'Reports' }).click();
+  await page.getByLabel('Group by').selectOption('Status');
+  await page.getByLabel('Measure').selectOption('Number of transactions');
+  await typeInto(page.getByLabel('Only transactions where (q)'), 'amount > 3');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.getByRole('img', { name: 'Number of transactions by status' }).waitFor();
+  await page.getByRole('cell', { name: '27', exact: true }).waitFor();
+
+  const file = await downloadCsv(page);
+  t.equal(file.name, 'number-of-transactions-by-status.csv');
+  t.same(file.header, ['status', 'count'], 'the header is the aggregate\'s fields');
+  const byStatus = (rows: string[][]) => [...rows].sort((a, b) => a[0].localeCompare(b[0]));
+  t.same(byStatus(file.rows), [['declined', '1'], ['processed', '27']], 'a row per group, the filter applied');
+  const answer = await api.request('GET', `/transactions?fields=status,count&group_by=status&q=${encodeURIComponent('amount > 3')}`, { key: exportShop });
+  t.same(byStatus(file.rows), byStatus(answer.body.values.map((row: { status: string; count: number }) => [row.status, String(row.count)])), 'what the API answers as JSON');
+  await page.close();
+});
+
+t.test('Download CSV on every list view saves the rows the view shows, named after the view', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page, api.key);
+  const views = [['Transactions', 'transactions.csv'], ['Events', 'events.csv'], ['Webhooks', 'webhooks.csv'], ['Invoices', 'invoices.csv'],
+    ['Billing schedules', 'billing_schedules.csv'], ['Payment links', 'payment_links.csv'], ['Intents', 'intents.csv'], ['Processing accounts', 'processing_accounts.csv']];
+  for (const [title, name] of views) {
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: title, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: title, exact: true }).waitFor();
+    await page.locator('.loading').waitFor({ state: 'detached' });
+    const headings = await page.locator('thead th').allTextContents();
+    const shown = headings.length ? await page.locator(`tbody td:nth-child(${headings.indexOf('Created') + 1})`).allTextContents() : [];
+    const file = await downloadCsv(page);
+    t.equal(file.name, name, `${title} saves ${name}`);
+    t.equal(file.header[0], 'id', `${title}: a header of the fields`);
+    t.same(column(file, 'created_at').sort(), shown.sort(), `${title}: the rows shown (${shown.length})`);
+  }
   await page.close();
 });
 

@@ -48,26 +48,45 @@ function authorization(key) {
 }
 
 /**
- * `path` is an API path, `params` its query as pairs or an object; `version` 'v1' (default) or 'v2'.
- * Resolves to the parsed body of a 200, rejects with an ApiError otherwise.
+ * Sends one request with the key in its Authorization header and answers the Response of a 200;
+ * anything else rejects with an ApiError made from the error body.
  */
-export async function api(method, path, { params, body, version = 'v1', key = storedKey() } = {}) {
+async function send(method, path, { params, body, version = 'v1', key = storedKey(), accept = 'application/json' } = {}) {
   const query = params ? new URLSearchParams(params).toString() : '';
-  const headers = { Authorization: authorization(key ?? ''), 'X-API-Version': version, Accept: 'application/json' };
+  const headers = { Authorization: authorization(key ?? ''), 'X-API-Version': version, Accept: accept };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const response = await fetch(query ? `${path}?${query}` : path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store',
   });
-  let answer = null;
-  try {
-    answer = await response.json();
-  } catch {
-    // not JSON: the status says enough
-  }
-  if (response.status === 200) return answer;
-  const error = new ApiError(response.status, answer);
+  if (response.status === 200) return response;
+  const error = new ApiError(response.status, await jsonOf(response));
   if (response.status === 401 && key === storedKey()) onUnauthorized(error);
   throw error;
+}
+
+async function jsonOf(response) {
+  try {
+    return await response.json();
+  } catch {
+    return null; // not JSON: the status says enough
+  }
+}
+
+/**
+ * `path` is an API path, `params` its query as pairs or an object; `version` 'v1' (default) or 'v2'.
+ * Resolves to the parsed body of a 200, rejects with an ApiError otherwise.
+ */
+export async function api(method, path, options = {}) {
+  return jsonOf(await send(method, path, options));
+}
+
+/**
+ * A list or aggregate as CSV, a Blob. Without `limit` in `params` the API answers every matching
+ * row, up to its export ceiling (SETTLE_EXPORT_MAX_ROWS), beyond which it is a 400 (an ApiError).
+ */
+export async function csvExport(path, { params = {}, version = 'v1' } = {}) {
+  const response = await send('GET', path, { params: { ...params, format: 'csv' }, version, accept: 'text/csv' });
+  return response.blob();
 }
 
 /** Checks a key against the API and keeps it for this tab when it works; answers the caller's org. */

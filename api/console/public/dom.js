@@ -93,6 +93,40 @@ export function filterForm(q, submit, placeholder) {
 }
 
 /**
+ * "Download CSV" and the area its errors show in: `load()` answers the file's Blob, which the
+ * browser saves as `filename`; an error (the export ceiling, say) shows instead of a download.
+ */
+export function downloadCsv(filename, load) {
+  const errors = h('div', { class: 'download-error' });
+  const button = h('button', { type: 'button', onclick: async () => {
+    button.disabled = true;
+    errors.replaceChildren();
+    try {
+      saveFile(await load(), filename);
+    } catch (error) {
+      errors.replaceChildren(errorBox(error));
+    } finally {
+      button.disabled = false;
+    }
+  } }, 'Download CSV');
+  return h('div', { class: 'actions' }, button, errors);
+}
+
+/**
+ * The key travels only in a request header, so a plain link to the API cannot download: the
+ * fetched Blob gets an object URL for one click of an `<a download>`, then the URL is revoked.
+ */
+function saveFile(blob, filename) {
+  const url = URL.createObjectURL(blob);
+  const anchor = h('a', { href: url, download: filename, hidden: true });
+  document.body.append(anchor);
+  anchor.click();
+  anchor.remove();
+  // Not revoked in this task: a browser may resolve the URL only after the click has returned.
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/**
  * Nothing to show: null, or an object (not a list) whose fields all hold nothing, such as the
  * `oauth_params` of a webhook without OAuth, which the API answers with every field null.
  */

@@ -1,8 +1,9 @@
-// The collection views: a `q` filter, one page of rows (newest first) and each object's detail.
-// Each view is data: which API path and version, which columns.
+// The collection views: a `q` filter, one page of rows (newest first), a CSV of every row the
+// filter matches, and each object's detail. Each view is data: which API path and version, which
+// columns.
 
-import { api, listPage } from './api.js';
-import { fields, filterForm, h, later, link, money, pager, route, section, show, statusBadge, table, text } from './dom.js';
+import { api, csvExport, listPage } from './api.js';
+import { downloadCsv, fields, filterForm, h, later, link, money, pager, route, section, show, statusBadge, table, text } from './dom.js';
 
 /** A column showing one field as text, or as money. */
 const field = (label, name) => ({ label, cell: (o) => text(o[name]) });
@@ -10,7 +11,10 @@ const amount = (label, name, currency) => ({ label, cell: (o) => money(o[name], 
 const created = field('Created', 'created_at');
 const status = { label: 'Status', cell: statusBadge };
 
-/** Views by route name; `title` is also the navigation name. */
+/**
+ * Views by route name; `title` is also the navigation name, `version` the API version the view
+ * reads (v1 unless it names one), `params` what it always asks its collection.
+ */
 export const LISTS = {
   transactions: {
     title: 'Transactions', path: '/transactions', example: 'status == "processed" && amount > 10',
@@ -131,12 +135,28 @@ async function withOptionalBalance(request) {
   }
 }
 
-function fetchPage(view, { q, offset }) {
+/** What a view asks its collection, whatever the page: its own params, its order, the filter. */
+function viewParams(view, q) {
   // Webhook logs come newest first by themselves (and fastest so); everything else is asked to.
   const params = view.path === '/webhook_logs' ? { ...view.params } : { ...view.params, order_by: 'desc(created_at)' };
   if (q) params.q = q;
-  if (!view.balance) return listPage(view.path, { params, offset });
-  return withOptionalBalance((fieldList) => listPage(view.path, { params: fieldList ? { ...params, fields: fieldList.join(',') } : params, offset }));
+  return params;
+}
+
+/** `read(params)` with the view's params, and `fields=*,balance` for a view that shows a balance. */
+function readView(view, q, read) {
+  const params = viewParams(view, q);
+  if (!view.balance) return read(params);
+  return withOptionalBalance((fieldList) => read(fieldList ? { ...params, fields: fieldList.join(',') } : params));
+}
+
+function fetchPage(view, { q, offset }) {
+  return readView(view, q, (params) => listPage(view.path, { params, offset, version: view.version }));
+}
+
+/** Every row the view's filter matches, not one page: no limit, no offset. */
+function exportCsv(view, q) {
+  return readView(view, q, (params) => csvExport(view.path, { params, version: view.version }));
 }
 
 /** The list view: `state` is {q, offset} from the address; `navigate(state)` changes it. */
@@ -151,6 +171,7 @@ export function renderList(main, name, state, navigate) {
   show(main, view.title,
     view.note ? h('p', { class: 'note' }, view.note) : null,
     filterForm(state.q ?? '', (q) => navigate({ q, offset: 0 }), view.example),
+    downloadCsv(`${name}.csv`, () => exportCsv(view, state.q)),
     results);
 }
 
