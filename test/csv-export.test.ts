@@ -76,6 +76,8 @@ t.test('without a limit every matching row comes, up to SETTLE_EXPORT_MAX_ROWS; 
   t.equal(all.length, 1 + 1202, 'beyond the JSON page of 1000: every row');
   const limited = parseCsv((await csv('/customers?format=csv&fields=id&limit=5&offset=2')).text);
   t.equal(limited.length, 6, 'limit and offset as for JSON');
+  const groups = parseCsv((await csv('/customers?format=csv&fields=name,count&group_by=name')).text);
+  t.equal(groups.length, 1 + 1202, 'an aggregate without a limit: every group, beyond the JSON default of 1000');
   await api.db.raw(`insert into accounts (id, org_id, environment, type, data)
     select 'acct_more' || lpad(g::text, 21, '0'), org_id, environment, 'customer', jsonb_build_object('name', 'More ' || g)
       from accounts, generate_series(1, 400) g where data->>'name' = 'Bob'`);
@@ -85,6 +87,8 @@ t.test('without a limit every matching row comes, up to SETTLE_EXPORT_MAX_ROWS; 
   t.match(over.body.error_description, /SETTLE_EXPORT_MAX_ROWS/);
   const overLimit = await api.request('GET', '/customers?format=csv&limit=2000');
   t.equal(overLimit.status, 400, 'a limit above the ceiling too');
+  const overGroups = await api.request('GET', '/customers?format=csv&fields=name,count&group_by=name');
+  t.equal(overGroups.status, 400, 'and an aggregate with more groups than the ceiling');
 });
 
 t.test('bad formats are a 400 in the error format, never a 500', async (t) => {

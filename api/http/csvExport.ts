@@ -6,7 +6,6 @@
  * 400 naming the limit (counted before the first byte is sent).
  */
 import { PassThrough } from 'node:stream';
-import { once } from 'node:events';
 import type { Context } from 'koa';
 import * as objects from '../db/objects.ts';
 import type { Family, Version } from '../engine/family.ts';
@@ -73,6 +72,19 @@ function ceiling(query: ListQuery, maxRows: number): number {
   return query.limitGiven ? query.limit : maxRows;
 }
 
+/** Resolves when the client has taken what was written, or has gone away. */
+function drained(stream: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
+}
+
 /** Streams a list as CSV; resolves once the answer has started (the rows follow). */
 export async function listAsCsv(ctx: Context & { state: RequestState }, op: OperationContext, query: ListQuery): Promise<void> {
   const maxRows = ctx.state.services.config.exportMaxRows;
@@ -94,7 +106,7 @@ export async function listAsCsv(ctx: Context & { state: RequestState }, op: Oper
     const rendered = await operations.shape(op, rows, query.fields);
     const text = rendered.map((row) => csvLine(cellsOf(row, columns))).join('');
     if (closed) return false;
-    if (!stream.write(text)) await Promise.race([once(stream, 'drain'), once(stream, 'close')]);
+    if (!stream.write(text)) await drained(stream);
     return !closed;
   }).then(() => stream.end(), (error: unknown) => {
     log?.error({ err: error instanceof Error ? error.message : String(error) }, 'CSV export stopped');
@@ -102,9 +114,12 @@ export async function listAsCsv(ctx: Context & { state: RequestState }, op: Oper
   });
 }
 
-/** An aggregate (or computed-field) answer as CSV: its rows are few, made at once. */
-export function aggregateAsCsv(ctx: Context, query: ListQuery, answer: Record<string, unknown>): void {
+/** An aggregate (or computed-field) answer as CSV: its rows are groups, made at once. */
+export function aggregateAsCsv(ctx: Context & { state: RequestState }, query: ListQuery, answer: Record<string, unknown>): void {
   const values = (Array.isArray(answer.values) ? answer.values : []) as Json[];
+  const maxRows = ctx.state.services.config.exportMaxRows;
+  ceiling(query, maxRows);
+  if (values.length > maxRows) throw badRequest(`More than ${maxRows} rows match: narrow the query or page with limit and offset (SETTLE_EXPORT_MAX_ROWS)`, { limit: `At most ${maxRows} rows per export` });
   const columns = (query.fields ?? []).map((term) => term.source);
   for (const term of query.groupBy) if (!columns.includes(term.source)) columns.push(term.source);
   const stream = startCsv(ctx, ctx.params.collection ?? 'report');

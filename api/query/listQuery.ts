@@ -68,7 +68,8 @@ export function parseListQuery(pairs: Array<[string, string]>, accept = ''): Lis
     groupBy: selectTerms(lists.group_by, false),
     orderBy: termsOf(lists.order_by).map(orderTerm),
     // An export's own ceiling (SETTLE_EXPORT_MAX_ROWS) is checked where the export is made.
-    limit: nonNegativeInteger(scalars, 'limit', DEFAULT_LIMIT, format === 'json' ? MAX_LIMIT : Number.MAX_SAFE_INTEGER),
+    // An export without a limit holds every matching row (and group), up to its own ceiling.
+    limit: format === 'json' ? nonNegativeInteger(scalars, 'limit', DEFAULT_LIMIT, MAX_LIMIT) : nonNegativeInteger(scalars, 'limit', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
     offset: nonNegativeInteger(scalars, 'offset', 0, Number.MAX_SAFE_INTEGER),
     queryMode: isQueryMode(scalars.get('mode')),
     format,
