@@ -71,6 +71,19 @@ export function render(family: Family, version: Version, row: StoredObject, opti
   return out;
 }
 
+/**
+ * Reads one API path of a stored row as `render` would show it, without rendering the rest: for
+ * exports, which read a few columns of many rows. Null when the path is not one field (an object
+ * holding fields, a key inside a json field): those go through `render`.
+ */
+export function fieldReader(family: Family, version: Version, path: string): ((row: StoredObject) => unknown) | null {
+  if (path === 'id') return (row) => row.id;
+  if (path === 'object') return (row) => family.objectName(version, row.type);
+  const field = fieldsOf(family, version).get(path);
+  if (!field || field.writeOnly) return null;
+  return (row) => (appliesTo(field, row.type) ? toApi(field, version, storedValue(row, field)) : undefined);
+}
+
 /** True when a dotted path names a field, an object holding fields (`status` in v2), or a key inside a json field. */
 export function isKnownPath(family: Family, version: Version, dotted: string): boolean {
   const fields = fieldsOf(family, version);
