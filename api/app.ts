@@ -7,7 +7,7 @@ import { browserRoutes } from './browser/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './http/docsRoutes.ts';
 import { webhookRoutes } from './http/webhookRoutes.ts';
-import { clientScope, createAuthenticator } from './http/auth.ts';
+import { clientScope, createAuthenticator, keyScope } from './http/auth.ts';
 import { createBodyParser } from './http/body.ts';
 import { errorHandler } from './http/errorHandler.ts';
 import { clientTokenCors } from './http/cors.ts';
@@ -72,6 +72,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(consoleRoutes().routes());
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
+  app.use(keyScope);
   app.use(createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime()));
   app.use(apiVersion);
   app.use(createBodyParser(services.config.bodyLimit));

@@ -34,8 +34,8 @@ export function unauthorized(description = 'Missing or invalid API key'): ApiErr
   return new ApiError(401, 'Unauthorized', description);
 }
 
-export function forbidden(description = 'This credential may not perform this request'): ApiError {
-  return new ApiError(403, 'Forbidden', description);
+export function forbidden(description = 'This credential may not perform this request', details?: ErrorDetails): ApiError {
+  return new ApiError(403, 'Forbidden', description, details);
 }
 
 export function notFound(description = 'Not found'): ApiError {

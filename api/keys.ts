@@ -1,7 +1,7 @@
 /** Secret keys: `test_secret_key_<32 base62>` / `secret_key_<32 base62>`, shown once, stored hashed. */
 import { createHash } from 'node:crypto';
 import type { Db } from './db/connection.ts';
-import { findOrCreateOrg, insertKey } from './db/keys.ts';
+import { expireKey, findKeyToRoll, findOrCreateOrg, insertKey } from './db/keys.ts';
 import { insertDefaultProcessingAccount } from './families/accounts/repository.ts';
 import { newId, randomBase62 } from './ids.ts';
 
@@ -32,15 +32,39 @@ export interface KeySettings {
   authorize_and_capture?: boolean;
 }
 
-export async function createKey(db: Db, orgName: string, environment: Environment, settings: KeySettings = {}): Promise<CreatedKey> {
-  const org = await findOrCreateOrg(db, newId('org'), orgName);
-  const orgId = org.id;
-  // A new org's test environment starts with an active processing account, its default (CONTRACT §3).
-  if (org.created) await insertDefaultProcessingAccount(db, { orgId, environment: 'test' }, newId('acct'), orgName);
+function newSecret(environment: Environment): { secret: string; prefix: string } {
   const secret = `${environment === 'test' ? 'test_' : ''}secret_key_${randomBase62(32)}`;
   // The prefix identifies a key in listings and `keys revoke` without revealing it.
-  const prefix = secret.slice(0, secret.length - 24);
+  return { secret, prefix: secret.slice(0, secret.length - 24) };
+}
+
+/** `scopes`: what a restricted key may do (api/scopes.ts); absent, everything. */
+export async function createKey(db: Db, orgName: string, environment: Environment, settings: KeySettings = {}, scopes: string[] | null = null): Promise<CreatedKey> {
+  const org = await findOrCreateOrg(db, newId('org'), orgName);
+  const orgId = org.id;
+  // A new org's test environment starts with an active processing account, its default.
+  if (org.created) await insertDefaultProcessingAccount(db, { orgId, environment: 'test' }, newId('acct'), orgName);
+  const { secret, prefix } = newSecret(environment);
   const id = newId('key');
-  await insertKey(db, { id, orgId, environment, hash: hashKey(secret), prefix, settings: { ...settings } });
+  await insertKey(db, { id, orgId, environment, hash: hashKey(secret), prefix, settings: { ...settings }, scopes });
   return { id, orgId, secret, prefix };
+}
+
+export class KeyNotFound extends Error {}
+
+/**
+ * A new key with the same org, environment, settings and scopes as the one `prefix` names; the
+ * old one keeps working for `graceMs` (0: stops at once), in one transaction.
+ */
+export async function rollKey(db: Db, prefix: string, graceMs: number, now = new Date()): Promise<CreatedKey & { expiresAt: Date }> {
+  return db.transaction(async (tx) => {
+    const { key: old, matches } = await findKeyToRoll(tx, prefix);
+    if (!old) throw new KeyNotFound(matches === 0 ? `no active key matches ${prefix}` : `${matches} keys match ${prefix}: give more of the prefix`);
+    const { secret, prefix: shown } = newSecret(old.environment);
+    const id = newId('key');
+    await insertKey(tx, { id, orgId: old.org_id, environment: old.environment, hash: hashKey(secret), prefix: shown, settings: old.settings, scopes: old.scopes, rolledFrom: old.id });
+    const expiresAt = new Date(now.getTime() + graceMs);
+    await expireKey(tx, old.id, expiresAt);
+    return { id, orgId: old.org_id, secret, prefix: shown, expiresAt };
+  });
 }

@@ -14,7 +14,8 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
-import { createKey, type Environment } from '../api/keys.ts';
+import { createKey, KeyNotFound, rollKey, type Environment } from '../api/keys.ts';
+import { parseScopes } from '../api/scopes.ts';
 import { guardDatabase } from './databaseGuard.ts';
 import { chooseLineView, type LineView } from './logLines.ts';
 import { postmasterPid, processRunning, readRuntime, runtimeFile, type Runtime } from './runtime.ts';
@@ -27,9 +28,13 @@ const USAGE = `usage: settle <command>
 
   up                                   run everything on this machine (embedded Postgres unless DATABASE_URL)
   migrate                              apply database migrations
-  keys create --org NAME --env test|live [--authorize-and-capture]
-                                       create an API key (printed once; only its hash is stored)
-  keys list                            list keys (prefixes only)
+  keys create --org NAME --env test|live [--scope LIST] [--authorize-and-capture]
+                                       create an API key (printed once; only its hash is stored);
+                                       --scope restricts it, e.g. transactions:write,customers:read
+                                       (<collection>:read|write, *:read)
+  keys list                            list keys (prefixes only) with their scopes
+  keys roll PREFIX [--expire-in 24h]   a new key with the same org, environment and scopes; the
+                                       old one keeps working until then (0s: at once)
   keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX
   reporting rebuild                    copy every transaction into ClickHouse afresh (through the
                                        running reporting process, or in this one)
@@ -88,24 +93,52 @@ async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<
   });
 }
 
+/** `24h`, `30m`, `90s`, `7d`, `0s`. */
+function durationMs(text: string): number {
+  const match = /^(\d+)(s|m|h|d)$/.exec(text.trim());
+  if (!match) throw new UsageError(`--expire-in ${text}: use a number and s, m, h or d (e.g. 24h)`);
+  return Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
+}
+
 async function keysCommand(config: Config, args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   if (sub === 'create') {
-    const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, env: { type: 'string' }, 'authorize-and-capture': { type: 'boolean' } } });
+    const { values } = parseArgs({ args: rest, options: { org: { type: 'string' }, env: { type: 'string' }, scope: { type: 'string' }, 'authorize-and-capture': { type: 'boolean' } } });
     if (!values.org) throw new UsageError('keys create needs --org NAME');
     if (values.env !== 'test' && values.env !== 'live') throw new UsageError('keys create needs --env test or --env live');
     const org = values.org;
     const env = values.env as Environment;
-    const key = await withDb(config, (db) => createKey(db, org, env, { authorize_and_capture: Boolean(values['authorize-and-capture']) }));
+    let scopes: string[] | null = null;
+    try {
+      scopes = values.scope === undefined ? null : parseScopes(values.scope);
+    } catch (error) {
+      throw new UsageError(`keys create: ${(error as Error).message}`);
+    }
+    const key = await withDb(config, (db) => createKey(db, org, env, { authorize_and_capture: Boolean(values['authorize-and-capture']) }, scopes));
     console.log(key.secret);
-    console.error(`created ${env} key ${key.prefix}… for org "${org}" (shown once; store it now)`);
+    console.error(`created ${env} key ${key.prefix}… for org "${org}"${scopes ? ` with scopes ${scopes.join(',')}` : ''} (shown once; store it now)`);
+    return;
+  }
+  if (sub === 'roll') {
+    const { values, positionals } = parseArgs({ args: rest, options: { 'expire-in': { type: 'string' } }, allowPositionals: true });
+    if (positionals.length !== 1 || positionals[0].length < 8) throw new UsageError('keys roll needs one PREFIX (at least 8 characters) or key id');
+    const graceMs = durationMs(values['expire-in'] ?? '24h');
+    try {
+      const rolled = await withDb(config, (db) => rollKey(db, positionals[0], graceMs));
+      console.log(rolled.secret);
+      console.error(`rolled to ${rolled.prefix}… (shown once; store it now); the old key works until ${rolled.expiresAt.toISOString()}`);
+    } catch (error) {
+      if (error instanceof KeyNotFound) throw new UsageError(`keys roll: ${error.message}`);
+      throw error;
+    }
     return;
   }
   if (sub === 'list') {
     if (rest.length) throw new UsageError('keys list takes no arguments');
     const keys = await withDb(config, listKeys);
     for (const k of keys) {
-      console.log([k.id, `${k.key_prefix}…`, k.environment, k.org_name, k.revoked_at ? 'revoked' : 'active', JSON.stringify(k.settings)].join('\t'));
+      const state = k.revoked_at ? 'revoked' : k.expires_at ? (new Date(k.expires_at) > new Date() ? `expires ${new Date(k.expires_at).toISOString()}` : 'expired') : 'active';
+      console.log([k.id, `${k.key_prefix}…`, k.environment, k.org_name, state, k.scopes ? k.scopes.join(',') : 'all', JSON.stringify(k.settings)].join('\t'));
     }
     return;
   }

@@ -8,8 +8,12 @@ export interface KeyRecord {
   environment: 'test' | 'live';
   key_prefix: string;
   settings: Record<string, unknown>;
+  /** null: every collection */
+  scopes: string[] | null;
   created_at: Date;
   revoked_at: Date | null;
+  /** a rolled key works until then */
+  expires_at: Date | null;
 }
 
 /** The org of this name (`created` when this call made it). */
@@ -23,18 +27,45 @@ export async function findOrCreateOrg(db: Db, id: string, name: string): Promise
   return { id: result.rows[0].id, created: result.rows[0].created };
 }
 
-export async function insertKey(db: Db, key: { id: string; orgId: string; environment: string; hash: Buffer; prefix: string; settings: Record<string, unknown> }): Promise<void> {
+export interface NewKey {
+  id: string;
+  orgId: string;
+  environment: string;
+  hash: Buffer;
+  prefix: string;
+  settings: Record<string, unknown>;
+  scopes?: string[] | null;
+  rolledFrom?: string;
+}
+
+export async function insertKey(db: Db, key: NewKey): Promise<void> {
   await db.raw(
-    'insert into api_keys (id, org_id, environment, key_hash, key_prefix, settings) values (?, ?, ?, ?, ?, ?)',
-    [key.id, key.orgId, key.environment, key.hash, key.prefix, JSON.stringify(key.settings)],
+    'insert into api_keys (id, org_id, environment, key_hash, key_prefix, settings, scopes, rolled_from) values (?, ?, ?, ?, ?, ?, ?, ?)',
+    [key.id, key.orgId, key.environment, key.hash, key.prefix, JSON.stringify(key.settings), key.scopes ?? null, key.rolledFrom ?? null],
   );
+}
+
+/** The one active key whose id or shown prefix starts with `prefix` (none or several: null and how many). */
+export async function findKeyToRoll(db: Db, prefix: string): Promise<{ key: KeyRecord | null; matches: number }> {
+  const result = await db.raw(
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.scopes, k.created_at, k.revoked_at, k.expires_at
+       from api_keys k join orgs o on o.id = k.org_id
+      where k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) and (k.id = ? or k.key_prefix like ? || '%')`,
+    [prefix, prefix.replace(/[\\%_]/g, (c) => `\\${c}`)],
+  );
+  return { key: result.rows.length === 1 ? result.rows[0] : null, matches: result.rows.length };
+}
+
+/** The old key of a roll keeps working until `expiresAt` (now: at once). */
+export async function expireKey(db: Db, id: string, expiresAt: Date): Promise<void> {
+  await db.raw('update api_keys set expires_at = least(coalesce(expires_at, ?), ?) where id = ?', [expiresAt, expiresAt, id]);
 }
 
 export async function findActiveKeyByHash(db: Db, hash: Buffer): Promise<KeyRecord | null> {
   const result = await db.raw(
-    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.created_at, k.revoked_at
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.scopes, k.created_at, k.revoked_at, k.expires_at
        from api_keys k join orgs o on o.id = k.org_id
-      where k.key_hash = ? and k.revoked_at is null`,
+      where k.key_hash = ? and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())`,
     [hash],
   );
   return result.rows[0] ?? null;
@@ -42,7 +73,7 @@ export async function findActiveKeyByHash(db: Db, hash: Buffer): Promise<KeyReco
 
 export async function listKeys(db: Db): Promise<KeyRecord[]> {
   const result = await db.raw(
-    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.created_at, k.revoked_at
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.scopes, k.created_at, k.revoked_at, k.expires_at
        from api_keys k join orgs o on o.id = k.org_id order by k.created_at`,
   );
   return result.rows;
@@ -66,7 +97,7 @@ export async function countKeys(db: Db): Promise<number> {
 /** The org's keys in one environment, newest first (for `/users`; prefixes only). */
 export async function listOrgKeys(db: Db, orgId: string, environment: string): Promise<KeyRecord[]> {
   const result = await db.raw(
-    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.created_at, k.revoked_at
+    `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.scopes, k.created_at, k.revoked_at, k.expires_at
        from api_keys k join orgs o on o.id = k.org_id where k.org_id = ? and k.environment = ? order by k.created_at desc, k.id desc`,
     [orgId, environment],
   );

@@ -9,6 +9,7 @@ import { findActiveAccessToken } from '../db/accessTokens.ts';
 import { clientTokenScopes } from '../families/index.ts';
 import { forbidden } from '../errors.ts';
 import { hashKey, isClientToken, keyEnvironment } from '../keys.ts';
+import { grants, neededScope } from '../scopes.ts';
 import type { RequestState } from './state.ts';
 
 export function credentialFrom(header: string | undefined): string | null {
@@ -45,7 +46,8 @@ export function createAuthenticator(cacheMs: number) {
         cache.set(cacheKey, entry);
       }
     }
-    if (!entry.key) throw unauthorized('Invalid or revoked API key');
+    // A rolled key's grace ends on time, cached or not.
+    if (!entry.key || (entry.key.expires_at && new Date(entry.key.expires_at).getTime() <= now)) throw unauthorized('Invalid or revoked API key');
     ctx.state.key = entry.key;
     ctx.state.tenant = { orgId: entry.key.org_id, environment: entry.key.environment };
     ctx.state.principal = { kind: 'secret', keyId: entry.key.id, settings: entry.key.settings };
@@ -68,6 +70,16 @@ async function authenticateClient(ctx: Context & { state: RequestState }, next: 
 export function clientTokenRoutes(): Array<[string, string]> {
   const all = Object.values(clientTokenScopes).flat();
   return all.filter(([method, path], i) => all.findIndex(([m, p]) => m === method && p === path) === i);
+}
+
+/** A restricted key reaches only the collections its scopes name: elsewhere 403 naming the scope it lacks. */
+export async function keyScope(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
+  const scopes = ctx.state.key?.scopes ?? null;
+  if (ctx.state.principal?.kind === 'secret' && scopes !== null) {
+    const needed = neededScope(ctx.method, ctx.path);
+    if (!grants(scopes, needed)) throw forbidden(`This key lacks the scope ${needed}`, { scope: needed });
+  }
+  await next();
 }
 
 export async function clientScope(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
