@@ -17,6 +17,7 @@ import { orgRoutes } from './http/orgRoutes.ts';
 import { openApiRoute } from './http/openapiRoute.ts';
 import { metricsRoute, recordRequest } from './http/metricsRoute.ts';
 import { testClockRoutes } from './http/testClockRoutes.ts';
+import { testDataRoutes } from './http/testDataRoutes.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
@@ -76,6 +77,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime()));
   app.use(apiVersion);
   app.use(createBodyParser(services.config.bodyLimit));
+  app.use(testDataRoutes(services));
   app.use(idempotency);
   app.use(accessTokenRoutes().routes());
   app.use(webhookRoutes().routes());

@@ -1,0 +1,100 @@
+/**
+ * A test environment's requests and its reset (`DELETE /test_data`) never overlap: every request
+ * of the environment runs while this process holds a share of the tenant's `requests` lock
+ * (api/db/tenantLocks.ts), and a reset takes that lock exclusively. So a request runs wholly
+ * before a reset (which then deletes what it wrote) or wholly after it (and sees the empty
+ * environment): a payment can never read a customer, wait out the reset, and store a payment that
+ * names a deleted customer.
+ *
+ * Requests do not each take the lock: the requests of one tenant in this process join one hold
+ * for a lease (LEASE_MS), and the first request after it ends takes a new one (one round trip per tenant
+ * per lease; every other request pays a counter). A hold is given back once its lease has ended
+ * and its last request has finished. A reset refuses new holds as soon as it starts, so it waits
+ * at most one lease plus the longest request already running; requests arriving meanwhile wait
+ * for the reset to commit, then take a new hold.
+ */
+import type { Tenant } from '../engine/family.ts';
+import type { SharedHold } from '../db/tenantLocks.ts';
+
+export interface TenantLocks {
+  /** a share of the tenant's lock, or null while a reset of the tenant waits or runs */
+  tryShare(tenant: Tenant): Promise<SharedHold | null>;
+  /** resolves once no reset of the tenant waits or runs */
+  awaitReset(tenant: Tenant): Promise<void>;
+}
+
+interface Hold {
+  share: SharedHold;
+  /** requests running under it */
+  uses: number;
+  /** its lease has ended: no new request joins it */
+  ended: boolean;
+}
+
+/** How long requests of one tenant join the same hold. */
+export const LEASE_MS = 200;
+
+/** Starts a hold's lease: `end` is called once it is over (a test ends leases itself). */
+export type LeaseTimer = (end: () => void) => void;
+
+const leaseTimer: LeaseTimer = (end) => {
+  setTimeout(end, LEASE_MS).unref();
+};
+
+export class TenantGate {
+  readonly #locks: TenantLocks;
+  readonly #startLease: LeaseTimer;
+  /** the hold new requests of each tenant join */
+  readonly #current = new Map<string, Hold>();
+  /** a hold being taken, shared by the requests that arrive meanwhile */
+  readonly #taking = new Map<string, Promise<Hold>>();
+
+  constructor(locks: TenantLocks, startLease: LeaseTimer = leaseTimer) {
+    this.#locks = locks;
+    this.#startLease = startLease;
+  }
+
+  /** Waits until the tenant's requests may run; call the answer when this request has finished. */
+  async enter(tenant: Tenant): Promise<() => void> {
+    const key = `${tenant.orgId}/${tenant.environment}`;
+    const current = this.#current.get(key);
+    const hold = current && !current.share.lost ? current : await this.#take(key, tenant);
+    hold.uses += 1;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      hold.uses -= 1;
+      if (hold.ended && hold.uses === 0) hold.share.release();
+    };
+  }
+
+  #take(key: string, tenant: Tenant): Promise<Hold> {
+    let taking = this.#taking.get(key);
+    if (!taking) {
+      taking = this.#newHold(key, tenant).finally(() => this.#taking.delete(key));
+      this.#taking.set(key, taking);
+    }
+    return taking;
+  }
+
+  async #newHold(key: string, tenant: Tenant): Promise<Hold> {
+    for (;;) {
+      const share = await this.#locks.tryShare(tenant);
+      if (share) {
+        const hold: Hold = { share, uses: 0, ended: false };
+        this.#current.set(key, hold);
+        // The requests waiting for this hold join it before its lease can end (they resume as microtasks, before any timer).
+        this.#startLease(() => this.#end(key, hold));
+        return hold;
+      }
+      await this.#locks.awaitReset(tenant);
+    }
+  }
+
+  #end(key: string, hold: Hold): void {
+    hold.ended = true;
+    if (this.#current.get(key) === hold) this.#current.delete(key);
+    if (hold.uses === 0) hold.share.release();
+  }
+}
