@@ -211,7 +211,16 @@ t.test('parseOperand: parses one term and reports positions inside the enclosing
 });
 
 t.test('list: no parameters gives the defaults', async (t) => {
-  t.same(parseListQuery([]), { where: null, fields: null, groupBy: [], orderBy: [], limit: 1000, offset: 0, queryMode: false });
+  t.same(parseListQuery([]), { where: null, fields: null, groupBy: [], orderBy: [], limit: 1000, offset: 0, queryMode: false, format: 'json', limitGiven: false });
+});
+
+t.test('list: format=csv or Accept: text/csv asks for an export, which has no default limit', async (t) => {
+  t.match(parseListQuery([['format', 'csv']]), { format: 'csv', limitGiven: false, limit: Number.MAX_SAFE_INTEGER });
+  t.match(parseListQuery([], 'text/html, text/csv;q=0.9'), { format: 'csv' });
+  t.match(parseListQuery([], 'application/json'), { format: 'json', limit: 1000 });
+  t.match(parseListQuery([['format', 'csv'], ['limit', '50000']]), { limit: 50000, limitGiven: true }, 'an export may ask beyond the JSON page');
+  t.throws(() => parseListQuery([['limit', '50000']]), { details: { limit: /0 to 10000/ } }, 'a JSON list may not');
+  t.throws(() => parseListQuery([['format', 'xml']]), { details: { format: 'expected json, csv or parquet' } });
 });
 
 t.test('list: fields in all three encodings', async (t) => {
@@ -386,5 +395,7 @@ t.test('list: the request from the brief parses whole', async (t) => {
     limit: 10,
     offset: 0,
     queryMode: true,
+    format: 'json',
+    limitGiven: true,
   });
 });
