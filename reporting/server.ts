@@ -18,6 +18,8 @@ import type { Logger } from 'pino';
 import type { Version } from '../api/engine/family.ts';
 import { ApiError, badRequest, errorResponse, serviceUnavailable, unauthorized } from '../api/errors.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
+import type { ListQuery } from '../api/query/ast.ts';
+import { compileRowExport } from './rowExport.ts';
 import { formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
 import type { ReportingQuery } from './protocol.ts';
 import { FailureLog } from './failures.ts';
@@ -49,6 +51,8 @@ export interface ServerOptions {
   secret?: string;
   waitMs: number;
   log: Logger;
+  /** SETTLE_EXPORT_MAX_ROWS: the most rows a Parquet export holds */
+  exportMaxRows?: number;
 }
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
@@ -144,17 +148,41 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
   const body = queryBody(await readJson(ctx));
   const store = engine.store();
   if (!store) throw serviceUnavailable(engine.notReady());
+  const query = parseListQuery(body.params);
+  if (query.format === 'parquet') return answerParquet(ctx, engine, options, store, body, query);
   // Compile first: a bad query is a 400 at once, not after waiting for the mirror.
   const compiled = compileReport({
     tenant: { orgId: body.tenant.orgId, environment: body.tenant.environment as 'test' | 'live' },
     version: body.version as Version,
     type: body.type,
-    query: parseListQuery(body.params),
+    query,
   }, store.table);
   const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
   const rows = await selectReport(store, compiled);
   ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: formatSnapshot(position) };
+}
+
+/** The matching transactions as a Parquet file, after the mirror covers the request's snapshot. */
+async function answerParquet(ctx: Context, engine: ReportingEngine, options: ServerOptions, store: ReportingStore, body: ReportingQuery, query: ListQuery): Promise<void> {
+  const maxRows = options.exportMaxRows ?? 1_000_000;
+  if (query.limitGiven && query.limit > maxRows) throw badRequest(`An export holds at most ${maxRows} rows (SETTLE_EXPORT_MAX_ROWS)`, { limit: `At most ${maxRows}` });
+  const compiled = compileRowExport({
+    tenant: { orgId: body.tenant.orgId, environment: body.tenant.environment as 'test' | 'live' },
+    version: body.version as Version,
+    type: body.type,
+    query,
+  }, store.table, query.limitGiven ? query.limit : maxRows);
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
+  if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
+  if (!query.limitGiven) {
+    const [counted] = await store.select<{ n: string | number }>(compiled.countSql, compiled.params);
+    if (Number(counted?.n ?? 0) > maxRows) throw badRequest(`More than ${maxRows} rows match: narrow the query or page with limit and offset (SETTLE_EXPORT_MAX_ROWS)`, { limit: `At most ${maxRows} rows per export` });
+  }
+  const file = await store.exportBytes(`${compiled.sql}\nFORMAT Parquet`, compiled.params);
+  ctx.set('X-Reporting-Position', formatSnapshot(position));
+  ctx.type = 'application/vnd.apache.parquet';
+  ctx.body = file;
 }
 
 function streamRebuild(ctx: Context, engine: ReportingEngine): void {

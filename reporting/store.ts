@@ -156,6 +156,14 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
     return (await result.json()) as T[];
   }
 
+  /** A query's whole answer in a binary format named in its FORMAT clause (a Parquet export). */
+  async exportBytes(query: string, params: Record<string, unknown> = {}): Promise<Buffer> {
+    const result = await this.client.exec({ query, query_params: params });
+    const chunks: Buffer[] = [];
+    for await (const chunk of result.stream as AsyncIterable<Buffer | Uint8Array>) chunks.push(Buffer.from(chunk));
+    return Buffer.concat(chunks);
+  }
+
   async command(query: string): Promise<void> {
     await this.client.command({ query });
   }

@@ -15,7 +15,7 @@ import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
 import { completeInTransaction } from './idempotency.ts';
 import { aggregateAsCsv, listAsCsv } from './csvExport.ts';
-import { answeredByReporting, queryReporting } from './reportingProxy.ts';
+import { answeredByReporting, exportFromReporting, queryReporting } from './reportingProxy.ts';
 import type { RequestState } from './state.ts';
 
 type Ctx = Context & { state: RequestState; params: Record<string, string> };
@@ -122,7 +122,8 @@ export function objectRoutes(): Router {
     const collection = collectionOf(c);
     if (query.format === 'parquet') {
       if (collection.family.name !== 'transaction') throw badRequest('Parquet exports are answered for /transactions only', { format: 'parquet is for /transactions' });
-      throw badRequest('Parquet exports are not available yet: use format=csv', { format: 'parquet is not available yet' });
+      if (c.state.services.config.reportingUrl === null) throw badRequest('Parquet exports come from the reporting process, which is off here (REPORTING_URL=off): use format=csv', { format: 'parquet needs the reporting process' });
+      return exportFromReporting(c, collection);
     }
     const aggregate = operations.isAggregateQuery(query) || operations.hasComputedFields(query);
     if (answeredByReporting(c, collection, query)) {

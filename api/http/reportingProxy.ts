@@ -54,7 +54,8 @@ export function answeredByReporting(ctx: Context & { state: RequestState }, coll
   return ctx.state.services.config.reportingUrl !== null && collection.family.name === 'transaction' && isAggregateQuery(query);
 }
 
-export async function queryReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<Record<string, unknown>> {
+/** Asks the reporting process; resolves with its successful answer, or throws the API's error. */
+async function askReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<Response> {
   const { config, db } = ctx.state.services;
   const body: ReportingQuery = {
     tenant: { orgId: ctx.state.tenant!.orgId, environment: ctx.state.tenant!.environment },
@@ -70,7 +71,6 @@ export async function queryReporting(ctx: Context & { state: RequestState }, col
   const outage = outageOf(ctx.state.services);
   const waitMs = config.reportingWaitMs + SLACK_MS;
   let response: Response;
-  let answer: unknown;
   try {
     response = await fetch(`${config.reportingUrl}/query`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(waitMs) });
   } catch (error) {
@@ -80,19 +80,41 @@ export async function queryReporting(ctx: Context & { state: RequestState }, col
       ? `Reporting is unavailable: the reporting process did not answer within ${waitMs} ms; retry shortly`
       : 'Reporting is unavailable: the reporting process cannot be reached; retry shortly');
   }
+  if (response.ok) {
+    outage.answered(ctx.state.log);
+    return response;
+  }
+  let answer: unknown;
   try {
     answer = await response.json();
   } catch {
     answer = null;
   }
-  if (response.ok && isObject(answer) && answer.object === 'list') {
-    outage.answered(ctx.state.log);
-    return answer;
-  }
   const error = reportingError(response.status, answer);
   if (error.status === 503) outage.failed(ctx.state.log, `reporting answered ${response.status}`, error.message);
   else outage.answered(ctx.state.log);
   throw error;
+}
+
+export async function queryReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<Record<string, unknown>> {
+  const response = await askReporting(ctx, collection);
+  let answer: unknown;
+  try {
+    answer = await response.json();
+  } catch {
+    answer = null;
+  }
+  if (isObject(answer) && answer.object === 'list') return answer;
+  throw reportingError(502, answer);
+}
+
+/** A Parquet export of transactions, written by the reporting store, passed on as it comes. */
+export async function exportFromReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<void> {
+  const response = await askReporting(ctx, collection);
+  ctx.status = 200;
+  ctx.type = 'application/vnd.apache.parquet';
+  ctx.set('Content-Disposition', `attachment; filename="${ctx.params.collection ?? 'transactions'}.parquet"`);
+  ctx.body = Buffer.from(await response.arrayBuffer());
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
