@@ -60,7 +60,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-function startChild(bench: string, name: string, script: string, env: Record<string, string>): ChildProcess {
+export function startChild(bench: string, name: string, script: string, env: Record<string, string>): ChildProcess {
   const profileName = `${bench}-${name.replace(/\W+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', profileName] : [];
   const child = spawn(process.execPath, [...profile, path.join(projectRoot, script)], {
@@ -83,7 +83,7 @@ function startChild(bench: string, name: string, script: string, env: Record<str
   return child;
 }
 
-async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
+export async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited with code ${child.exitCode}`);
@@ -113,7 +113,8 @@ export interface BenchEnv {
 }
 
 /** A fresh migrated database, a test key of org "bench", and both servers answering. */
-export async function startServers(bench: string): Promise<BenchEnv> {
+/** `settleEnv`: more environment for Settle's web process (e.g. its REPORTING_URL). */
+export async function startServers(bench: string, settleEnv: Record<string, string> = {}): Promise<BenchEnv> {
   let serverUrl = process.env.DATABASE_URL;
   let embedded: EmbeddedServer | null = null;
   if (!serverUrl) {
@@ -145,6 +146,7 @@ export async function startServers(bench: string): Promise<BenchEnv> {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     SETTLE_RATE_LIMIT: 'off',
+    ...settleEnv,
   });
   const anchor = startChild(bench, 'anchor', 'bench/anchor-server.ts', {
     DATABASE_URL: benchUrl,
