@@ -2,7 +2,8 @@
  * At-least-once delivery across crashes (CONTRACT §8): the worker process is killed with SIGKILL
  * mid-flight and replaced, and PostgreSQL itself is restarted during delivery. Every event
  * reaches a real loopback receiver, which dedups on the event id (the receiver kit), so each id
- * counts exactly once however many times it arrived.
+ * counts exactly once however many times it arrived; and every request that reached it is an
+ * attempt the webhook's logs show, those whose answer the crash lost with their outcome unknown.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -93,6 +94,15 @@ function missing(expected: Iterable<string>, got: Set<string>): string[] {
   return [...expected].filter((id) => !got.has(id));
 }
 
+/** The logs account for every receipt: each request is a logged attempt, and each repeat follows one whose answer is unknown. */
+async function logsCoverReceipts(t: Test, db: Db, webhookId: string, receiver: DedupReceiver): Promise<void> {
+  const [logs] = (await db.raw(`select count(*)::int as attempts, (count(*) filter (where data->>'status' = 'unknown'))::int as unknown
+    from webhook_logs where data->>'webhook_id' = ?`, [webhookId])).rows;
+  const repeats = receiver.raw - receiver.unique.size;
+  t.ok(logs.attempts >= receiver.raw, `every request that reached the receiver is a logged attempt (${logs.attempts} attempts, ${receiver.raw} receipts)`);
+  t.ok(logs.unknown >= repeats, `each repeat follows an attempt logged with its outcome unknown (${logs.unknown} unknown, ${repeats} repeats)`);
+}
+
 t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, each id exactly once after dedup', { timeout: 90_000 }, async (t) => {
   const TOTAL = 2000;
   const started = Date.now();
@@ -136,6 +146,7 @@ t.test('kill -9 of the worker mid-flight: every one of 2,000 events arrives, eac
   // The bookkeeping catches up too: each delivery is recorded delivered.
   const settled = await until(async () => Number((await api.db('webhook_deliveries').where({ state: 'delivered' }).count({ n: '*' }))[0].n) === TOTAL, left(), 100);
   t.ok(settled, 'every delivery is marked delivered');
+  await logsCoverReceipts(t, api.db, created.body.id, receiver);
   t.equal(second.child.exitCode, null, 'the new worker is still running');
 });
 
@@ -225,4 +236,5 @@ t.test('PostgreSQL restarted during delivery: every event created before and aft
   t.same(missing(stored, receiver.unique), [], 'every committed event of the trigger reached the receiver');
   t.equal(receiver.rejected, 0, 'every receipt carried a valid signature');
   t.comment(`${receiver.raw} receipts for ${receiver.unique.size} events (${receiver.raw - receiver.unique.size} redeliveries)`);
+  await logsCoverReceipts(t, db, webhook.id, receiver);
 });

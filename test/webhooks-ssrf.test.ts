@@ -9,7 +9,8 @@ await startTestWorker(t, api.databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '50ms', WORK
 async function logsAfterOneEvent(webhookId: string) {
   await api.request('POST', '/processing_accounts', { json: { name: 'Evented' } });
   for (let i = 0; i < 100; i++) {
-    const logs = (await api.request('GET', `/webhooks/${webhookId}/logs`)).body.values;
+    // answered ones: an attempt is logged `in_flight` as its request goes out
+    const logs = (await api.request('GET', `/webhooks/${webhookId}/logs`)).body.values.filter((log: { status: string }) => log.status !== 'in_flight');
     if (logs.length) return logs;
     await new Promise((r) => setTimeout(r, 50));
   }

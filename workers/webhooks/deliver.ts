@@ -1,25 +1,29 @@
 /**
  * `dispatch_events` and `deliver_webhook`: an event becomes one delivery per matching webhook; a
  * delivery is attempted, logged, and on failure retried on the webhook's schedule (jitter,
- * Retry-After, 410 disables). At least once: the attempt's log and the next job commit together,
- * and a receiver dedups on the event id. Tenants share the worker fairly: an org with no room in
- * this process (tenantSlots.ts) has the delivery deferred, which is not an attempt.
+ * Retry-After, 410 disables). At least once: an attempt is logged `in_flight` before its request
+ * goes out, and its answer completes the log in the statement that enqueues the next job; a crash
+ * between the two leaves the attempt logged with its outcome unknown, and the retry is the next
+ * attempt. A receiver dedups on the event id. Tenants share the worker fairly: an org with no room
+ * in this process (tenantSlots.ts) has the delivery deferred, which is not an attempt.
  *
- * A delivery's job carries its event (never changes); each attempt reads what can change (the
- * delivery's state, its webhook) and writes its outcome, and concurrent deliveries share those
- * reads and writes: one statement each per batch (batcher.ts), not two per delivery.
+ * A delivery's job carries its event (never changes); an attempt, once its org has room, opens
+ * itself (reads what can change, the delivery's state and its webhook, takes the next number and
+ * logs it in flight) and records its answer, and concurrent deliveries share those writes: one
+ * statement each per batch (batcher.ts), not two per delivery.
  */
 import type { LookupFunction } from 'node:net';
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
 import type { DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
+import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
 import { deferDelivery, wakeDeferredDelivery } from './deferrals.ts';
-import { cancelDelivery, loadDeliveryJob, loadDeliveryStates, recordAttempts, type AttemptRecord, type DeliveryState } from './deliveries.ts';
+import { loadDeliveryJob, openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import { dispatchEventBatch } from './dispatch.ts';
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
@@ -38,7 +42,7 @@ export interface DeliveryDeps {
   slots: TenantSlots;
   /** host name lookups that fail fast, accounted per org (WEBHOOK_DNS_TIMEOUT) */
   lookups: DnsLookups;
-  /** WEBHOOK_TIMEOUT: the longest an attempt holds its slot, the unit of a deferral's wait */
+  /** WEBHOOK_TIMEOUT: the longest an attempt holds its slot, the unit of a deferral's wait (up to DEFER_MAX_MS) */
   timeoutMs: number;
   now?: () => number;
   random?: () => number;
@@ -48,8 +52,12 @@ export interface DeliveryDeps {
 
 /** A receiver's answer is read (and logged) this far; the connection is closed past it. */
 const RESPONSE_KEPT = 16 * 1024;
-/** A deferred delivery comes back by itself after at most this; an ended attempt of its org calls it sooner. */
-const DEFER_MAX_MS = 5 * 60_000;
+/**
+ * A deferred delivery comes back by itself within this, whoever deferred it; an ended attempt of
+ * its org here calls it sooner. Short, because that call is one process's to make: a process that
+ * dies (kill -9, a lost machine) makes none, and its deferred deliveries must not wait on it.
+ */
+const DEFER_MAX_MS = 3000;
 /** Deferred jobs tried in turn when a slot frees (some may have run elsewhere already). */
 const WAKE_TRIES = 4;
 
@@ -164,28 +172,16 @@ function oauthParams(deps: DeliveryDeps, webhook: Record<string, unknown>): OAut
   };
 }
 
-/** A URL as logged: without the user:password that webhooks created before those were refused may carry. */
-function loggedUrl(text: string): string {
-  try {
-    const url = new URL(text);
-    if (!url.username && !url.password) return text;
-    url.username = '';
-    url.password = '';
-    return url.toString();
-  } catch {
-    return text;
-  }
-}
-
 /**
  * No room for the org in this process: the delivery's job comes back when an attempt of the org
  * here ends (wakeDeferred), or by itself when its turn would be due if every attempt ahead of it
- * took the whole timeout (capped): the fallback for a process that is gone.
+ * took the whole timeout, and within DEFER_MAX_MS at the latest (spread over its second half, so
+ * deferred deliveries do not all come back at once). Coming back to no room is deferring again.
  */
 async function deferUntilRoom(deps: DeliveryDeps, job: DeliveryJob): Promise<void> {
   const ahead = deps.slots.deferredCount(job.org_id);
   const turnMs = deps.timeoutMs * (1 + Math.floor(ahead / Math.max(1, deps.slots.limit)));
-  const waitMs = Math.round(Math.min(DEFER_MAX_MS, turnMs) * (0.8 + 0.4 * (deps.random ?? Math.random)()));
+  const waitMs = Math.round(Math.min(DEFER_MAX_MS, turnMs) * (0.5 + 0.5 * (deps.random ?? Math.random)()));
   const jobId = await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + waitMs));
   if (!jobId) return;
   deps.slots.deferredJob(job.org_id, jobId);
@@ -218,26 +214,22 @@ async function deliveryJob(db: Db, payload: unknown): Promise<DeliveryJob | null
   return loadDeliveryJob(db, job.delivery_id);
 }
 
-/** The outcome of one attempt as the delivery's next state, log and metrics label. */
-function settleAttempt(deps: DeliveryDeps, job: DeliveryJob, current: DeliveryState, outcome: AttemptOutcome, durationMs: number) {
-  const number = current.attempts + 1;
+/** The answer to an opened attempt as the delivery's next state, the log's answer and the metrics label. */
+function settleAttempt(deps: DeliveryDeps, job: DeliveryJob, opened: OpenedAttempt, outcome: AttemptOutcome, durationMs: number) {
+  const number = opened.attempt;
   const delivered = outcome.httpStatus !== null && outcome.httpStatus >= 200 && outcome.httpStatus < 300;
   const gone = outcome.httpStatus === 410;
-  const retries = Number(current.webhook.retries ?? 8);
+  const retries = Number(opened.webhook.retries ?? 8);
   const retry = !delivered && !gone && number <= retries;
   const nextAttemptAt = retry ? new Date((deps.now?.() ?? Date.now()) + nextDelayMs(deps.schedule, number, outcome.retryAfter, deps.random ?? Math.random)) : null;
   const record: AttemptRecord = {
     job,
+    opened,
     state: delivered ? 'delivered' : retry ? 'pending' : 'failed',
-    log: {
-      webhookId: job.webhook_id,
-      eventId: job.event_id,
-      trigger: job.trigger,
-      triggeredOn: { id: job.object_id, object: job.object_type },
-      url: loggedUrl(String(current.webhook.url)),
+    answer: {
+      status: delivered ? WEBHOOK_LOG_STATUSES.delivered : WEBHOOK_LOG_STATUSES.failed,
       httpStatus: outcome.httpStatus,
       oauthStatus: outcome.oauthStatus,
-      attempt: number,
       durationMs,
       response: outcome.response,
       error: outcome.error,
@@ -249,10 +241,10 @@ function settleAttempt(deps: DeliveryDeps, job: DeliveryJob, current: DeliverySt
 
 export function deliverWebhook(deps: DeliveryDeps): Task {
   deps.unseal ??= unsealer(deps.vault);
-  // Concurrent deliveries share their reads and their writes: one statement each per batch.
-  const states = new Batcher<string, DeliveryState | undefined>(async (ids) => {
-    const found = new Map((await loadDeliveryStates(deps.db, ids)).map((row) => [row.delivery_id, row]));
-    return ids.map((id) => found.get(id));
+  // Concurrent deliveries share their writes: one statement each per batch.
+  const opens = new Batcher<DeliveryJob, OpenedAttempt | undefined>(async (jobs) => {
+    const opened = new Map((await openAttempts(deps.db, jobs)).map((row) => [row.delivery_id, row]));
+    return jobs.map((job) => opened.get(job.delivery_id));
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const records = new Batcher<AttemptRecord, void>(async (batch) => {
     await recordAttempts(deps.db, batch);
@@ -261,29 +253,32 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
   return async (payload, helpers) => {
     const job = await deliveryJob(deps.db, payload);
     if (!job) return;
-    const current = await states.add(job.delivery_id);
-    if (!current || current.state !== 'pending') return;
-    if (current.webhook.status !== 'active') return cancelDelivery(deps.db, job.delivery_id);
-    const body = deliveryBody(job);
-    const secret = deps.unseal!(String(current.webhook.sender_secret_sealed));
     const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
     if (!slot) return deferUntilRoom(deps, job);
-    const started = performance.now();
-    let outcome: AttemptOutcome;
+    let sent: { opened: OpenedAttempt; outcome: AttemptOutcome; durationMs: number } | undefined;
     let freed = false;
     try {
-      outcome = await attempt(deps, job, current.webhook, body, secret);
+      // Logged before it goes out: a crash from here on leaves an attempt whose outcome is unknown, never none.
+      const opened = await opens.add(job);
+      if (opened) {
+        const secret = deps.unseal!(String(opened.webhook.sender_secret_sealed));
+        slot.sending();
+        const started = performance.now();
+        const outcome = await attempt(deps, job, opened.webhook, deliveryBody(job), secret);
+        sent = { opened, outcome, durationMs: Math.round(performance.now() - started) };
+      }
     } finally {
       freed = slot.release();
     }
-    const durationMs = Math.round(performance.now() - started);
-    const settled = settleAttempt(deps, job, current, outcome, durationMs);
-    // The job completes only once its attempt is recorded: a crash before that repeats the attempt, never loses it.
-    await records.add(settled.record);
-    deliveries.inc({ outcome: settled.label });
-    deliveryDuration.observe({ outcome: settled.label }, durationMs / 1000);
+    const settled = sent && settleAttempt(deps, job, sent.opened, sent.outcome, sent.durationMs);
+    if (settled) {
+      // The job completes only once the answer is recorded: a crash before that repeats the attempt, as the next one.
+      await records.add(settled.record);
+      deliveries.inc({ outcome: settled.label });
+      deliveryDuration.observe({ outcome: settled.label }, settled.record.answer.durationMs / 1000);
+    }
     if (freed) await wakeDeferred(deps, job.org_id);
-    if (settled.gone) await disableWebhook(deps.db, job.webhook_id, 'gone');
-    else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
+    if (settled?.gone) await disableWebhook(deps.db, job.webhook_id, 'gone');
+    else if (settled && !settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
   };
 }

@@ -1,24 +1,11 @@
-/** SQL of delivery attempts: what an attempt reads, and how its outcome is recorded. */
+/**
+ * SQL of delivery attempts: how an attempt is opened before its request goes out, and how its
+ * answer is recorded. An attempt is logged before it is sent, so a crash between the two leaves an
+ * attempt whose outcome is unknown, never one that no log shows.
+ */
 import { rows, type Db } from '../../api/db/connection.ts';
 import { deliveryJobs, JOB_PAYLOAD, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
-import { newId } from '../../api/ids.ts';
-
-/** What can change between attempts, read at each one. */
-export interface DeliveryState {
-  delivery_id: string;
-  state: string;
-  attempts: number;
-  webhook: Record<string, unknown>;
-}
-
-/** The states and webhooks of many deliveries in one query; missing ones (deleted) are absent. */
-export async function loadDeliveryStates(db: Db, deliveryIds: string[]): Promise<DeliveryState[]> {
-  return rows<DeliveryState>(db,
-    `select d.id as delivery_id, d.state, d.attempts, w.data as webhook
-       from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.id = any(?::text[])`,
-    [deliveryIds]);
-}
+import { WEBHOOK_LOG_STATUSES, type WebhookLogStatus } from '../../api/families/webhook_logs/family.ts';
 
 /** The job payload of a delivery, for a job enqueued before payloads carried it. */
 export async function loadDeliveryJob(db: Db, deliveryId: string): Promise<DeliveryJob | null> {
@@ -27,15 +14,19 @@ export async function loadDeliveryJob(db: Db, deliveryId: string): Promise<Deliv
   return found[0]?.payload ?? null;
 }
 
-export interface AttemptLog {
-  webhookId: string;
-  eventId: string;
-  trigger: string;
-  triggeredOn: Record<string, unknown>;
-  url: string;
+/** An attempt opened: its number, its log, and the webhook as it is now (what can change between attempts). */
+export interface OpenedAttempt {
+  delivery_id: string;
+  attempt: number;
+  log_id: string;
+  webhook: Record<string, unknown>;
+}
+
+/** What the answer (or its absence) adds to the attempt's log. */
+export interface AttemptAnswer {
+  status: WebhookLogStatus;
   httpStatus: number | null;
   oauthStatus: number | null;
-  attempt: number;
   durationMs: number;
   response: string | null;
   error: string | null;
@@ -44,55 +35,105 @@ export interface AttemptLog {
 
 export interface AttemptRecord {
   job: DeliveryJob;
-  log: AttemptLog;
+  opened: OpenedAttempt;
+  answer: AttemptAnswer;
   state: 'pending' | 'delivered' | 'failed';
 }
 
 /**
- * Records attempts and moves their deliveries on, many in one statement: each attempt's log, the
- * delivery's state, the next job of a delivery still pending (same key, carrying the same payload),
- * and the failure streak of a webhook that delivered reset (rows locked in id order, so concurrent
- * batches cannot deadlock on them). The deliveries are also named by an id array: the planner
- * takes any set-returning function for 100 rows, and against a table of some ten thousand
- * deliveries it then scanned the whole table (417 pages at 15k) to update a handful.
+ * The log of a delivery's attempt: derived rather than drawn, so the next attempt (or a cancel)
+ * finds the log of the one before by its key.
+ */
+function attemptLogId(delivery: string, attempt: string): string {
+  return `'whl_' || substr(md5(${delivery} || ':' || ${attempt}), 1, 24)`;
+}
+
+/** The webhook's URL as logged: without the user:password that webhooks made before those were refused may carry. */
+const LOGGED_URL = `regexp_replace(w.data->>'url', '^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@', '\\1')`;
+
+/**
+ * Opens attempts before their requests go out, many in one statement. A delivery still pending
+ * whose webhook is active takes its next attempt number, and its log is written `in_flight`; one
+ * whose webhook is no longer active is cancelled, without an attempt. Either way the delivery's
+ * latest attempt, if still `in_flight` (its sender stopped before recording the answer), becomes
+ * `unknown`. Returns the attempts opened; a delivery not among them is not to be sent. The
+ * deliveries are named by an id array, as in recordAttempts.
+ */
+export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedAttempt[]> {
+  const input = jobs.map((job) => ({
+    delivery_id: job.delivery_id,
+    log: { webhook_id: job.webhook_id, event_id: job.event_id, trigger: job.trigger, triggered_on: { id: job.object_id, object: job.object_type } },
+  }));
+  return rows<OpenedAttempt>(db,
+    `with input as (select * from jsonb_to_recordset(?::jsonb) as r(delivery_id text, log jsonb)),
+     opened as (
+       update webhook_deliveries d set attempts = d.attempts + 1
+         from webhooks w, input i
+        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' = 'active'
+       returning d.id, d.org_id, d.environment, d.attempts, w.data as webhook, ${LOGGED_URL} as url, i.log),
+     cancelled as (
+       update webhook_deliveries d set state = 'cancelled', finished_at = now()
+         from webhooks w
+        where d.id = any(?::text[]) and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' is distinct from 'active'
+       returning d.id, d.attempts),
+     logged as (
+       insert into webhook_logs (id, org_id, environment, data)
+       select ${attemptLogId('o.id', 'o.attempts')}, o.org_id, o.environment, o.log || jsonb_build_object('url', o.url, 'attempt', o.attempts,
+                'status', ?::text, 'http_status', null, 'oauth_status', null, 'duration_ms', null, 'response', null, 'error', null, 'next_attempt_at', null)
+         from opened o
+       returning 1),
+     unanswered as (
+       update webhook_logs l set data = l.data || jsonb_build_object('status', ?::text), modified_at = clock_timestamp()
+        where l.id = any(array(select ${attemptLogId('o.id', 'o.attempts - 1')} from opened o where o.attempts > 1
+                               union all select ${attemptLogId('c.id', 'c.attempts')} from cancelled c where c.attempts > 0))
+          and l.data->>'status' = ?
+       returning 1)
+     select id as delivery_id, attempts as attempt, ${attemptLogId('id', 'attempts')} as log_id, webhook from opened`,
+    [JSON.stringify(input), jobs.map((job) => job.delivery_id), jobs.map((job) => job.delivery_id),
+      WEBHOOK_LOG_STATUSES.inFlight, WEBHOOK_LOG_STATUSES.unknown, WEBHOOK_LOG_STATUSES.inFlight]);
+}
+
+/**
+ * Records attempts' answers and moves their deliveries on, many in one statement: each attempt's
+ * log completed, and the delivery, if this is still its latest attempt, moved to its state with the
+ * next job of one still pending (same key, carrying the same payload), and the failure streak of a
+ * webhook that delivered reset (rows locked in id order, so concurrent batches cannot deadlock on
+ * them). Rows are also named by id arrays: the planner takes any set-returning function for 100
+ * rows, and against a table of some ten thousand deliveries it then scanned the whole table (417
+ * pages at 15k) to update a handful.
  */
 export async function recordAttempts(db: Db, records: AttemptRecord[]): Promise<void> {
-  const input = records.map(({ job, log, state }) => {
-    const nextAt = log.nextAttemptAt?.toISOString() ?? null;
+  const input = records.map(({ job, opened, answer, state }) => {
+    const nextAt = answer.nextAttemptAt?.toISOString() ?? null;
     return {
-      log_id: newId('whl'), org_id: job.org_id, environment: job.environment, delivery_id: job.delivery_id, webhook_id: job.webhook_id,
-      attempt: log.attempt, state, next_at: nextAt, payload: job,
-      log: {
-        webhook_id: log.webhookId, event_id: log.eventId, trigger: log.trigger, triggered_on: log.triggeredOn, url: log.url,
-        http_status: log.httpStatus, oauth_status: log.oauthStatus, attempt: log.attempt, duration_ms: log.durationMs,
-        response: log.response, error: log.error, next_attempt_at: nextAt,
+      log_id: opened.log_id, delivery_id: job.delivery_id, webhook_id: job.webhook_id, attempt: opened.attempt, state, next_at: nextAt, payload: job,
+      answer: {
+        status: answer.status, http_status: answer.httpStatus, oauth_status: answer.oauthStatus, duration_ms: answer.durationMs,
+        response: answer.response, error: answer.error, next_attempt_at: nextAt,
       },
     };
   });
   await rows(db,
     `with input as (
-       select * from jsonb_to_recordset(?::jsonb) as r(log_id text, org_id text, environment text, delivery_id text,
-         webhook_id text, attempt int, state text, next_at timestamptz, payload json, log jsonb)),
-     logged as (
-       insert into webhook_logs (id, org_id, environment, data) select log_id, org_id, environment, log from input returning 1),
+       select * from jsonb_to_recordset(?::jsonb) as r(log_id text, delivery_id text, webhook_id text, attempt int, state text,
+         next_at timestamptz, payload json, answer jsonb)),
+     answered as (
+       update webhook_logs l set data = l.data || i.answer, modified_at = clock_timestamp()
+         from input i where l.id = i.log_id and l.id = any(?::text[])
+       returning 1),
      moved as (
-       update webhook_deliveries d set attempts = i.attempt, state = i.state, next_attempt_at = i.next_at,
+       update webhook_deliveries d set state = i.state, next_attempt_at = i.next_at,
               finished_at = case when i.state = 'pending' then null else now() end
-         from input i where d.id = i.delivery_id and d.id = any(?::text[])
-       returning d.id, i.payload, i.next_at, i.state),
+         from input i where d.id = i.delivery_id and d.id = any(?::text[]) and d.attempts = i.attempt and d.state = 'pending'
+       returning d.id, d.webhook_id, i.payload, i.next_at, i.state),
      jobs as (select ${deliveryJobs("(select * from moved where state = 'pending') m", 'next_at')}
                where exists (select 1 from moved where state = 'pending')),
      recovered as (
        update webhooks w set data = w.data - 'failing_since'
         where w.id in (select id from webhooks
-                        where id in (select webhook_id from input where state = 'delivered') and jsonb_exists(data, 'failing_since')
+                        where id in (select webhook_id from moved where state = 'delivered') and jsonb_exists(data, 'failing_since')
                         order by id for update)
        returning 1)
-     select (select count(*) from logged) + (select count(*) from jobs) + (select count(*) from recovered) as n`,
-    [JSON.stringify(input), input.map((row) => row.delivery_id)]);
-}
-
-/** A delivery whose webhook is no longer active: it ends without an attempt. */
-export async function cancelDelivery(db: Db, deliveryId: string): Promise<void> {
-  await rows(db, `update webhook_deliveries set state = 'cancelled', finished_at = now() where id = ? and state = 'pending'`, [deliveryId]);
+     select (select count(*) from answered) + (select count(*) from jobs) + (select count(*) from recovered) as n`,
+    [JSON.stringify(input), input.map((row) => row.log_id), input.map((row) => row.delivery_id)]);
 }

@@ -5,7 +5,9 @@
  * flight are young (its receivers answer, and a slot is about to free: cheaper than deferring);
  * otherwise the caller defers its delivery (a new job later, see deferDelivery) and records the
  * job here, and each attempt that ends names one such job to bring forward: a deferred delivery
- * runs when its org has room, not when a timer guesses it might.
+ * runs when its org has room, not when a timer guesses it might. The slots and that list live and
+ * die with the process: a dead worker holds no slot another waits for, and the deliveries it
+ * deferred come back by their own run_at, seconds away (deliver.ts, DEFER_MAX_MS).
  */
 
 /** How long the org's oldest attempt in flight may have run for a new one to wait for a slot. */
@@ -14,6 +16,11 @@ const RESPONSIVE_MS = 200;
 const DEFERRED_REMEMBERED = 10_000;
 
 export interface TenantSlot {
+  /**
+   * The attempt's request goes out now (it was being opened in the database): its age, by which a
+   * waiting attempt judges the org's receivers, counts from here.
+   */
+  sending(): void;
   /** Ends the attempt. True when the slot is free now (no waiting attempt took it over). */
   release(): boolean;
 }
@@ -38,7 +45,7 @@ export class TenantSlots {
   /** A slot for one attempt of `org`, or null: defer the delivery. `jobId` is the job asking (forgotten as deferred). */
   acquire(org: string, jobId?: string): Promise<TenantSlot | null> {
     if (jobId) this.forget(org, jobId);
-    if (this.limit <= 0) return Promise.resolve({ release: () => false });
+    if (this.limit <= 0) return Promise.resolve({ sending: () => {}, release: () => false });
     const running = this.running.get(org);
     if (!running || running.size < this.limit) return Promise.resolve(this.take(org));
     const oldest = Math.min(...[...running].map((taken) => taken.startedAt));
@@ -68,6 +75,9 @@ export class TenantSlots {
     running.add(taken);
     let released = false;
     return {
+      sending: () => {
+        taken.startedAt = this.now();
+      },
       release: () => {
         if (released) return false;
         released = true;

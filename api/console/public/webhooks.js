@@ -11,7 +11,14 @@ const ATTEMPTS_SHOWN = 50;
 /** Attempt series an event page reads (one first attempt each) to find the webhooks it went to. */
 const SERIES_READ = 100;
 
+/** An attempt still out, or one whose worker stopped before the answer was recorded, is neither delivered nor failed. */
+const PENDING_OUTCOMES = {
+  in_flight: 'In flight (sent, no answer yet)',
+  unknown: 'Outcome unknown (the worker stopped before the answer was recorded; retried)',
+};
+
 function outcome(log) {
+  if (PENDING_OUTCOMES[log.status]) return h('span', { class: 'status status-pending' }, PENDING_OUTCOMES[log.status]);
   const delivered = log.http_status >= 200 && log.http_status < 300;
   const what = log.http_status ? `HTTP ${log.http_status}` : (log.error ?? 'no answer');
   return h('span', { class: `status status-${delivered ? 'delivered' : 'failed'}` }, delivered ? `Delivered (${what})` : `Failed (${what})`);

@@ -4,6 +4,15 @@ import { idField, timestampFields } from '../common.ts';
 
 const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
 
+/**
+ * What became of an attempt. A log is written as the request goes out (`in_flight`) and completed
+ * with its answer: `delivered` (a 2xx) or `failed` (any other answer, or none: refused, timed out).
+ * An attempt whose sender stopped before recording the answer (a worker killed, the database gone)
+ * is `unknown` once the delivery is tried again or cancelled: the receiver may have got it.
+ */
+export const WEBHOOK_LOG_STATUSES = { inFlight: 'in_flight', unknown: 'unknown', delivered: 'delivered', failed: 'failed' } as const;
+export type WebhookLogStatus = (typeof WEBHOOK_LOG_STATUSES)[keyof typeof WEBHOOK_LOG_STATUSES];
+
 const fields: FieldSpec[] = [
   idField,
   { store: 'webhook_id', type: 'id', ...both('webhook_id') },
@@ -14,6 +23,7 @@ const fields: FieldSpec[] = [
   { store: 'http_status', type: 'integer', ...both('http_status') },
   { store: 'oauth_status', type: 'integer', ...both('oauth_status') },
   { store: 'attempt', type: 'integer', ...both('attempt') },
+  { store: 'status', type: 'string', ...both('status'), enum: Object.values(WEBHOOK_LOG_STATUSES) },
   { store: 'duration_ms', type: 'integer', ...both('duration_ms') },
   { store: 'response', type: 'string', ...both('response') },
   { store: 'error', type: 'string', ...both('error') },
