@@ -17,6 +17,7 @@ import { launchBrowser, screenshot } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
 import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
+import { parseCsv } from './helpers/csv.ts';
 
 /** The most rows one CSV export holds here: fewer than the export shop's transactions, more than a page. */
 const EXPORT_MAX_ROWS = 28;
@@ -77,35 +78,6 @@ async function signIn(page: Page, key: string): Promise<void> {
   await page.goto(`${api.url}/console`);
   await typeInto(page.getByLabel('Secret key'), key);
   await page.getByRole('button', { name: 'Sign in' }).click();
-}
-
-/** RFC 4180 text back into rows, as a spreadsheet reads it. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-      i++;
-    } else cell += c;
-  }
-  return rows;
 }
 
 /** Presses "Download CSV" and reads the file the browser saved: its name, header and rows. */

@@ -5,25 +5,10 @@
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
+import { parseCsv } from './helpers/csv.ts';
 
 const api = await startTestApi(t, { SETTLE_EXPORT_MAX_ROWS: '1500' });
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
-
-/** RFC 4180 rows back into arrays, as a spreadsheet reads them. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (c === '"') quoted = false; else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(cell); cell = ''; } else if (c === '\r' && text[i + 1] === '\n') { row.push(cell); rows.push(row); row = []; cell = ''; i++; } else cell += c;
-  }
-  return rows;
-}
 
 async function csv(path: string, headers: Record<string, string> = {}) {
   const res = await fetch(api.url + path, { headers: { Authorization: `Bearer ${api.key}`, ...headers } });
