@@ -16,15 +16,14 @@ import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { launchBrowser, screenshot } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
-import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
+import { reportingFirst } from './reporting-support.ts';
 import { parseCsv } from './helpers/csv.ts';
 
 /** The most rows one CSV export holds here: fewer than the export shop's transactions, more than a page. */
 const EXPORT_MAX_ROWS = 28;
 
-const reportingPort = await reservePort();
-const api = await startTestApi(t, { REPORTING_URL: `http://127.0.0.1:${reportingPort}`, SETTLE_EXPORT_MAX_ROWS: String(EXPORT_MAX_ROWS) });
-await startTestReporting(t, api.databaseUrl, tempDataDir(t), { REPORTING_PORT: String(reportingPort) });
+const { databaseUrl, webEnv } = await reportingFirst(t);
+const api = await startTestApi(t, { ...webEnv, SETTLE_EXPORT_MAX_ROWS: String(EXPORT_MAX_ROWS) }, {}, databaseUrl);
 await startTestWorker(t, api.databaseUrl, { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_POLL_INTERVAL: '50' });
 const receiver = await startReceiver(t);
 const browser = await launchBrowser(t);

@@ -8,12 +8,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
-import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
+import { reportingFirst, tempDataDir } from './reporting-support.ts';
 
-const port = await reservePort();
-const env = { REPORTING_URL: `http://127.0.0.1:${port}`, REPORTING_PORT: String(port), REPORTING_WAIT: '5000', SETTLE_EXPORT_MAX_ROWS: '50' };
-const api = await startTestApi(t, env);
-await startTestReporting(t, api.databaseUrl, tempDataDir(t), env);
+const { databaseUrl, webEnv } = await reportingFirst(t, { REPORTING_WAIT: '5000', SETTLE_EXPORT_MAX_ROWS: '50' });
+const api = await startTestApi(t, webEnv, {}, databaseUrl);
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 const dir = tempDataDir(t);
 

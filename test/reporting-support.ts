@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
+import { freshDatabase } from './helpers/db.ts';
 import { loadConfig } from '../api/config.ts';
 import { rows, type Db } from '../api/db/connection.ts';
 import { freePort } from '../api/db/embedded.ts';
@@ -35,6 +36,16 @@ export async function startTestReporting(t: Test, databaseUrl: string, dataDir: 
   };
   t.teardown(stop);
   return { running, stop };
+}
+
+/**
+ * A database with a reporting process already listening on a port of its own choosing (port 0, so
+ * no other test process can take it first), and the web settings that reach it.
+ */
+export async function reportingFirst(t: Test, env: Record<string, string> = {}): Promise<{ databaseUrl: string; reporting: ReportingHandle; webEnv: Record<string, string> }> {
+  const databaseUrl = await freshDatabase(t);
+  const reporting = await startTestReporting(t, databaseUrl, tempDataDir(t), { ...env, REPORTING_PORT: '0' });
+  return { databaseUrl, reporting, webEnv: { ...env, REPORTING_URL: reporting.running.url } };
 }
 
 export async function reservePort(): Promise<number> {

@@ -33,8 +33,9 @@ export interface ApiResponse {
   body: any;
 }
 
-export async function startTestApi(t: Test, env: Record<string, string> = {}, seams: Partial<Seams> = {}): Promise<TestApi> {
-  const databaseUrl = await freshDatabase(t);
+/** `database`: one the test made already (e.g. to start a reporting process first); default a fresh one. */
+export async function startTestApi(t: Test, env: Record<string, string> = {}, seams: Partial<Seams> = {}, database?: string): Promise<TestApi> {
+  const databaseUrl = database ?? await freshDatabase(t);
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
   const web = await startWeb(config, { keyCacheMs: 0, seams });
   const db = createDb(databaseUrl, 4);
