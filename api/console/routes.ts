@@ -10,8 +10,8 @@
 import Router from '@koa/router';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import type { Context } from 'koa';
 import { notFound } from '../errors.ts';
+import { secureHeaders } from '../http/pageHeaders.ts';
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -48,11 +48,6 @@ function pageHtml(version: string): string {
 </body>
 </html>
 `;
-}
-
-function secureHeaders(ctx: Context): void {
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'no-referrer');
 }
 
 export function consoleRoutes(): Router {

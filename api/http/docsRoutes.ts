@@ -12,8 +12,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
-import type { Context } from 'koa';
 import { badRequest } from '../errors.ts';
+import { secureHeaders } from './pageHeaders.ts';
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; worker-src blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -59,11 +59,6 @@ body { margin: 0; }
 </body>
 </html>
 `;
-}
-
-function secureHeaders(ctx: Context): void {
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'no-referrer');
 }
 
 export function docsRoutes(): Router {
