@@ -24,9 +24,11 @@ function previousKeys(config: Config): Buffer[] {
 
 /** The process's vault, checked against the key the database records (and recording it when none is). */
 export async function openVault(config: Config, db: Db, log: Logger): Promise<Vault> {
-  let secret = readVaultSecret(config.vaultKey, config.dataDir);
+  // The database first, then the key file: a process on this machine that generates the key writes
+  // the file before it records the key, so a key recorded here is always one whose file we can read.
   let recorded = await recordedVaultKeys(db);
   let active = recorded.find((k) => k.state === 'active');
+  let secret = readVaultSecret(config.vaultKey, config.dataDir);
   if (!secret) {
     if (active) {
       throw new VaultKeyRefused(`SETTLE_VAULT_KEY is not set, and this database's sealed data uses vault key ${active.id}: set SETTLE_VAULT_KEY to that key (copy it from the machine that has it; see "The vault key" in the README)`);

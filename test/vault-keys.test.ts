@@ -9,13 +9,14 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pino from 'pino';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { createDb } from '../api/db/connection.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { createVault, parseVaultKey } from '../api/vault.ts';
-import { rotateVault } from '../api/vaultKeys.ts';
+import { openVault, rotateVault } from '../api/vaultKeys.ts';
 import { freshDatabase } from './helpers/db.ts';
 
 const databaseUrl = await freshDatabase(t);
@@ -144,4 +145,23 @@ t.test('settle vault generate and settle vault rotate, as an operator runs them'
   const sealed = (await own.raw(`select data->'card'->>'sealed_number' as v from payment_methods`)).rows[0].v;
   t.match(sealed, new RegExp(`^v2\\.${idOf(fresh)}\\.`));
   await own.destroy();
+});
+
+t.test('processes that start together on a new database and one data directory all take the key one of them generates', async (t) => {
+  // settle up starts web and worker at once: one may look for the key file before the other writes
+  // it, and read the database after the other recorded it.
+  const url = await freshDatabase(t);
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: url, SETTLE_DATA_DIR: emptyDataDir(t) });
+  const log = pino({ level: 'silent' });
+  const first = createDb(url, 1);
+  const late = createDb(url, 1);
+  t.teardown(() => Promise.all([first.destroy(), late.destroy()]));
+  const held = await late.transaction(); // the late process's connection is busy for a moment
+  const lateOpen = openVault(config, late, log);
+  const firstVault = await openVault(config, first, log);
+  await held.commit();
+  const lateVault = await lateOpen.catch((error: Error) => error);
+  t.notOk(lateVault instanceof Error, `the late one starts too (${lateVault instanceof Error ? lateVault.message : 'ok'})`);
+  t.equal((lateVault as { keyId: string }).keyId, firstVault.keyId, 'with the same key');
+  t.same((await first.raw('select id, state from vault_keys')).rows, [{ id: firstVault.keyId, state: 'active' }]);
 });
