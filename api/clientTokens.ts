@@ -64,8 +64,9 @@ const INTENTS = {
     card_payments: flag.default(true),
     bank_account_payments: flag.default(false),
     billing_address: flag.default(false),
+    conv_fee: flag.optional(),
   }),
-  payment_form: z.strictObject({ payment: z.looseObject({ ...presetKeys, amount: money.optional() }).default({}) }),
+  payment_form: z.strictObject({ payment: z.looseObject({ ...presetKeys, amount: money.optional() }).default({}), conv_fee: flag.optional() }),
   payment_method_form: z.strictObject({
     payment_method: z.looseObject({ transfer_type: z.enum(['send-only', 'receive-only', 'two-way']).optional() }).default({}),
   }),

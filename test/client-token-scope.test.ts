@@ -182,3 +182,22 @@ t.test('a token made without an intent may name any processing account or custom
   t.equal(foreign.status, 400, 'another org\'s account is not found');
   t.match(foreign.body.details, { processing_id: String });
 });
+
+t.test('an intent with conv_fee has the payer pay the fee on top: conv_fee is the price, the account keeps the whole amount', async (t) => {
+  const account = (await api.request('POST', '/processing_accounts', { json: { name: 'Convenience' } })).body;
+  const form = await token({ payment_form: { payment: { amount: 100, processing_id: account.id }, conv_fee: true } });
+  const paid = await api.request('POST', '/transactions?fields=*,fee,conv_fee', { key: form, json: { type: 'payment', payment_method: CARD } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  const got = (await api.request('GET', `/transactions/${paid.body.id}?fields=*,fee,conv_fee`)).body;
+  t.equal(got.conv_fee, 3.2, 'card pricing of 100.00 (2.9 % + 0.30), charged to the payer');
+  t.equal(got.fee, 0, 'nothing is taken from the processing account');
+  const v2 = (await api.request('GET', `/transactions/${paid.body.id}?fields=*,fee,conv_fee`, { version: 'v2' })).body;
+  t.equal(v2.conv_fee, 3.2, 'v2 shows it too');
+  const balance = (await api.request('GET', `/processing_accounts/${account.id}?fields=*,balance`)).body.balance;
+  t.equal(balance.pending, 100, 'the whole amount is pending for the account');
+
+  const plain = await token({ payment_form: { payment: { amount: 100, processing_id: account.id } } });
+  const other = await api.request('POST', '/transactions?fields=*,fee,conv_fee', { key: plain, json: { type: 'payment', payment_method: CARD } });
+  const stored = (await api.request('GET', `/transactions/${other.body.id}?fields=*,fee,conv_fee`)).body;
+  t.same([stored.conv_fee, stored.fee], [0, 3.2], 'without conv_fee the account pays the fee and the payer nothing extra');
+});

@@ -62,7 +62,9 @@ function requireInlineMethod(ctx: RuleContext, data: Json): void {
 
 /**
  * Applies the token's presets to a payment's decoded input and spends the token. Returns whether
- * the payment is an automatic-mode authorization.
+ * the payment is an automatic-mode authorization. An intent with `conv_fee: true` has the payer
+ * pay the processing fee on top of the amount (priced when the payment is processed: migration
+ * `20261126000010`).
  */
 export async function applyClientIntent(ctx: RuleContext, type: string, data: Json): Promise<{ automatic: boolean }> {
   if (ctx.principal.kind !== 'client') return { automatic: false };
@@ -102,6 +104,7 @@ export async function applyClientIntent(ctx: RuleContext, type: string, data: Js
     else data.sender = { ...sender, account_id: customerId };
   }
   if (processingId) data.processing_id = processingId;
+  if (options.conv_fee === true) data.conv_fee_payer = true;
 
   await spendClientTokenOnce(ctx);
   return { automatic: presetStatus === 'authorized' };
