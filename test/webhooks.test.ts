@@ -3,6 +3,8 @@ import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
+import { createKnex } from '../api/db/admin.ts';
+import { up as upgradeJobs } from '../migrations/20261126000100_delivery_jobs_carry_events.ts';
 
 const WORKER = { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms', WORKER_POLL_INTERVAL: '50' };
 const api = await startTestApi(t);
@@ -81,7 +83,7 @@ t.test('a delivery is signed over the exact bytes, with the event id and Standar
   await api.request('PUT', `/webhooks/${webhook.id}`, { json: { status: 'disabled' } });
 });
 
-t.test('a delivery job queued before jobs carried their event (only a delivery_id) is still delivered and logged', async (t) => {
+t.test('an upgrade gives a delivery job queued with only its delivery_id its event, and drops leftover dispatch_events jobs', async (t) => {
   const receiver = await startReceiver(t);
   const webhook = await webhookFor(receiver.url + '/legacy');
   const eventId = await fireEvent();
@@ -90,7 +92,18 @@ t.test('a delivery job queued before jobs carried their event (only a delivery_i
     `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, next_attempt_at)
      select 'whd_legacy_' || substr(md5(random()::text), 1, 12), org_id, environment, webhook_id, event_id, 1, now()
        from webhook_deliveries where webhook_id = ? and event_id = ? returning id`, [webhook.id, eventId])).rows;
-  await api.db.raw(`select graphile_worker.add_job('deliver_webhook', json_build_object('delivery_id', ?::text))`, [delivery.id]);
+  // Queued as an older release did, due later, so no worker takes it before the upgrade runs.
+  const [legacy] = (await api.db.raw(`select id from graphile_worker.add_job('deliver_webhook', json_build_object('delivery_id', ?::text), run_at => now() + interval '1 hour')`, [delivery.id])).rows;
+  await api.db.raw(`select graphile_worker.add_job('dispatch_events', '{}'::json, run_at => now() + interval '1 hour')`);
+  const knex = createKnex(api.databaseUrl, 1);
+  try {
+    await upgradeJobs(knex);
+  } finally {
+    await knex.destroy();
+  }
+  const leftover = await api.db.raw(`select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id where k.identifier = 'dispatch_events'`);
+  t.equal(leftover.rows[0].n, 0, 'no dispatch_events job is left');
+  await api.db.raw(`select graphile_worker.reschedule_jobs(array[?::bigint], run_at => now())`, [legacy.id]);
   const got = await receiver.waitFor(2);
   t.equal(got.length, 2, 'delivered again');
   t.equal(got[1].headers['x-service-event-id'], eventId);

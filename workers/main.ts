@@ -24,12 +24,12 @@ import { retentionCrontab, retentionTask } from './tasks/retention.ts';
 import { FUNDING_CRONTAB, fundInstantTask, fundingDay, sandboxChargeback, sandboxChargebackReversal } from './tasks/funding.ts';
 import { BILLING_CRONTAB, billingDay } from './tasks/billingDay.ts';
 import { startWorkerMetrics } from './metricsServer.ts';
-import { deliverWebhook, DISPATCH_BATCH, dispatchEvents } from './webhooks/deliver.ts';
+import { deliverWebhook } from './webhooks/deliver.ts';
 import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
 import { TenantSlots } from './webhooks/tenantSlots.ts';
-import { startDispatchLoop } from './webhooks/dispatchLoop.ts';
+import { DISPATCH_BATCH, startDispatchLoop } from './webhooks/dispatchLoop.ts';
 
 export interface WorkerOptions {
   /** what a test replaces (api/seams.ts); the real clock, random source, sandbox processor and SSRF-guarded client when absent */
@@ -48,7 +48,6 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
   const domain = createDomainServices(config, seams, vault);
   const { clock } = seams;
   const tasks: TaskList = {
-    dispatch_events: dispatchEvents(db),
     deliver_webhook: deliverWebhook({
       db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
       slots: new TenantSlots(config.webhookTenantConcurrency),

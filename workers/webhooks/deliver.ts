@@ -1,6 +1,6 @@
 /**
- * `dispatch_events` and `deliver_webhook`: an event becomes one delivery per matching webhook; a
- * delivery is attempted, logged, and on failure retried on the webhook's schedule (jitter,
+ * `deliver_webhook`: the dispatcher (dispatchLoop.ts) turns an event into one delivery per matching
+ * webhook; a delivery is attempted, logged, and on failure retried on the webhook's schedule (jitter,
  * Retry-After, 410 disables). At least once: an attempt is logged `in_flight` before its request
  * goes out, and its answer completes the log in the statement that enqueues the next job; a crash
  * between the two leaves the attempt logged with its outcome unknown, and the retry is the next
@@ -23,8 +23,7 @@ import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
 import { deferDelivery, wakeDeferredDelivery } from './deferrals.ts';
-import { loadDeliveryJob, openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
-import { dispatchEventBatch } from './dispatch.ts';
+import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
 import { answerText, describeFailure, type Outbound } from './outbound.ts';
@@ -60,18 +59,6 @@ const RESPONSE_KEPT = 16 * 1024;
 const DEFER_MAX_MS = 3000;
 /** Deferred jobs tried in turn when a slot frees (some may have run elsewhere already). */
 const WAKE_TRIES = 4;
-
-export const DISPATCH_BATCH = 500;
-
-/**
- * Dispatches batch after batch until one has taken every event committed before it began: the
- * events of the transaction that enqueued this job among them.
- */
-export function dispatchEvents(db: Db): Task {
-  return async () => {
-    while (!(await dispatchEventBatch(db, DISPATCH_BATCH)).caughtUp);
-  };
-}
 
 /** The body, built once: the signature covers these exact bytes. */
 export function deliveryBody(delivery: DeliveryJob): string {
@@ -206,12 +193,13 @@ async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
 /** Statements of the delivery path gather this many deliveries at most. */
 const BATCH_MAX = 200;
 
-/** The job's payload; a job enqueued before payloads carried the event has it read. */
-async function deliveryJob(db: Db, payload: unknown): Promise<DeliveryJob | null> {
-  const job = payload as Partial<DeliveryJob> & { delivery_id?: unknown };
-  if (typeof job.delivery_id !== 'string') throw new Error('deliver_webhook needs a delivery_id');
-  if (typeof job.event_id === 'string' && typeof job.webhook_id === 'string' && typeof job.org_id === 'string') return job as DeliveryJob;
-  return loadDeliveryJob(db, job.delivery_id);
+/** The job's payload (JOB_PAYLOAD): every delivery job carries its event. */
+function deliveryJob(payload: unknown): DeliveryJob {
+  const job = payload as Partial<DeliveryJob>;
+  if (typeof job.delivery_id !== 'string' || typeof job.event_id !== 'string' || typeof job.webhook_id !== 'string' || typeof job.org_id !== 'string') {
+    throw new Error('deliver_webhook needs a delivery and its event (delivery_id, event_id, webhook_id, org_id)');
+  }
+  return job as DeliveryJob;
 }
 
 /** The answer to an opened attempt as the delivery's next state, the log's answer and the metrics label. */
@@ -251,8 +239,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   return async (payload, helpers) => {
-    const job = await deliveryJob(deps.db, payload);
-    if (!job) return;
+    const job = deliveryJob(payload);
     const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
     if (!slot) return deferUntilRoom(deps, job);
     let sent: { opened: OpenedAttempt; outcome: AttemptOutcome; durationMs: number } | undefined;

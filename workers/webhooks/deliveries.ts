@@ -4,15 +4,8 @@
  * attempt whose outcome is unknown, never one that no log shows.
  */
 import { rows, type Db } from '../../api/db/connection.ts';
-import { deliveryJobs, JOB_PAYLOAD, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
+import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES, type WebhookLogStatus } from '../../api/families/webhook_logs/family.ts';
-
-/** The job payload of a delivery, for a job enqueued before payloads carried it. */
-export async function loadDeliveryJob(db: Db, deliveryId: string): Promise<DeliveryJob | null> {
-  const found = await rows<{ payload: DeliveryJob }>(db,
-    `select ${JOB_PAYLOAD} as payload from webhook_deliveries d join events e on e.id = d.event_id where d.id = ?`, [deliveryId]);
-  return found[0]?.payload ?? null;
-}
 
 /** An attempt opened: its number, its log, and the webhook as it is now (what can change between attempts). */
 export interface OpenedAttempt {

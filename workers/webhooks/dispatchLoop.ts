@@ -12,6 +12,9 @@
 import type { Db } from '../../api/db/connection.ts';
 import { dispatchEventBatch } from './dispatch.ts';
 
+/** Events per dispatch pass. */
+export const DISPATCH_BATCH = 500;
+
 export interface DispatchLoopOptions {
   /** events per pass */
   batch: number;
