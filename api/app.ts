@@ -1,7 +1,6 @@
 /** The web application: the middleware chain in the order a request meets it. */
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
-import { randomUUID } from 'node:crypto';
 import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
 import { browserRoutes } from './browser/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
@@ -21,6 +20,7 @@ import { testDataRoutes } from './http/testDataRoutes.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
+import { requestIdFor } from './http/requestId.ts';
 import { serviceUnavailable } from './errors.ts';
 import { pingDatabase } from './db/health.ts';
 
@@ -39,13 +39,19 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
 
   app.use(async (ctx: Ctx, next: Next) => {
     const started = performance.now();
-    ctx.state.requestId = (ctx.get('X-Request-Id') || randomUUID()).slice(0, 64);
+    ctx.state.requestId = requestIdFor(ctx.get('X-Request-Id') || undefined);
     ctx.state.services = services;
     ctx.state.log = services.log.child({ req: ctx.state.requestId });
     ctx.set('X-Request-Id', ctx.state.requestId);
     // Trailing slashes (`/customers/?email=…`) name the same collection.
     if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '');
-    await next();
+    try {
+      await next();
+    } catch (error) {
+      // Koa answers an error that escapes the chain with only the error's own headers.
+      if (error instanceof Error) Object.assign(error, { headers: { ...(error as { headers?: object }).headers, 'X-Request-Id': ctx.state.requestId } });
+      throw error;
+    }
     recordRequest(ctx, started);
     ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
   });
