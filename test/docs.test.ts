@@ -130,7 +130,7 @@ t.test('the Node receiver in docs/webhooks.md accepts what the worker signs and 
   const body = deliveryBody({
     delivery_id: 'wd_1', org_id: 'org_1', environment: 'test', webhook_id: 'wh_2Lk7PqW9xZ3vB8nR4tY6mC1d',
     event_id: 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d', trigger: 'payment', object_id: 'txn_2Lk7PqW9xZ3vB8nR4tY6mC1d', object_type: 'transaction',
-    value: { type: 'payment', amount: 7.99, status: 'processed', status_code: 'approved', description: 'Café crème' }, event_created_at: new Date(),
+    value: { type: 'payment', amount: 7.99, status: 'processed', status_code: 'approved', description: 'Café crème' }, event_created_at: new Date(), sequence: 1,
   });
   for (const secret of ['whsec_KQCd94SA4g1OvASMsFgKPY7yEisw8O6B', 'a secret of my own choosing']) {
     const headers = {

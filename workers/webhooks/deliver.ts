@@ -68,6 +68,7 @@ export function deliveryBody(delivery: DeliveryJob): string {
     trigger: delivery.trigger,
     triggered_on: { id: delivery.object_id, object: delivery.object_type, value: delivery.value },
     created_at: formatTimestamp(delivery.event_created_at),
+    sequence: delivery.sequence,
   });
 }
 
@@ -112,6 +113,7 @@ async function attempt(deps: DeliveryDeps, job: DeliveryJob, webhook: Record<str
     'content-type': 'application/json',
     'x-service-signature': serviceSignature(secret, body),
     'x-service-event-id': job.event_id,
+    'x-service-sequence': String(job.sequence),
     'webhook-id': job.event_id,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': standardWebhooksSignature(secret, job.event_id, timestamp, body),
@@ -196,8 +198,9 @@ const BATCH_MAX = 200;
 /** The job's payload (JOB_PAYLOAD): every delivery job carries its event. */
 function deliveryJob(payload: unknown): DeliveryJob {
   const job = payload as Partial<DeliveryJob>;
-  if (typeof job.delivery_id !== 'string' || typeof job.event_id !== 'string' || typeof job.webhook_id !== 'string' || typeof job.org_id !== 'string') {
-    throw new Error('deliver_webhook needs a delivery and its event (delivery_id, event_id, webhook_id, org_id)');
+  if (typeof job.delivery_id !== 'string' || typeof job.event_id !== 'string' || typeof job.webhook_id !== 'string' || typeof job.org_id !== 'string'
+    || typeof job.sequence !== 'number') {
+    throw new Error('deliver_webhook needs a delivery and its event (delivery_id, event_id, webhook_id, org_id, sequence)');
   }
   return job as DeliveryJob;
 }

@@ -11,7 +11,7 @@ import { rows, type Db } from '../../db/connection.ts';
  */
 export const JOB_PAYLOAD = `json_build_object('delivery_id', d.id, 'org_id', d.org_id, 'environment', d.environment, 'webhook_id', d.webhook_id,
   'event_id', e.id, 'trigger', e.trigger, 'object_type', e.object_type, 'object_id', e.object_id, 'value', e.value,
-  'event_created_at', e.created_at)`;
+  'event_created_at', e.created_at, 'sequence', e.seq)`;
 
 /** A delivery job's payload (JOB_PAYLOAD): the delivery and its event. */
 export interface DeliveryJob {
@@ -26,6 +26,13 @@ export interface DeliveryJob {
   value: Record<string, unknown>;
   /** as JSON carries it: an ISO timestamp */
   event_created_at: string | Date;
+  /**
+   * The event's place in the outbox (`events.seq`), sent as `sequence`. For one object it rises in
+   * the order its changes committed: every writer of an event about an object holds the object's
+   * row lock (a create makes the row; an update selects it `for update` first), so a later change
+   * draws its number after the earlier one committed, from a sequence without a per-session cache.
+   */
+  sequence: number;
 }
 
 /**
