@@ -5,6 +5,7 @@
  */
 import type { ClientScopes, Collection, Family } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
+import { auditEvents } from './audit_events/family.ts';
 import { billingCharges } from './billing_schedules/charges.ts';
 import { billingSchedules } from './billing_schedules/family.ts';
 import { entities, legalEntities } from './entities/family.ts';
@@ -49,6 +50,7 @@ export const collections: Collection[] = [
   { path: 'billing_schedules', family: billingSchedules },
   { path: 'billing_charges', family: billingCharges },
   { path: 'billing_items', family: billingCharges },
+  { path: 'audit_events', family: auditEvents, readOnly: true, newestFirst: true },
 ];
 
 export const collectionByPath = new Map(collections.map((c) => [c.path, c]));
