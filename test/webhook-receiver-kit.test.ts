@@ -39,3 +39,31 @@ t.test('the receiver answers 200 on a match, 401 on a mismatch, and dedups on th
   const forged = receive(body, { 'x-service-signature': '00'.repeat(32), 'x-service-event-id': 'evt_2' });
   t.same([forged.status, forged.event], [401, undefined]);
 });
+
+t.test('during a rotation the kit takes either secret, and drops an event older than one applied for the same object', async (t) => {
+  const { createHmac } = await import('node:crypto');
+  const { standardWebhooksSignature } = await import('../api/webhooks/signature.ts');
+  const older = SECRET;
+  const newer = 'whsec_QkFOQU5BUy1hcmUtYmVycmllcy0xMjM0NTY3';
+  const receive = createWebhookReceiver({ secret: [newer, older] });
+  const now = Math.floor(Date.now() / 1000);
+  const delivery = (id: string, sequence: number, signWith: string[]) => {
+    const body = JSON.stringify({ object: 'webhook_trigger', event_id: id, trigger: 'payment_link:status', triggered_on: { id: 'pay_1', object: 'payment_link', value: 'inactive' }, sequence });
+    const headers = {
+      'x-service-signature': createHmac('sha256', signWith[0]).update(body).digest('hex'),
+      'x-service-event-id': id, 'x-service-sequence': String(sequence),
+      'webhook-id': id, 'webhook-timestamp': String(now),
+      'webhook-signature': signWith.map((s) => standardWebhooksSignature(s, id, now, body)).join(' '),
+    };
+    return receive(body, headers);
+  };
+  const first = delivery('evt_a', 10, [newer, older]);
+  t.same([first.status, first.duplicate, first.stale], [200, false, false], 'signed with both');
+  const onlyOlder = createWebhookReceiver({ secret: older });
+  const body = '{"event_id":"evt_b","triggered_on":{"id":"pay_1"},"sequence":1}';
+  const both = [newer, older].map((s) => standardWebhooksSignature(s, 'evt_b', now, body)).join(' ');
+  t.equal(onlyOlder(body, { 'x-service-signature': createHmac('sha256', newer).update(body).digest('hex'), 'webhook-id': 'evt_b', 'webhook-timestamp': String(now), 'webhook-signature': both }).status, 200,
+    'a receiver that has only the old secret still verifies the Standard Webhooks signature');
+  t.same([delivery('evt_c', 12, [newer]).stale, delivery('evt_d', 11, [newer]).stale], [false, true], 'sequence 11 after 12 of the same object is stale');
+  t.equal(delivery('evt_e', 13, ['whsec_' + Buffer.from('someone else entirely!!').toString('base64')]).status, 401, 'neither secret: refused');
+});

@@ -1,7 +1,10 @@
-/** Webhook sub-resources: `/webhooks/{id}/logs`, `/webhooks/{id}/payment_link`, `/webhooks/{id}/resend`. */
+/** Webhook sub-resources: `/webhooks/{id}/logs`, `/webhooks/{id}/payment_link`, `/webhooks/{id}/resend`, `/webhooks/{id}/rotate_secret`. */
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { resendEvents } from '../families/webhooks/resend.ts';
+import { rotateSenderSecret } from '../families/webhooks/repository.ts';
+import { generateSenderSecret } from '../families/webhooks/rules.ts';
+import { render } from '../engine/view.ts';
 import { selectObjectById } from '../db/objects.ts';
 import * as operations from '../engine/operations.ts';
 import { parseDateTime } from '../engine/values.ts';
@@ -49,8 +52,7 @@ export function webhookRoutes(): Router {
     const c = ctx as Ctx;
     await requireWebhook(c);
     const body = c.state.body ?? {};
-    const unknown = Object.keys(body).filter((k) => !['event_id', 'since', 'until'].includes(k));
-    if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
+    refuseUnknown(body, ['event_id', 'since', 'until']);
     const eventId = typeof body.event_id === 'string' ? body.event_id : undefined;
     const since = typeof body.since === 'string' ? parseDateTime(body.since) : undefined;
     const until = typeof body.until === 'string' ? parseDateTime(body.until) : undefined;
@@ -63,5 +65,42 @@ export function webhookRoutes(): Router {
     c.body = answer;
   });
 
+  router.post('/webhooks/:id/rotate_secret', async (ctx) => {
+    const c = ctx as Ctx;
+    const body = c.state.body ?? {};
+    refuseUnknown(body, ['previous_expires_in']);
+    const expiresIn = previousExpiresIn(body.previous_expires_in);
+    const secret = generateSenderSecret();
+    const { db, domain } = c.state.services;
+    const answer = await db.transaction(async (tx) => {
+      const expiresAt = expiresIn === 0 ? null : new Date(domain.now().getTime() + expiresIn * 1000);
+      const rotated = await rotateSenderSecret(tx, c.state.tenant!, c.params.id, domain.vault.encrypt(secret), expiresAt);
+      if (!rotated) throw notFound(`No webhook with id ${c.params.id}`);
+      const rendered = { ...render(webhooks, c.state.version, rotated), sender_secret: secret };
+      await completeInTransaction(c, tx, 200, rendered);
+      return rendered;
+    });
+    c.body = answer;
+  });
+
   return router;
+}
+
+function refuseUnknown(body: Record<string, unknown>, known: string[]): void {
+  const unknown = Object.keys(body).filter((k) => !known.includes(k));
+  if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
+}
+
+/** The longest overlap a rotation allows: a week. */
+const MAX_PREVIOUS_EXPIRES_IN = 7 * 24 * 3600;
+const DEFAULT_PREVIOUS_EXPIRES_IN = 24 * 3600;
+
+/** Seconds the previous secret keeps signing: a whole number from 0 to a week (form values arrive as text). */
+function previousExpiresIn(given: unknown): number {
+  if (given === undefined || given === null || given === '') return DEFAULT_PREVIOUS_EXPIRES_IN;
+  const seconds = typeof given === 'string' && /^\d+$/.test(given.trim()) ? Number(given) : given;
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 0 || seconds > MAX_PREVIOUS_EXPIRES_IN) {
+    throw invalidAttributes({ previous_expires_in: `Must be a whole number of seconds from 0 to ${MAX_PREVIOUS_EXPIRES_IN}` });
+  }
+  return seconds;
 }

@@ -106,17 +106,31 @@ async function post(deps: DeliveryDeps, url: string, body: string, headers: Reco
   }
 }
 
+/**
+ * The secrets a delivery is signed with: the webhook's own, then the one a rotation replaced while
+ * its overlap lasts (CONTRACT §19), so a receiver still holding the old secret keeps verifying.
+ */
+function signingSecrets(deps: DeliveryDeps, webhook: Record<string, unknown>, nowMs: number): string[] {
+  const secrets = [deps.unseal!(String(webhook.sender_secret_sealed))];
+  const previous = webhook.previous_secret_sealed;
+  const until = Date.parse(String(webhook.previous_secret_expires_at ?? ''));
+  if (typeof previous === 'string' && until > nowMs) secrets.push(deps.unseal!(previous));
+  return secrets;
+}
+
 /** One attempt, with OAuth when configured; a 401 drops the token and tries once more at once. */
-async function attempt(deps: DeliveryDeps, job: DeliveryJob, webhook: Record<string, unknown>, body: string, secret: string): Promise<AttemptOutcome> {
-  const timestamp = Math.floor((deps.now?.() ?? Date.now()) / 1000);
+async function attempt(deps: DeliveryDeps, job: DeliveryJob, webhook: Record<string, unknown>, body: string): Promise<AttemptOutcome> {
+  const nowMs = deps.now?.() ?? Date.now();
+  const timestamp = Math.floor(nowMs / 1000);
+  const secrets = signingSecrets(deps, webhook, nowMs);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
-    'x-service-signature': serviceSignature(secret, body),
+    'x-service-signature': serviceSignature(secrets[0], body),
     'x-service-event-id': job.event_id,
     'x-service-sequence': String(job.sequence),
     'webhook-id': job.event_id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': standardWebhooksSignature(secret, job.event_id, timestamp, body),
+    'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, job.event_id, timestamp, body)).join(' '),
   };
   const lookup = deps.lookups.forTenant(job.org_id);
   const oauth = oauthParams(deps, webhook);
@@ -251,10 +265,9 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       // Logged before it goes out: a crash from here on leaves an attempt whose outcome is unknown, never none.
       const opened = await opens.add(job);
       if (opened) {
-        const secret = deps.unseal!(String(opened.webhook.sender_secret_sealed));
         slot.sending();
         const started = performance.now();
-        const outcome = await attempt(deps, job, opened.webhook, deliveryBody(job), secret);
+        const outcome = await attempt(deps, job, opened.webhook, deliveryBody(job));
         sent = { opened, outcome, durationMs: Math.round(performance.now() - started) };
       }
     } finally {

@@ -41,6 +41,8 @@ const fields: FieldSpec[] = [
   { store: 'reference_object', type: 'string', ...both('reference_object'), nonDefault: true, maxLength: 64 },
   { store: 'retries', type: 'integer', ...both('retries'), min: 0, max: 20, default: 8 },
   { store: 'sender_secret', type: 'string', ...both('sender_secret'), writeOnly: true, maxLength: 256 },
+  // Until then deliveries carry a second signature, under the secret a rotation replaced.
+  { store: 'previous_secret_expires_at', type: 'datetime', ...both('previous_secret_expires_at'), readOnly: true },
   { store: 'status', type: 'string', ...both('status'), enum: ['active', 'disabled'], default: 'active' },
   { store: 'disabled_reason', type: 'string', ...both('disabled_reason'), readOnly: true },
   { store: 'logs', type: 'list', ...both('logs'), readOnly: true, nonDefault: true },

@@ -59,6 +59,9 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
     if (!previous) (ctx.revealed ??= new Map()).set(next.id, { sender_secret: data.sender_secret });
     data.sender_secret_sealed = ctx.domain.vault.encrypt(data.sender_secret);
     delete data.sender_secret;
+    // A secret set outright replaces every secret at once; a rotation (rotateSenderSecret) keeps an overlap.
+    data.previous_secret_sealed = null;
+    data.previous_secret_expires_at = null;
   }
   if (previous && previous.data.status === 'disabled' && data.status === 'active') {
     // Re-enabled by the integrator: the failure streak starts over.
