@@ -50,7 +50,7 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
   const tasks: TaskList = {
     deliver_webhook: deliverWebhook({
       db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
-      slots: new TenantSlots(config.webhookTenantConcurrency),
+      slots: new TenantSlots(config.webhookTenantConcurrency, undefined, config.workerConcurrency),
       lookups: createDnsLookups({ timeoutMs: config.webhookDnsTimeoutMs, pendingPerTenant: config.webhookTenantConcurrency }),
       timeoutMs: config.webhookTimeoutMs,
       now: () => clock().getTime(),

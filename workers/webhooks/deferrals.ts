@@ -9,7 +9,7 @@ import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deli
  */
 export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date): Promise<string | null> {
   const found = await rows<{ id: string }>(db,
-    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz')}`,
+    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz', true)}`,
     [runAt.toISOString(), job.delivery_id, JSON.stringify(job)]);
   return found[0]?.id ?? null;
 }

@@ -119,7 +119,7 @@ export async function recordAttempts(db: Db, records: AttemptRecord[]): Promise<
               finished_at = case when i.state = 'pending' then null else now() end
          from input i where d.id = i.delivery_id and d.id = any(?::text[]) and d.attempts = i.attempt and d.state = 'pending'
        returning d.id, d.webhook_id, i.payload, i.next_at, i.state),
-     jobs as (select ${deliveryJobs("(select * from moved where state = 'pending') m", 'next_at')}
+     jobs as (select ${deliveryJobs("(select * from moved where state = 'pending') m", 'next_at', true)}
                where exists (select 1 from moved where state = 'pending')),
      recovered as (
        update webhooks w set data = w.data - 'failing_since'

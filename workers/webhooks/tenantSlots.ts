@@ -8,12 +8,28 @@
  * runs when its org has room, not when a timer guesses it might. The slots and that list live and
  * die with the process: a dead worker holds no slot another waits for, and the deliveries it
  * deferred come back by their own run_at, seconds away (deliver.ts, DEFER_MAX_MS).
+ *
+ * Many orgs with hanging receivers would still fill every job slot between them, two each: so an
+ * org whose receivers are slow (an attempt in flight past RESPONSIVE_MS, or one that took longer
+ * than SLOW_ATTEMPT_MS within SLOW_MEMORY_MS) starts a new attempt only while fewer than
+ * `slowBudget` attempts of any org are in flight here. The rest of the worker's concurrency stays
+ * free for orgs whose receivers answer, however many orgs hang (deferred deliveries also queue
+ * behind fresh ones: deliveryJobs' priority).
  */
 
 /** How long the org's oldest attempt in flight may have run for a new one to wait for a slot. */
 const RESPONSIVE_MS = 200;
 /** Deferred jobs remembered per org; beyond this, their own run_at brings them back. */
 const DEFERRED_REMEMBERED = 10_000;
+/** An attempt that took this long marks its org's receivers slow… */
+const SLOW_ATTEMPT_MS = 1000;
+/** …for this long, unless one of its attempts answers quickly first. */
+const SLOW_MEMORY_MS = 60_000;
+
+/** Attempts of slow orgs may fill the worker's concurrency up to this, leaving a quarter (at least one slot) to the rest. */
+export function slowBudget(capacity: number): number {
+  return Math.max(1, capacity - Math.max(1, Math.ceil(capacity / 4)));
+}
 
 export interface TenantSlot {
   /**
@@ -36,16 +52,32 @@ export class TenantSlots {
   private readonly running = new Map<string, Set<Taken>>();
   private readonly waiting = new Map<string, Array<(slot: TenantSlot | null) => void>>();
   private readonly deferred = new Map<string, Set<string>>();
+  private readonly slowUntil = new Map<string, number>();
+  private inFlight = 0;
+  /** attempts of any org in flight up to which a slow org may start one; 0: no such limit */
+  private readonly budget: number;
 
-  constructor(limit: number, now: () => number = () => performance.now()) {
+  /** `capacity`: the worker's concurrency (0: slow orgs are limited only per org). */
+  constructor(limit: number, now: () => number = () => performance.now(), capacity = 0) {
     this.limit = limit;
     this.now = now;
+    this.budget = capacity > 0 ? slowBudget(capacity) : 0;
+  }
+
+  /** Whether `org`'s receivers are slow now: an attempt hangs, or a recent one took long. */
+  private slow(org: string): boolean {
+    const until = this.slowUntil.get(org);
+    if (until !== undefined && until > this.now()) return true;
+    if (until !== undefined) this.slowUntil.delete(org);
+    const running = this.running.get(org);
+    return running !== undefined && [...running].some((taken) => this.now() - taken.startedAt > RESPONSIVE_MS);
   }
 
   /** A slot for one attempt of `org`, or null: defer the delivery. `jobId` is the job asking (forgotten as deferred). */
   acquire(org: string, jobId?: string): Promise<TenantSlot | null> {
     if (jobId) this.forget(org, jobId);
-    if (this.limit <= 0) return Promise.resolve({ sending: () => {}, release: () => false });
+    if (this.budget > 0 && this.inFlight >= this.budget && this.slow(org)) return Promise.resolve(null);
+    if (this.limit <= 0) return Promise.resolve(this.take(org));
     const running = this.running.get(org);
     if (!running || running.size < this.limit) return Promise.resolve(this.take(org));
     const oldest = Math.min(...[...running].map((taken) => taken.startedAt));
@@ -73,6 +105,7 @@ export class TenantSlots {
     this.running.set(org, running);
     const taken: Taken = { startedAt: this.now() };
     running.add(taken);
+    this.inFlight += 1;
     let released = false;
     return {
       sending: () => {
@@ -82,6 +115,9 @@ export class TenantSlots {
         if (released) return false;
         released = true;
         running.delete(taken);
+        this.inFlight -= 1;
+        if (this.now() - taken.startedAt > SLOW_ATTEMPT_MS) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
+        else this.slowUntil.delete(org);
         if (running.size === 0) this.running.delete(org);
         const queue = this.waiting.get(org);
         const next = queue?.shift();
@@ -97,6 +133,7 @@ export class TenantSlots {
 
   /** Whether an attempt of `org` would get a slot at once. */
   hasRoom(org: string): boolean {
+    if (this.budget > 0 && this.inFlight >= this.budget && this.slow(org)) return false;
     return this.limit <= 0 || (this.running.get(org)?.size ?? 0) < this.limit;
   }
 

@@ -36,21 +36,29 @@ export interface DeliveryJob {
 }
 
 /**
+ * Where a delivery's later jobs (a retry, a deferral) queue: behind first attempts that are due
+ * (graphile-worker takes lower priority numbers first), so an org whose receivers fail or hang,
+ * however many deliveries it has waiting, never stands in front of another org's new delivery.
+ */
+export const LATER_ATTEMPT_PRIORITY = 10;
+
+/**
  * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
  * `payload`. The key makes one job per delivery: a later job of the delivery (a retry, a deferral)
- * takes the key over, and the earlier one, if it is still locked by a process that died, never runs again.
+ * takes the key over, and the earlier one, if it is still locked by a process that died, never runs
+ * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY).
  */
-export function deliveryJobs(source: string, runAt = 'null'): string {
+export function deliveryJobs(source: string, runAt = 'null', later = false): string {
   return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, null, null)::graphile_worker.job_spec
+    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${later ? LATER_ATTEMPT_PRIORITY : 'null'}, null)::graphile_worker.job_spec
       from ${source}))`;
 }
 
-/** Enqueues the first attempt of each delivery (ones just created: a resend). */
+/** Enqueues the first attempt of each delivery (ones just created: a resend), in the order of their events. */
 export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {
   if (deliveryIds.length === 0) return;
   await rows(db,
     `select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload
-       from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[])) j`)}`,
+       from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[]) order by e.seq) j`)}`,
     [deliveryIds]);
 }
