@@ -6,9 +6,12 @@
  * snapshot there, next to the data it describes: a crash between the two replays the changes (the
  * same versions again, which the ReplacingMergeTree collapses), never skips them.
  *
- * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts), every
- * REPORTING_PRUNE_INTERVAL, between passes. A mirror that finds changes it still needed pruned (its
- * ClickHouse restored from an old backup, or a target left behind) rebuilds instead of skipping them.
+ * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts) by a loop
+ * of its own, every REPORTING_PRUNE_INTERVAL and back to back while a backlog lasts, on its own
+ * connection beside the passes: a pass never waits for a prune, nor a prune for a pass (a prune
+ * only deletes rows every recorded position already covers). A mirror that finds changes it still
+ * needed pruned (its ClickHouse restored from an old backup, or a target left behind) rebuilds
+ * instead of skipping them.
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
@@ -75,7 +78,8 @@ export class Mirror {
   #recordedAt = 0;
   /** the position recorded in ClickHouse: what a restart resumes from */
   #durable: Snapshot = EMPTY_SNAPSHOT;
-  #nextPruneAt = 0;
+  #pruneLoop: Promise<void> | null = null;
+  #wakePrune: (() => void) | null = null;
   readonly #passFailures: FailureLog;
   readonly #pruneFailures: FailureLog;
   #wakeRequested = false;
@@ -120,6 +124,7 @@ export class Mirror {
     // A new table is filled the way a rebuild does it: big inserts, merged before it goes live.
     if (reset) await this.rebuild(logProgress(this.#log));
     this.#loop = this.#run();
+    this.#pruneLoop = this.#runPrunes();
   }
 
   /** A change was committed, or someone waits: run a pass soon. */
@@ -182,7 +187,9 @@ export class Mirror {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#wake?.();
+    this.#wakePrune?.();
     await this.#loop;
+    await this.#pruneLoop;
     await this.#exclusive?.catch(() => {});
     for (const waiter of this.#waiters) waiter.resolve(false);
   }
@@ -216,7 +223,6 @@ export class Mirror {
       try {
         const rows = await this.#pass();
         this.#passFailures.succeeded();
-        await this.#prune();
         // While changes keep coming, wait a little so the next insert is a batch (not long for a
         // waiting reader); once a pass finds nothing, poll at the idle interval.
         const soon = Math.max(0, this.#options.batchIntervalMs - (Date.now() - started));
@@ -287,19 +293,36 @@ export class Mirror {
     this.#durable = snapshot;
   }
 
-  /** Deletes change rows the recorded position covers; a failure only delays it (logged once). */
-  async #prune(): Promise<void> {
-    if (Date.now() < this.#nextPruneAt || this.#durable.xmin === 0n) return;
-    const interval = this.#options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS;
+  /** Prunes until stopped: rounds back to back while rows below the recorded position remain, then every interval. */
+  async #runPrunes(): Promise<void> {
+    // Nothing new becomes prunable faster than passes record positions: never spin faster than they poll.
+    const interval = Math.max(this.#options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS, this.#options.pollIntervalMs);
+    while (!this.#stopping) {
+      const more = await this.#prune();
+      if (this.#stopping) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, more ? 0 : interval);
+        function finish() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#wakePrune = finish;
+      });
+      this.#wakePrune = null;
+    }
+  }
+
+  /** One round of deletes of change rows the recorded position covers; true when more may remain. A failure only delays it (logged once). */
+  async #prune(): Promise<boolean> {
+    const durable = this.#durable;
+    if (durable.xmin === 0n) return false;
     try {
-      // A reader waiting for the next pass gets it after one batch, not a whole round.
-      const batches = this.#waiters.size > 0 || this.#stopping ? 1 : PRUNE_BATCHES_PER_ROUND;
-      const { more } = await pruneRound(this.#db, this.#store.follower, this.#durable, batches);
+      const { more } = await pruneRound(this.#db, this.#store.follower, durable, PRUNE_BATCHES_PER_ROUND);
       this.#pruneFailures.succeeded();
-      this.#nextPruneAt = more ? 0 : Date.now() + interval;
+      return more;
     } catch (error) {
       this.#pruneFailures.failed(error);
-      this.#nextPruneAt = Date.now() + interval;
+      return false;
     }
   }
 

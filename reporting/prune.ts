@@ -17,7 +17,7 @@ import type { Snapshot } from './feed.ts';
 import { pruneChangesBelowFollowers, upsertFollower } from './repository.ts';
 
 export const PRUNE_BATCH = 5000;
-/** Batches per prune round (a bigger backlog goes on in the next round, so passes are not held up). */
+/** Batches per prune round (a bigger backlog goes on in the next round at once). */
 export const PRUNE_BATCHES_PER_ROUND = 8;
 /** A target not heard from for this long no longer holds pruning back; if it comes back, it rebuilds. */
 export const FOLLOWER_FORGOTTEN_AFTER_MS = 7 * 24 * 3600 * 1000;

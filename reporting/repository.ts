@@ -21,6 +21,11 @@ export async function upsertFollower(db: Db, follower: string, xmin: string): Pr
  * One statement: records `follower`'s durable xmin, raises `reporting_pruned.below` to the bound
  * (the lowest durable xmin of every follower heard from within `forgottenAfterMs`), and deletes up
  * to `limit` change rows below it, skipping rows a writer holds. Returns how many it deleted.
+ *
+ * The rows are deleted by their row address (a TID scan), not joined back by key: with a backlog,
+ * a join lets the planner hash every row below the bound for each batch (0.75 s per batch of 5,000
+ * with 1M rows behind, against 25 ms this way).
+ * A locked row cannot move, so its address still names it when the delete reaches it.
  */
 export async function pruneChangesBelowFollowers(db: Db, follower: string, xmin: string, forgottenAfterMs: number, limit: number): Promise<number> {
   const [row] = await rows<{ deleted: number }>(db,
@@ -34,12 +39,11 @@ export async function pruneChangesBelowFollowers(db: Db, follower: string, xmin:
                                order by position_xmin limit 1)) as below),
      raised as (
        update reporting_pruned p set below = greatest(p.below, bound.below) from bound returning 1),
-     doomed as (
-       select c.transaction_id from reporting_changes c, bound
-        where c.txid < bound.below limit ? for update of c skip locked),
      deleted as (
-       delete from reporting_changes c using doomed, bound
-        where c.transaction_id = doomed.transaction_id and c.txid < bound.below
+       delete from reporting_changes c using bound
+        where c.ctid = any(array(select d.ctid from reporting_changes d, bound b
+                                  where d.txid < b.below limit ? for update of d skip locked))
+          and c.txid < bound.below
         returning 1)
      select (select count(*) from deleted)::int as deleted, (select count(*) from follower) + (select count(*) from raised) as noted`,
     [follower, xmin, xmin, follower, forgottenAfterMs, limit]);
