@@ -3,6 +3,7 @@
  * status, deliveries by outcome, the job queue, the mirror.
  */
 import t from 'tap';
+import { eventually } from './helpers/wait.ts';
 import { freePort } from '../api/db/embedded.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -59,12 +60,12 @@ t.test('worker: deliveries by outcome and the job queue, on WORKER_METRICS_PORT'
 t.test('reporting: the mirror\'s role, lag and rows on its /metrics', async (t) => {
   const reporting = await startTestReporting(t, api.databaseUrl, tempDataDir(t));
   const url = reporting.running.url;
-  let text = '';
-  for (let i = 0; i < 100 && sample(text, 'settle_reporting_leader', {}) !== 1; i++) {
-    text = await (await fetch(`${url}/metrics`)).text();
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 5, payment_method: { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } } } });
+  t.equal(paid.status, 200, 'a transaction to mirror');
+  const text = await eventually(async () => (await fetch(`${url}/metrics`)).text(),
+    (seen) => sample(seen, 'settle_reporting_leader', {}) === 1 && (sample(seen, 'settle_reporting_rows_mirrored', {}) ?? 0) >= 1, 10_000, 100);
   t.equal(sample(text, 'settle_reporting_leader', {}), 1, 'this process mirrors');
-  t.ok(sample(text, 'settle_reporting_mirror_lag_seconds', {})! >= 0);
-  t.ok(sample(text, 'settle_reporting_rows_mirrored', {})! >= 0);
+  t.ok((sample(text, 'settle_reporting_rows_mirrored', {}) ?? 0) >= 1, 'the transaction is counted');
+  const lag = sample(text, 'settle_reporting_mirror_lag_seconds', {});
+  t.ok(lag !== undefined && lag >= 0 && lag < 60, `a lag in seconds (${lag})`);
 });

@@ -98,7 +98,9 @@ t.test('odd filters, fields and orders on the onboarding collections are 4xx, ne
       checkAnswer(t, `${version} PUT /${path}?mode=query`, await api.request('PUT', `/${path}?id=x&mode=query`, { version, json: { legal_name: [] } }));
     }
   }
-  t.pass('no 5xx');
+  const refused = await api.request('GET', '/entities?q=(((', { version: 'v2' });
+  t.equal(refused.status, 400, 'a broken q is refused, not ignored');
+  t.equal(refused.body.object, 'error');
 });
 
 t.test('updates of stored onboarding objects with hostile values answer 4xx', async (t) => {
