@@ -41,6 +41,12 @@ export interface DeliveryJob {
  * however many deliveries it has waiting, never stands in front of another org's new delivery.
  */
 export const LATER_ATTEMPT_PRIORITY = 10;
+/**
+ * First attempts enqueued together take turns by org: each org's first this-many go first, its
+ * next this-many after every org's first, and so on (up to LATER_ATTEMPT_PRIORITY - 1), so one
+ * org's burst of events to many webhooks does not stand in front of another org's one delivery.
+ */
+const FIRST_ATTEMPTS_PER_TURN = 4;
 
 /**
  * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
@@ -49,9 +55,18 @@ export const LATER_ATTEMPT_PRIORITY = 10;
  * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY).
  */
 export function deliveryJobs(source: string, runAt = 'null', later = false): string {
-  return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${later ? LATER_ATTEMPT_PRIORITY : 'null'}, null)::graphile_worker.job_spec
+  if (later) {
+    return `graphile_worker.add_jobs(array(
+    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${LATER_ATTEMPT_PRIORITY}, null)::graphile_worker.job_spec
       from ${source}))`;
+  }
+  // The jobs keep the source's order (a resend's is commit order); the turn is counted within it.
+  return `graphile_worker.add_jobs(array(
+    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id,
+               least((row_number() over (partition by payload->>'org_id' order by position) - 1) / ${FIRST_ATTEMPTS_PER_TURN}, ${LATER_ATTEMPT_PRIORITY - 1})::int,
+               null)::graphile_worker.job_spec
+      from (select *, row_number() over () as position from ${source}) numbered
+     order by position))`;
 }
 
 /** Enqueues the first attempt of each delivery (ones just created: a resend), in the order of their events. */

@@ -1,0 +1,30 @@
+/**
+ * Delivery jobs enqueued together take turns by org (api/families/webhooks/deliveryJobs.ts): one
+ * org's burst does not stand in front of another org's single delivery, the jobs keep the order
+ * they were given, and retries and deferrals queue behind first attempts.
+ */
+import t from 'tap';
+import { createDb, rows } from '../api/db/connection.ts';
+import { deliveryJobs, LATER_ATTEMPT_PRIORITY } from '../api/families/webhooks/deliveryJobs.ts';
+import { freshDatabase } from './helpers/db.ts';
+
+const db = createDb(await freshDatabase(t), 2);
+t.teardown(() => db.destroy());
+
+async function enqueued(prefix: string): Promise<Array<{ key: string; priority: number }>> {
+  return rows(db, `select key, priority from graphile_worker.jobs where key like ? order by priority, run_at, id`, [`deliver:${prefix}%`]);
+}
+
+t.test('a burst of one org and another org\'s one delivery: the single one runs among the burst\'s first four', async (t) => {
+  // Nine deliveries of org_b, then one of org_a, in that order.
+  await rows(db, `select ${deliveryJobs(`(select 'turn' || lpad(g::text, 2, '0') as id, json_build_object('org_id', case when g <= 9 then 'org_b' else 'org_a' end) as payload
+      from generate_series(1, 10) g order by g) source`)}`, []);
+  const jobs = await enqueued('turn');
+  t.same(jobs.map((j) => j.priority), [0, 0, 0, 0, 0, 1, 1, 1, 1, 2]);
+  t.same(jobs.map((j) => j.key.slice(-2)), ['01', '02', '03', '04', '10', '05', '06', '07', '08', '09'], 'taken in this order: org_a after org_b\'s first four, not after all nine');
+});
+
+t.test('retries and deferrals queue behind first attempts', async (t) => {
+  await rows(db, `select ${deliveryJobs(`(select 'later1' as id, json_build_object('org_id', 'org_c') as payload) source`, 'now()', true)}`, []);
+  t.same(await enqueued('later'), [{ key: 'deliver:later1', priority: LATER_ATTEMPT_PRIORITY }]);
+});
