@@ -52,15 +52,21 @@ export function webhookRoutes(): Router {
     const c = ctx as Ctx;
     await requireWebhook(c);
     const body = c.state.body ?? {};
-    refuseUnknown(body, ['event_id', 'since', 'until']);
+    refuseUnknown(body, ['event_id', 'since', 'until', 'only_missed']);
     const eventId = typeof body.event_id === 'string' ? body.event_id : undefined;
     const since = typeof body.since === 'string' ? parseDateTime(body.since) : undefined;
     const until = typeof body.until === 'string' ? parseDateTime(body.until) : undefined;
     if (since === null || until === null) throw invalidAttributes({ [since === null ? 'since' : 'until']: 'Must be a date and time' });
     if (!eventId && !since) throw badRequest('Name an event_id, or a since (and optional until) time range', { event_id: 'Required unless since is given' });
-    const created = await resendEvents(c.state.services.db, c.state.tenant!, c.params.id, { eventId, since, until });
+    if (since && until && until < since) throw invalidAttributes({ until: 'Must not be before since' });
+    const onlyMissed = booleanField(body.only_missed, 'only_missed');
+    if (onlyMissed && eventId) throw invalidAttributes({ only_missed: 'Goes with a since/until window, not an event_id' });
+    const created = await resendEvents(c.state.services.db, c.state.tenant!, c.params.id, { eventId, since, until, onlyMissed });
     if (eventId && created.length === 0) throw notFound(`No event ${eventId} for this webhook's trigger`);
-    const answer = { object: 'list', values: created.map((d) => ({ object: 'webhook_delivery', id: d.id, event_id: d.event_id, series: d.series })) };
+    // One event: the delivery it starts. A window: how many events it sends again.
+    const answer = eventId
+      ? { object: 'list', values: created.map((d) => ({ object: 'webhook_delivery', id: d.id, event_id: d.event_id, series: d.series })) }
+      : { object: 'webhook_resend', webhook_id: c.params.id, events: created.length };
     await completeInTransaction(c, c.state.services.db, 200, answer);
     c.body = answer;
   });
@@ -84,6 +90,13 @@ export function webhookRoutes(): Router {
   });
 
   return router;
+}
+
+/** A boolean from JSON or a form (`true`/`false`); absent is false. */
+function booleanField(given: unknown, name: string): boolean {
+  if (given === undefined || given === null || given === false || given === 'false') return false;
+  if (given === true || given === 'true') return true;
+  throw invalidAttributes({ [name]: 'Must be true or false' });
 }
 
 function refuseUnknown(body: Record<string, unknown>, known: string[]): void {

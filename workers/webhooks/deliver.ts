@@ -28,7 +28,7 @@ import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
 import { answerText, describeFailure, type Outbound } from './outbound.ts';
 import type { TenantSlots } from './tenantSlots.ts';
-import { disableWebhook, noteExhausted } from './webhookHealth.ts';
+import { DISABLED_GONE, disableWebhook, noteExhausted } from './webhookHealth.ts';
 
 export interface DeliveryDeps {
   db: Db;
@@ -281,7 +281,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       deliveryDuration.observe({ outcome: settled.label }, settled.record.answer.durationMs / 1000);
     }
     if (freed) await wakeDeferred(deps, job.org_id);
-    if (settled?.gone) await disableWebhook(deps.db, job.webhook_id, 'gone');
+    if (settled?.gone) await disableWebhook(deps.db, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
     else if (settled && !settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
   };
 }

@@ -37,17 +37,17 @@ export interface AttemptRecord {
  * The log of a delivery's attempt: derived rather than drawn, so the next attempt (or a cancel)
  * finds the log of the one before by its key.
  */
-function attemptLogId(delivery: string, attempt: string): string {
+export function attemptLogId(delivery: string, attempt: string): string {
   return `'whl_' || substr(md5(${delivery} || ':' || ${attempt}), 1, 24)`;
 }
 
 /** The webhook's URL as logged: without the user:password that webhooks made before those were refused may carry. */
-const LOGGED_URL = `regexp_replace(w.data->>'url', '^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@', '\\1')`;
+export const LOGGED_URL = `regexp_replace(w.data->>'url', '^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@', '\\1')`;
 
 /**
  * Opens attempts before their requests go out, many in one statement. A delivery still pending
  * whose webhook is active takes its next attempt number, and its log is written `in_flight`; one
- * whose webhook is no longer active is cancelled, without an attempt. Either way the delivery's
+ * whose webhook is no longer active is cancelled, without an attempt, and logged `skipped`. Either way the delivery's
  * latest attempt, if still `in_flight` (its sender stopped before recording the answer), becomes
  * `unknown`. Returns the attempts opened; a delivery not among them is not to be sent. The
  * deliveries are named by an id array, as in recordAttempts.
@@ -66,9 +66,17 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
        returning d.id, d.org_id, d.environment, d.attempts, w.data as webhook, ${LOGGED_URL} as url, i.log),
      cancelled as (
        update webhook_deliveries d set state = 'cancelled', finished_at = now()
-         from webhooks w
-        where d.id = any(?::text[]) and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' is distinct from 'active'
-       returning d.id, d.attempts),
+         from webhooks w, input i
+        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' is distinct from 'active'
+       returning d.id, d.org_id, d.environment, d.attempts, ${LOGGED_URL} as url, i.log),
+     skipped as (
+       insert into webhook_logs (id, org_id, environment, data)
+       select ${attemptLogId('c.id', "'0'")}, c.org_id, c.environment, c.log || jsonb_build_object('url', c.url, 'attempt', 0,
+                'status', ?::text, 'http_status', null, 'oauth_status', null, 'duration_ms', null, 'response', null,
+                'error', 'the webhook is disabled', 'next_attempt_at', null)
+         from cancelled c
+       on conflict (id) do nothing
+       returning 1),
      logged as (
        insert into webhook_logs (id, org_id, environment, data)
        select ${attemptLogId('o.id', 'o.attempts')}, o.org_id, o.environment, o.log || jsonb_build_object('url', o.url, 'attempt', o.attempts,
@@ -82,7 +90,7 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
           and l.data->>'status' = ?
        returning 1)
      select id as delivery_id, attempts as attempt, ${attemptLogId('id', 'attempts')} as log_id, webhook from opened`,
-    [JSON.stringify(input), jobs.map((job) => job.delivery_id), jobs.map((job) => job.delivery_id),
+    [JSON.stringify(input), jobs.map((job) => job.delivery_id), jobs.map((job) => job.delivery_id), WEBHOOK_LOG_STATUSES.skipped,
       WEBHOOK_LOG_STATUSES.inFlight, WEBHOOK_LOG_STATUSES.unknown, WEBHOOK_LOG_STATUSES.inFlight]);
 }
 

@@ -1,7 +1,8 @@
 /**
  * SQL of webhook dispatch: the events outbox read behind a snapshot position
  * (migrations/20261123000070_dispatch_position.ts), each event turned into one delivery per
- * matching active webhook, each delivery enqueued, the position moved on: one transaction, so a
+ * matching active webhook, each delivery enqueued, and a `skipped` delivery and log per matching
+ * disabled webhook (what a resend of the missed events finds), the position moved on: one transaction, so a
  * crash either keeps all of a batch or none of it, and the `on conflict` keeps a delivery from
  * being made twice whatever happens.
  *
@@ -14,6 +15,8 @@
  */
 import { rows, type Db } from '../../api/db/connection.ts';
 import { deliveryJobs, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
+import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
+import { attemptLogId, LOGGED_URL } from './deliveries.ts';
 
 interface Position {
   /** xmax and in-progress txids of the snapshot every event visible in which is dispatched */
@@ -53,6 +56,11 @@ function batchSql(windowOpen: boolean): string {
            order by txid, seq limit ?)`;
 }
 
+/** The log of an event a disabled webhook `w` misses (`e` the event): no attempt, nothing sent. */
+const SKIPPED_LOG = `jsonb_build_object('webhook_id', w.id, 'event_id', e.id, 'trigger', e.trigger,
+  'triggered_on', jsonb_build_object('id', e.object_id, 'object', e.object_type), 'url', ${LOGGED_URL}, 'attempt', 0, 'status', ?::text,
+  'http_status', null, 'oauth_status', null, 'duration_ms', null, 'response', null, 'error', 'the webhook is disabled', 'next_attempt_at', null)`;
+
 /** The later of two (txid, seq) positions, as text. */
 function later(a: [string, string], b: [string, string]): [string, string] {
   const [ta, sa, tb, sb] = [BigInt(a[0]), BigInt(a[1]), BigInt(b[0]), BigInt(b[1])];
@@ -88,9 +96,22 @@ export async function dispatchEventBatch(db: Db, limit: number): Promise<Dispatc
          select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, now()
            from batch e join webhooks w
              on w.org_id = e.org_id and w.environment = e.environment
-            and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active'
+            and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active' and w.id <> e.object_id
          on conflict (webhook_id, event_id, series) do nothing
          returning id, org_id, environment, webhook_id, event_id),
+       skipped as (
+         insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, state, finished_at)
+         select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, 'skipped', now()
+           from batch e join webhooks w
+             on w.org_id = e.org_id and w.environment = e.environment
+            and w.data->>'trigger' = e.trigger and w.data->>'status' = 'disabled' and w.id <> e.object_id
+         on conflict (webhook_id, event_id, series) do nothing
+         returning id, org_id, environment, webhook_id, event_id),
+       skipped_logs as (
+         insert into webhook_logs (id, org_id, environment, data)
+         select ${attemptLogId('s.id', '0')}, s.org_id, s.environment, ${SKIPPED_LOG}
+           from skipped s join batch e on e.id = s.event_id join webhooks w on w.id = s.webhook_id
+         returning 1),
        jobs as (select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload from created d join batch e on e.id = d.event_id) j`)}
                  where exists (select 1 from created)),
        last as (select txid, seq from batch order by txid desc, seq desc limit 1),
@@ -104,9 +125,10 @@ export async function dispatchEventBatch(db: Db, limit: number): Promise<Dispatc
           -- an empty look at a window of its own changes nothing: the position stays as it is
           where ? or exists (select 1 from batch)
          returning 1)
-       select (select count(*) from batch)::int as taken, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved`,
+       select (select count(*) from batch)::int as taken, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved,
+              (select count(*) from skipped_logs) as skipped`,
       [position.dispatched_xip, ...after, ...narrowing, limit, ...afterLater, ...narrowing, limit, limit,
-        position.window_snapshot, limit, windowOpen]);
+        position.window_snapshot, WEBHOOK_LOG_STATUSES.skipped, limit, windowOpen]);
     const taken = found[0].taken;
     return { taken, caughtUp: !windowOpen && taken < limit };
   });

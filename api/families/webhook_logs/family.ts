@@ -8,9 +8,11 @@ const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
  * What became of an attempt. A log is written as the request goes out (`in_flight`) and completed
  * with its answer: `delivered` (a 2xx) or `failed` (any other answer, or none: refused, timed out).
  * An attempt whose sender stopped before recording the answer (a worker killed, the database gone)
- * is `unknown` once the delivery is tried again or cancelled: the receiver may have got it.
+ * is `unknown` once the delivery is tried again or cancelled: the receiver may have got it. An
+ * event a disabled webhook would have received is logged `skipped`, with no attempt (`attempt` 0):
+ * `POST /webhooks/{id}/resend {only_missed: true}` delivers it later.
  */
-export const WEBHOOK_LOG_STATUSES = { inFlight: 'in_flight', unknown: 'unknown', delivered: 'delivered', failed: 'failed' } as const;
+export const WEBHOOK_LOG_STATUSES = { inFlight: 'in_flight', unknown: 'unknown', delivered: 'delivered', failed: 'failed', skipped: 'skipped' } as const;
 export type WebhookLogStatus = (typeof WEBHOOK_LOG_STATUSES)[keyof typeof WEBHOOK_LOG_STATUSES];
 
 const fields: FieldSpec[] = [

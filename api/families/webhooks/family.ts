@@ -4,6 +4,7 @@
  */
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
+import { WEBHOOK_STATUS_TRIGGER, WEBHOOK_STATUSES } from './health.ts';
 import { webhookRules } from './rules.ts';
 
 let subscribable: readonly string[] | null = null;
@@ -43,8 +44,14 @@ const fields: FieldSpec[] = [
   { store: 'sender_secret', type: 'string', ...both('sender_secret'), writeOnly: true, maxLength: 256 },
   // Until then deliveries carry a second signature, under the secret a rotation replaced.
   { store: 'previous_secret_expires_at', type: 'datetime', ...both('previous_secret_expires_at'), readOnly: true },
-  { store: 'status', type: 'string', ...both('status'), enum: ['active', 'disabled'], default: 'active' },
+  { store: 'status', type: 'string', ...both('status'), enum: Object.values(WEBHOOK_STATUSES), default: WEBHOOK_STATUSES.active },
   { store: 'disabled_reason', type: 'string', ...both('disabled_reason'), readOnly: true },
+  { store: 'disabled_at', type: 'datetime', ...both('disabled_at'), readOnly: true },
+  // Retries have been running out since then (reset by a delivery); WEBHOOK_DISABLE_AFTER of it disables the webhook.
+  { store: 'failing_since', type: 'datetime', ...both('failing_since'), readOnly: true },
+  // {last_delivered_at, failed_attempts}: the latest success and the failed attempts after it (fields=*,health).
+  { store: 'health', type: 'json', ...both('health'), readOnly: true, nonDefault: true },
+  { store: 'rate_limit', type: 'integer', ...both('rate_limit'), min: 1, max: 1000 },
   { store: 'logs', type: 'list', ...both('logs'), readOnly: true, nonDefault: true },
   attrsField,
   ...timestampFields,
@@ -58,4 +65,5 @@ export const webhooks: Family = {
   fields,
   objectName: () => 'webhook',
   rules: webhookRules,
+  triggers: [WEBHOOK_STATUS_TRIGGER],
 };

@@ -1,9 +1,12 @@
-/** Webhook rules: URL and OAuth checks, sealed secrets (shown once), logs on request. */
+/** Webhook rules: URL and OAuth checks, sealed secrets (shown once), status changes and their events, logs and health on request. */
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, render, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { webhookLogs } from '../webhook_logs/family.ts';
-import { latestLogsOfWebhooks } from '../webhook_logs/repository.ts';
+import { healthOfWebhooks, latestLogsOfWebhooks } from '../webhook_logs/repository.ts';
+import type { EventDraft } from '../../db/events.ts';
+import { formatTimestamp } from '../../engine/values.ts';
+import { DISABLED_BY_REQUEST, WEBHOOK_STATUSES, webhookStatusEvent } from './health.ts';
 import { currentRandomSource } from '../../ids.ts';
 
 export const MASKED_SECRET = '****';
@@ -63,15 +66,32 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
     data.previous_secret_sealed = null;
     data.previous_secret_expires_at = null;
   }
-  if (previous && previous.data.status === 'disabled' && data.status === 'active') {
+  if (previous && previous.data.status === WEBHOOK_STATUSES.disabled && data.status === WEBHOOK_STATUSES.active) {
     // Re-enabled by the integrator: the failure streak starts over.
     data.disabled_reason = null;
+    data.disabled_at = null;
     data.failing_since = null;
+  } else if (previous && previous.data.status === WEBHOOK_STATUSES.active && data.status === WEBHOOK_STATUSES.disabled) {
+    data.disabled_reason = DISABLED_BY_REQUEST;
+    data.disabled_at = ctx.domain.now().toISOString();
   }
   return { ...next, data };
 }
 
+/** `webhook:status` on every change of a webhook's status (the worker writes those it makes). */
+function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
+  if (!next || !previous || next.data.status === previous.data.status) return [];
+  return [webhookStatusEvent(next.id, String(next.data.status))];
+}
+
 async function load(ctx: RuleContext, found: StoredObject[], include: Set<string>): Promise<void> {
+  if (include.has('health') && found.length > 0) {
+    const health = await healthOfWebhooks(ctx.tx, ctx.tenant, found.map((w) => w.id));
+    for (const webhook of found) {
+      const own = health.get(webhook.id);
+      webhook.data = { ...webhook.data, health: { last_delivered_at: own?.last_delivered_at ? formatTimestamp(own.last_delivered_at) : null, failed_attempts: own?.failed_attempts ?? 0 } };
+    }
+  }
   if (!include.has('logs') || found.length === 0) return;
   const logs = await latestLogsOfWebhooks(ctx.tx, ctx.tenant, found.map((w) => w.id), LOGS_SHOWN);
   for (const webhook of found) {
@@ -79,4 +99,4 @@ async function load(ctx: RuleContext, found: StoredObject[], include: Set<string
   }
 }
 
-export const webhookRules: FamilyRules = { prepare, load };
+export const webhookRules: FamilyRules = { prepare, load, events };
