@@ -82,6 +82,16 @@ const EVERY_TRANSACTION = `from transactions t left join reporting_changes rc on
                                   coalesce(rc.version, 0) as version, t.modified_at as changed_at) c`;
 
 /**
+ * A pass reads the feed's tail by its txid index and joins each row by primary key. The statistics
+ * of a queue-like table are stale by nature (a growing txid, a feed just pruned): guessing hundreds
+ * of thousands of rows, the planner would scan the feed and hash-join every transaction (or start
+ * parallel workers for it), seconds a pass where the tail takes milliseconds. Set for the pass's
+ * transaction only, in the statement that takes its snapshot (no round trip of their own).
+ */
+const TAIL_PLAN = `, set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+  set_config('enable_mergejoin', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`;
+
+/**
  * Copies to `sink` the changes made visible since `since` (every current row when `since` is null:
  * a rebuild), chunk by chunk. `sink` runs while the next chunk is fetched. Throws FeedPruned when
  * changes after `since` may have been pruned.
@@ -89,7 +99,7 @@ const EVERY_TRANSACTION = `from transactions t left join reporting_changes rc on
 export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: FeedChunk) => Promise<void>, onTotal?: (total: number) => void): Promise<FeedPass> {
   return db.transaction(async (trx) => {
     const [{ snapshot: text, pruned_below: prunedBelow }] = await rows<{ snapshot: string; pruned_below: string | null }>(trx,
-      'select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below');
+      `select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below${since === null ? '' : TAIL_PLAN}`);
     const snapshot = parseSnapshot(text)!;
     const pass: FeedPass = { snapshot, rows: 0 };
     if (since && prunedBelow !== null && BigInt(prunedBelow) > since.xmin) throw new FeedPruned(since, BigInt(prunedBelow));
@@ -113,12 +123,15 @@ async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => P
     const fetched = await rows<{ line: string; changed_ms: string }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
     await pending;
     if (fetched.length === 0) break;
+    const last = fetched.length < CHUNK_ROWS;
     pass.rows += fetched.length;
     let oldest = Infinity;
     for (const row of fetched) oldest = Math.min(oldest, Number(row.changed_ms));
     pending = sink({ lines: fetched.map((row) => row.line), oldestChangeMs: oldest });
     // Awaited after the next fetch; until then a failure must not count as unhandled.
     pending.catch(() => {});
+    // A short chunk is the cursor's end: no round trip to hear so.
+    if (last) break;
   }
   await pending;
 }
