@@ -5,6 +5,7 @@
  * must carry it as a bearer token, /healthz included.
  *
  *   POST /query    {tenant, version, type?, params, snapshot} → {object: 'list', values, reporting_position}
+ *                  with Server-Timing: mirror_wait (for the snapshot to be covered) and clickhouse (the query)
  *   POST /rebuild  → NDJSON progress lines, then {done: true, rows}
  *   GET  /healthz  → position, lag and role; 503 when this process cannot answer queries
  *
@@ -157,9 +158,14 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
     type: body.type,
     query,
   }, store.table);
+  const waitStarted = performance.now();
   const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
+  const queryStarted = performance.now();
   const rows = await selectReport(store, compiled);
+  const done = performance.now();
+  // Where a reporting answer's time went: waiting for the mirror to cover the request's snapshot, then ClickHouse.
+  ctx.set('Server-Timing', `mirror_wait;dur=${(queryStarted - waitStarted).toFixed(1)}, clickhouse;dur=${(done - queryStarted).toFixed(1)}`);
   ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: formatSnapshot(position) };
 }
 

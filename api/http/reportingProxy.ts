@@ -98,6 +98,8 @@ async function askReporting(ctx: Context & { state: RequestState }, collection: 
 
 export async function queryReporting(ctx: Context & { state: RequestState }, collection: Collection): Promise<Record<string, unknown>> {
   const response = await askReporting(ctx, collection);
+  const timing = response.headers.get('server-timing');
+  if (timing) ctx.set('Server-Timing', timing);
   let answer: unknown;
   try {
     answer = await response.json();
