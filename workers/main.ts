@@ -28,6 +28,7 @@ import { deliverWebhook } from './webhooks/deliver.ts';
 import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
+import { RateLimiter } from './webhooks/rateLimiter.ts';
 import { TenantSlots } from './webhooks/tenantSlots.ts';
 import { DISPATCH_BATCH, startDispatchLoop } from './webhooks/dispatchLoop.ts';
 
@@ -50,6 +51,8 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
   const tasks: TaskList = {
     deliver_webhook: deliverWebhook({
       db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
+      // A slot further off than a poll for due jobs (and a margin) is waited for by a deferred job.
+      rates: new RateLimiter(db, config.workerPollIntervalMs + 250),
       slots: new TenantSlots(config.webhookTenantConcurrency, undefined, config.workerConcurrency),
       lookups: createDnsLookups({ timeoutMs: config.webhookDnsTimeoutMs, pendingPerTenant: config.webhookTenantConcurrency }),
       timeoutMs: config.webhookTimeoutMs,

@@ -27,6 +27,7 @@ import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } 
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
 import { answerText, describeFailure, type Outbound } from './outbound.ts';
+import type { RateLimiter } from './rateLimiter.ts';
 import type { TenantSlots } from './tenantSlots.ts';
 import { DISABLED_GONE, disableWebhook, noteExhausted } from './webhookHealth.ts';
 
@@ -37,6 +38,8 @@ export interface DeliveryDeps {
   vault: DomainServices['vault'];
   schedule: number[];
   disableAfterMs: number;
+  /** per-webhook rate limits, shared by every worker process */
+  rates: RateLimiter;
   /** per-org admission of attempts in this process (WEBHOOK_TENANT_CONCURRENCY) */
   slots: TenantSlots;
   /** host name lookups that fail fast, accounted per org (WEBHOOK_DNS_TIMEOUT) */
@@ -257,6 +260,9 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   return async (payload, helpers) => {
     const job = deliveryJob(payload);
+    // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
+    const later = await deps.rates.admit(job);
+    if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt));
     const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
     if (!slot) return deferUntilRoom(deps, job);
     let sent: { opened: OpenedAttempt; outcome: AttemptOutcome; durationMs: number } | undefined;

@@ -33,6 +33,8 @@ export interface DeliveryJob {
    * draws its number after the earlier one committed, from a sequence without a per-session cache.
    */
   sequence: number;
+  /** a rate-limited delivery deferred to its slot: the slot it holds (epoch ms, the database's clock) */
+  rate_slot_ms?: number;
 }
 
 /**
