@@ -2,6 +2,8 @@
 // went to, and one delivery (one event to one webhook) with every attempt and what the receiver
 // answered. Each offers "Resend", which starts a new attempt series (POST /webhooks/{id}/resend
 // {event_id}), delivered or not, and refreshes the attempts shown when its first attempt arrives.
+// A webhook's page also shows its health (status, why it is disabled, the last success, the
+// failures since) with "Enable and deliver what was missed" and "Rotate secret".
 
 import { api, listPage } from './api.js';
 import { errorBox, h, later, link, pager, route, section, show, table, text } from './dom.js';
@@ -15,6 +17,7 @@ const SERIES_READ = 100;
 const PENDING_OUTCOMES = {
   in_flight: 'In flight (sent, no answer yet)',
   unknown: 'Outcome unknown (the worker stopped before the answer was recorded; retried)',
+  skipped: 'Skipped (the webhook was disabled; not sent)',
 };
 
 function outcome(log) {
@@ -54,7 +57,71 @@ export function renderWebhook(main, id, state, navigate) {
   };
   const refresh = async () => attempts.replaceChildren(await load());
   attempts.append(later(load));
-  renderDetail(main, 'webhooks', id, () => [section('Delivery attempts', notice, attempts)]);
+  renderDetail(main, 'webhooks', id, () => [health(id, refresh), section('Delivery attempts', notice, attempts)]);
+}
+
+/** Failed attempts are counted back to the last success this far at most (the API's own bound). */
+const STREAK_COUNTED = 1000;
+
+/** The webhook's health and what can be done about it; redrawn after each action. */
+function health(id, refreshAttempts) {
+  const notice = h('p', { class: 'notice', role: 'status', 'aria-live': 'polite' });
+  const body = h('div', {});
+  const draw = async () => {
+    const webhook = await api('GET', `/webhooks/${encodeURIComponent(id)}`, { params: { fields: '*,health' } });
+    const streak = webhook.health.failed_attempts;
+    body.replaceChildren(
+      h('dl', { class: 'fields' },
+        h('dt', {}, 'Status'), h('dd', {}, h('span', { class: `status status-${webhook.status}` }, webhook.status)),
+        h('dt', {}, 'Reason'), h('dd', {}, text(webhook.disabled_reason)),
+        h('dt', {}, 'Disabled at'), h('dd', {}, text(webhook.disabled_at)),
+        h('dt', {}, 'Last success'), h('dd', {}, text(webhook.health.last_delivered_at)),
+        h('dt', {}, 'Failure streak'), h('dd', {}, streak === 0 ? 'none' : `${streak >= STREAK_COUNTED ? `${STREAK_COUNTED}+` : streak} failed attempts since the last success${webhook.failing_since ? `, retries running out since ${webhook.failing_since}` : ''}`),
+        h('dt', {}, 'Previous secret'), h('dd', {}, webhook.previous_secret_expires_at ? `still signs until ${webhook.previous_secret_expires_at}` : '—')),
+      h('div', { class: 'actions' },
+        webhook.status === 'disabled' && h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => enableAndCatchUp(webhook)) }, 'Enable and deliver what was missed'),
+        h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => rotateSecret(id)) }, 'Rotate secret')),
+      notice);
+  };
+  const act = async (button, action) => {
+    button.disabled = true;
+    notice.replaceChildren('Working…');
+    try {
+      const said = await action();
+      await draw();
+      notice.replaceChildren(...said);
+      await refreshAttempts();
+    } catch (error) {
+      button.disabled = false;
+      notice.replaceChildren(errorBox(error));
+    }
+  };
+  return section('Health', later(async () => {
+    await draw();
+    return body;
+  }));
+}
+
+/**
+ * Enables the webhook, then resends, in commit order, every event recorded against it with no
+ * successful delivery (skipped while disabled, or failed): `only_missed` makes the window since
+ * the webhook was made exact, and a second run finds nothing.
+ */
+async function enableAndCatchUp(webhook) {
+  const path = `/webhooks/${encodeURIComponent(webhook.id)}`;
+  await api('PUT', path, { body: { status: 'active' } });
+  const resent = await api('POST', `${path}/resend`, { body: { since: webhook.created_at, only_missed: true } });
+  return [`Enabled. ${resent.events} missed event${resent.events === 1 ? '' : 's'} on the way, oldest first.`];
+}
+
+/** A new secret, shown here once; the old one keeps signing for a day so receivers can switch. */
+async function rotateSecret(id) {
+  const rotated = await api('POST', `/webhooks/${encodeURIComponent(id)}/rotate_secret`, { body: { previous_expires_in: 86400 } });
+  return [
+    'New signing secret (shown this once; copy it now): ',
+    h('code', { class: 'secret' }, rotated.sender_secret),
+    ` Deliveries carry signatures under both secrets until ${rotated.previous_secret_expires_at}.`,
+  ];
 }
 
 /** One event's delivery to one webhook. */
