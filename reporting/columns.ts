@@ -97,7 +97,9 @@ export const FEED_COLUMNS = ['org_id', 'environment', 'id', 'type', 'created_at'
 
 /** Every queryable column of the mirror table. */
 export const MIRROR_COLUMNS: MirrorColumn[] = [
-  { name: 'org_id', chType: 'String' },
+  // Every query filters on the tenant: as LowCardinality the filter compares dictionary positions,
+  // not texts (a third of a tenant-wide aggregate's CPU time at 900k rows).
+  { name: 'org_id', chType: 'LowCardinality(String)' },
   { name: 'environment', chType: 'LowCardinality(String)' },
   ...FIELDS.filter((f) => COLUMNS.has(f.store)).map((field) => ({ name: field.store, chType: COLUMN_TYPES[field.store], field })),
   ...DATA_FIELDS.map((field) => ({ name: columnName(field.store), chType: derivedColumn(field).chType, field })),
