@@ -7,6 +7,7 @@ import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './http/docsRoutes.ts';
 import { webhookRoutes } from './http/webhookRoutes.ts';
 import { clientScope, createAuthenticator, keyScope } from './http/auth.ts';
+import { auditActor } from './http/auditActor.ts';
 import { createBodyParser } from './http/body.ts';
 import { errorHandler } from './http/errorHandler.ts';
 import { clientTokenCors } from './http/cors.ts';
@@ -80,6 +81,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
   app.use(keyScope);
+  app.use(auditActor);
   app.use(createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime()));
   app.use(apiVersion);
   app.use(createBodyParser(services.config.bodyLimit));

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { loadConfig, projectRoot, type Config } from '../api/config.ts';
+import { actingDatabaseUrl } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
@@ -21,6 +22,7 @@ import { chooseLineView, type LineView } from './logLines.ts';
 import { postmasterPid, processRunning, readRuntime, runtimeFile, type Runtime } from './runtime.ts';
 import { fireTrigger } from './trigger.ts';
 import { createLogger } from '../api/logger.ts';
+import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { openVault, rotateVault, VaultKeyRefused } from '../api/vaultKeys.ts';
 import { KILL_GRACE_MS, Supervisor, type ChildSpec } from './supervisor.ts';
 
@@ -81,10 +83,16 @@ async function withDatabase<T>(config: Config, work: (url: string) => Promise<T>
   }
 }
 
+/** The command as the audit history names its actor: `settle keys roll`, never its arguments' values. */
+function cliCommand(): string {
+  const words = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+  return ['settle', ...words.slice(0, 2)].join(' ');
+}
+
 async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<T> {
   return withDatabase(config, async (url) => {
     await migrate(url);
-    const db = createDb(url, 2);
+    const db = createDb(actingDatabaseUrl(url, { actor: { type: 'cli', name: cliCommand() } }), 2);
     try {
       return await work(db);
     } finally {
@@ -292,7 +300,7 @@ async function up(config: Config): Promise<void> {
   const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
   if (allowPrivate === 'true') say('notice', 'WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
   const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
-  const children: ChildSpec[] = [{ name: 'web', script: 'api/server.ts' }, { name: 'worker', script: 'workers/main.ts' }];
+  const children: ChildSpec[] = [{ name: 'web', script: 'api/server.ts', nodeFlags: WEB_NODE_FLAGS }, { name: 'worker', script: 'workers/main.ts' }];
   if (config.reportingUrl) children.push({ name: 'reporting', script: 'reporting/main.ts' });
   const databaseUrl = url;
   const supervisor = new Supervisor(children, {

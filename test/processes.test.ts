@@ -3,28 +3,14 @@ import path from 'node:path';
 import t from 'tap';
 import { projectRoot } from '../api/config.ts';
 import { freePort } from '../api/db/embedded.ts';
+import { runSettle, type CliRun } from './helpers/cli.ts';
 import { freshDatabase } from './helpers/db.ts';
 
 const databaseUrl = await freshDatabase(t);
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-function settle(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), ...args], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const settle = (args: string[], env: Record<string, string> = {}): Promise<Run> => runSettle(databaseUrl, args, env);
 
 t.test('settle keys: create prints the key once, list shows only prefixes, revoke shuts it out', async (t) => {
   const created = await settle(['keys', 'create', '--org', 'cli-org', '--env', 'test', '--authorize-and-capture']);

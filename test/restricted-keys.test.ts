@@ -4,25 +4,14 @@
  * lacks elsewhere), an unknown scope creates nothing, and `settle keys roll` hands out a new key
  * with the same org, environment and scopes while the old one works until its expiry, then 401.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import t from 'tap';
-import { projectRoot } from '../api/config.ts';
+import { runSettle } from './helpers/cli.ts';
 import { startTestApi } from './helpers/api.ts';
 import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t);
 
-function settle(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), ...args], { env: { ...process.env, DATABASE_URL: api.databaseUrl, LOG_LEVEL: 'warn' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const settle = (args: string[]) => runSettle(api.databaseUrl, args);
 
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 const customer = (await api.request('POST', '/customers', { json: { name: 'Scoped Ann' } })).body;

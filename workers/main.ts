@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents } from 'graphile-worker';
 import { loadConfig, type Config } from '../api/config.ts';
+import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
@@ -73,11 +74,13 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
     sandbox_chargeback_reversal: sandboxChargebackReversal(db),
     billing_day: billingDay(db, domain),
   };
+  // Every change a job makes is the job's in the audit history.
+  const audited = Object.fromEntries(Object.entries(tasks).map(([name, task]): [string, Task] => [name, (payload, helpers) => runAudited({ actor: { type: 'system', name } }, () => task!(payload, helpers))]));
   const random = given.random;
-  if (!random) return tasks;
+  if (!random) return audited;
   // Every job mints its ids from the given source (api/ids.ts).
   const drawingFrom = (task: Task): Task => (payload, helpers) => withRandomSource(random, () => task(payload, helpers));
-  return Object.fromEntries(Object.entries(tasks).map(([name, task]) => [name, drawingFrom(task!)]));
+  return Object.fromEntries(Object.entries(audited).map(([name, task]) => [name, drawingFrom(task)]));
 }
 
 export interface RunningWorker {
@@ -88,7 +91,8 @@ export interface RunningWorker {
 export async function startWorker(config: Config, options: WorkerOptions = {}): Promise<RunningWorker> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
-  const db = createDb(config.databaseUrl, config.workerConcurrency + 2);
+  // What the worker changes outside a job (the dispatch loop disabling a webhook) is the worker's.
+  const db = createDb(actingDatabaseUrl(config.databaseUrl, { actor: { type: 'system', name: 'worker' } }), config.workerConcurrency + 2);
   let vault: Vault;
   try {
     vault = await openVault(config, db, log);

@@ -13,6 +13,7 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import { createKnex } from './admin.ts';
+import { currentAuditSetting } from './auditContext.ts';
 import { positional } from './placeholders.ts';
 
 // BIGINT (money in minor units, seq) comes back as a JS number: amounts stay far below 2^53.
@@ -198,7 +199,9 @@ function beginSql(options: TransactionOptions): string {
 async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | undefined, options: TransactionOptions): Promise<unknown> {
   const client = await connect(shared.pool);
   try {
-    await client.query(beginSql(options));
+    // The actor of the work under way rides with BEGIN (one round trip) for the audit triggers.
+    const actor = currentAuditSetting();
+    await client.query(actor === null ? beginSql(options) : `${beginSql(options)}; select set_config('settle.audit', ${client.escapeLiteral(actor)}, true)`);
   } catch (error) {
     client.release(error as Error);
     throw error;

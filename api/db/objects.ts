@@ -4,6 +4,7 @@
  */
 import type { StoredObject, Tenant } from '../engine/family.ts';
 import type { Sql } from '../query/toSql.ts';
+import { AUDIT_SETTING_SQL, currentAuditSetting } from './auditContext.ts';
 import { rows as query, type Db } from './connection.ts';
 import { STORED_ROW } from './storedRow.ts';
 import { tenantCheck, tenantScan } from './tenant.ts';
@@ -125,14 +126,16 @@ export async function lockObjectsByIds(db: Db, table: string, tenant: Tenant, id
   return found;
 }
 
+/** Inserts rows as the actor of the work under way, also when it is one statement outside a transaction. */
 export async function insertObjects(db: Db, table: string, tenant: Tenant, rows: StoredObject[]): Promise<StoredObject[]> {
   if (rows.length === 0) return [];
   const found = await query<StoredObject>(db,
     `insert into ${table} (id, org_id, environment, type, data)
-     select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) with ordinality as r(id, type, data, n)
+     select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) with ordinality as r(id, type, data, n),
+            (select ${AUDIT_SETTING_SQL}) as actor
      order by n
      returning ${ROW_COLUMNS}`,
-    [tenant.orgId, tenant.environment, rows.map((r) => r.id), rows.map((r) => r.type), rows.map((r) => JSON.stringify(r.data))],
+    [tenant.orgId, tenant.environment, rows.map((r) => r.id), rows.map((r) => r.type), rows.map((r) => JSON.stringify(r.data)), currentAuditSetting()],
   );
   const byId = new Map<string, StoredObject>(found.map((r) => [r.id, r]));
   return rows.map((r) => byId.get(r.id)!);

@@ -61,8 +61,8 @@ const DOOMED: Doomed[] = [
   { table: 'test_clocks', collection: literal('test_clocks'), by: 'key' },
 ];
 
-/** Tables of tenant rows a reset leaves: the keys, the webhooks, and the feed's marks of what it deleted. */
-export const KEPT_TABLES = ['api_keys', 'webhooks', 'reporting_changes'];
+/** Tables of tenant rows a reset leaves: the keys, the webhooks, the feed's marks of what it deleted, and the (append-only) audit history. */
+export const KEPT_TABLES = ['api_keys', 'webhooks', 'reporting_changes', 'audit_events'];
 
 /** Every table a reset empties of the tenant's rows (with `webhook_deliveries`, found through the webhooks). */
 export const RESET_TABLES = ['webhook_deliveries', ...DOOMED.map((d) => d.table)];

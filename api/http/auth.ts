@@ -35,6 +35,8 @@ export function createAuthenticator(cacheMs: number) {
     if (!secret) throw unauthorized('Missing API key: use HTTP Basic with the secret key as username, or Bearer');
     if (!keyEnvironment(secret) || secret.length > 128) throw unauthorized('Invalid API key');
     const hash = hashKey(secret);
+    // What identifies the credential in the audit history and the request log, never the secret.
+    ctx.state.keyPrefix = secret.slice(0, secret.length - 24);
     if (isClientToken(secret)) return authenticateClient(ctx, next, hash);
     const cacheKey = hash.toString('hex');
     const now = Date.now();

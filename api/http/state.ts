@@ -23,6 +23,8 @@ export interface RequestState {
   requestId: string;
   log: Logger;
   services: AppServices;
+  /** the presented key's or client token's prefix (the secret without its last 24 characters) */
+  keyPrefix?: string;
   key?: KeyRecord;
   tenant?: Tenant;
   principal?: Principal;

@@ -1,4 +1,5 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
+import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import type { EventDraft } from '../../db/events.ts';
@@ -191,14 +192,16 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))
      -- the inserts run whether read or not; the jobs' select runs because it is read here
-     select txn.*, (select count(*) from timed) as jobs from txn`,
+     -- the actor of the payment for the audit triggers, as this statement is its own transaction
+     select txn.*, (select count(*) from timed) as jobs, ${AUDIT_SETTING_SQL} as actor from txn`,
     [
       tenant.orgId, tenant.environment, methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)),
       write.transaction.id, tenant.orgId, tenant.environment, write.transaction.type, JSON.stringify(write.transaction.data),
       tenant.orgId, tenant.environment, write.events.map(() => newId('evt')), write.events.map((e) => e.trigger), write.events.map((e) => e.objectType),
       write.events.map((e) => e.objectId), write.events.map((e) => JSON.stringify(e.value)),
       write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
+      currentAuditSetting(),
     ]);
-  const { jobs: _jobs, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
+  const { jobs: _jobs, actor: _actor, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
   return transaction as StoredObject;
 }

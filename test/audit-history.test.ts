@@ -1,0 +1,139 @@
+/**
+ * The audit history, as each kind of actor makes it: every change appends an audit event in the
+ * change's own transaction (a failed change leaves none), naming who (secret key, client token,
+ * console, CLI, worker job), what, the fields before and after, the request id and the address.
+ * No secret or full number is ever stored in it; the table refuses changes; another org sees none.
+ */
+import t from 'tap';
+import { runSettle } from './helpers/cli.ts';
+import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
+
+const api = await startTestApi(t, { SETTLE_AUTH_WINDOW: '400' });
+await startTestWorker(t, api.databaseUrl, { SETTLE_AUTH_WINDOW: '400', WORKER_POLL_INTERVAL: '100' });
+
+const CARD_NUMBER = '4242424242424242';
+const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '987' } };
+const keyPrefix = api.key.slice(0, api.key.length - 24);
+
+async function historyOf(objectId: string, key = api.key) {
+  const res = await api.request('GET', `/audit_events?object_id=${objectId}&order_by=asc(created_at)`, { key });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+  return res.body.values as Array<Record<string, any>>;
+}
+
+async function storedEvents(objectId: string): Promise<number> {
+  return (await api.db.raw(`select count(*)::int as n from audit_events where data->>'object_id' = ?`, [objectId])).rows[0].n;
+}
+
+const settle = (args: string[]) => runSettle(api.databaseUrl, args);
+
+t.test('a secret key creates, updates and deletes: each is an event with its request id and address', async (t) => {
+  const made = await api.request('POST', '/customers', { json: { name: 'Ann', email: 'ann@example.com' }, headers: { 'X-Request-Id': 'lb-create-1' } });
+  t.equal(made.status, 200);
+  const id = made.body.id;
+  await api.request('PUT', `/customers/${id}`, { json: { name: 'Ann B' } });
+  const removed = await api.request('DELETE', `/customers/${id}`);
+  const history = await historyOf(id);
+  t.same(history.map((e) => e.action), ['create', 'update', 'delete']);
+  const [created, updated, deleted] = history;
+  t.match(created, { object: 'audit_event', id: /^aud_/, actor: { type: 'secret_key', key_prefix: keyPrefix }, object_type: 'account', object_id: id, request_id: 'lb-create-1' });
+  t.match(created.ip, /127\.0\.0\.1/);
+  t.same(created.changes.name, [null, 'Ann']);
+  t.same(updated.changes, { name: ['Ann', 'Ann B'] }, 'an update shows only what changed');
+  t.equal(deleted.request_id, removed.headers.get('x-request-id'), 'the event carries the response\'s X-Request-Id');
+  t.same(deleted.changes.name, ['Ann B', null]);
+});
+
+t.test('a card payment: the payment and its card are events, with no full number, card code or sealed copy anywhere', async (t) => {
+  const customer = (await api.request('POST', '/customers', { json: { name: 'Payer' } })).body;
+  const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 12.5, customer_id: customer.id, payment_method: CARD } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  const [payment] = await historyOf(paid.body.id);
+  t.match(payment, { action: 'create', object_type: 'transaction', actor: { type: 'secret_key' }, request_id: paid.headers.get('x-request-id') });
+  t.same(payment.changes.amount, [null, 12.5], 'money as the API shows it');
+  const method = await historyOf(paid.body.payment_method_id ?? paid.body.payment_method?.id);
+  t.equal(method.length, 1, 'the inline card is an event of its own');
+  const dump = (await api.db.raw(`select string_agg(data::text, ' ') as all from audit_events`)).rows[0].all as string;
+  t.notOk(dump.includes(CARD_NUMBER), 'no full card number');
+  t.notOk(/sealed|card_code|"987"|fingerprint/.test(dump), 'no sealed copy, card code or fingerprint');
+  t.match(dump, /xxxxxxxxxxxx4242/, 'the masked number is there');
+});
+
+t.test('a webhook secret never enters the history', async (t) => {
+  const hook = await api.request('POST', '/webhooks', { json: { trigger: 'processed', url: 'https://example.com/hook', sender_secret: 'a-very-secret-value-123' } });
+  t.equal(hook.status, 200, JSON.stringify(hook.body));
+  t.equal(await storedEvents(hook.body.id), 1);
+  const dump = (await api.db.raw(`select string_agg(data::text, ' ') as all from audit_events`)).rows[0].all as string;
+  t.notOk(dump.includes('a-very-secret-value-123'));
+});
+
+t.test('a failed change leaves no event: the request\'s transaction rolls back both', async (t) => {
+  const before = (await api.db.raw(`select count(*)::int as n from audit_events`)).rows[0].n;
+  const bulk = await api.request('POST', '/customers', { json: { object: 'list', values: [{ name: 'Fine' }, { name: 'Bad', email: 'not-an-email' }] } });
+  t.equal(bulk.status, 400);
+  const account = await api.request('POST', '/processing_accounts', { json: { name: 'Half', payment_methods: [{ type: 'bank_account', bank_account: { routing_number: '1', account_number: '12' } }] } });
+  t.equal(account.status, 400, 'the account row was written, then its nested method failed');
+  t.equal((await api.db.raw(`select count(*)::int as n from audit_events`)).rows[0].n, before);
+  await t.rejects(api.db.transaction(async (tx) => {
+    await tx.raw(`insert into accounts (id, org_id, environment, type, data) values ('acct_rolledback', 'x', 'test', 'customer', '{}')`);
+    throw new Error('undo');
+  }));
+  t.equal(await storedEvents('acct_rolledback'), 0);
+});
+
+t.test('a client token, the console and the CLI are actors of their own', async (t) => {
+  const token = (await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { payment_form: { payment: { amount: 7 } } } } })).body.id;
+  const paid = await api.request('POST', '/transactions', { key: token, json: { type: 'payment', payment_method: CARD } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  t.match((await historyOf(paid.body.id))[0].actor, { type: 'client_token', key_prefix: token.slice(0, token.length - 24), name: 'payment_form' });
+
+  const viaConsole = await api.request('POST', '/customers', { json: { name: 'From the console' }, headers: { 'X-Settle-Console': '1' } });
+  t.match((await historyOf(viaConsole.body.id))[0].actor, { type: 'console', key_prefix: keyPrefix });
+
+  const made = await settle(['keys', 'create', '--org', 'acme', '--env', 'test']);
+  t.equal(made.code, 0, made.stderr);
+  const secret = made.stdout.trim();
+  const [row] = (await api.db.raw(`select id from api_keys where key_prefix = ?`, [secret.slice(0, secret.length - 24)])).rows;
+  const history = await historyOf(row.id);
+  t.match(history, [{ action: 'create', object_type: 'api_key', actor: { type: 'cli', name: 'settle keys create' } }]);
+  t.notOk(JSON.stringify(history).includes(secret), 'not the key');
+  t.notOk(JSON.stringify(history).includes('hash'), 'nor its hash');
+});
+
+t.test('a worker job is the actor of what it changes: an expired authorization is voided by expire_authorization', async (t) => {
+  const customer = (await api.request('POST', '/customers', { json: { name: 'Waits' } })).body;
+  const token = (await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { payment_form: { payment: { amount: 5, status: 'authorized', customer_id: customer.id } } } } })).body.id;
+  const auth = await api.request('POST', '/transactions', { key: token, json: { type: 'payment', payment_method: CARD } });
+  t.equal(auth.body.status, 'authorized', JSON.stringify(auth.body));
+  const history = await eventually(() => historyOf(auth.body.id), (events) => events.length === 2, 8000);
+  t.match(history[1], { action: 'void', actor: { type: 'system', name: 'expire_authorization' }, request_id: null, changes: { status: ['authorized', 'voided'] } });
+});
+
+t.test('filters, q and tenancy', async (t) => {
+  const updates = await api.request('GET', '/audit_events?actor[type]=secret_key&q=action == "update"');
+  t.equal(updates.status, 200, JSON.stringify(updates.body));
+  t.ok(updates.body.values.length >= 1);
+  t.ok(updates.body.values.every((e: any) => e.action === 'update' && e.actor.type === 'secret_key'));
+  const ours = new Set((await api.request('GET', '/audit_events?limit=1000')).body.values.map((e: any) => e.id));
+  t.ok(ours.size > 10);
+  for (const [org, env] of [['other-org', 'test'], ['acme', 'live']] as const) {
+    const key = await api.newKey(org, env);
+    const theirs = (await api.request('GET', '/audit_events?limit=1000', { key })).body.values as Array<{ id: string; object_type: string }>;
+    t.ok(theirs.length >= 1, `${org} ${env} sees the making of its own key`);
+    t.notOk(theirs.some((e) => ours.has(e.id)), `${org} ${env} sees none of acme test's`);
+  }
+  t.equal((await api.request('POST', '/audit_events', { json: {} })).status, 400, 'read-only');
+});
+
+t.test('the table refuses updates, deletes and truncation; retention prunes through its own function', async (t) => {
+  await t.rejects(api.db.raw(`update audit_events set data = '{}'`), /append-only/);
+  await t.rejects(api.db.raw(`delete from audit_events`), /append-only/);
+  await t.rejects(api.db.raw(`truncate audit_events`), /append-only/);
+  const total = (await api.db.raw(`select count(*)::int as n from audit_events`)).rows[0].n;
+  t.ok(total > 0);
+  t.equal((await api.db.raw(`select prune_audit_events(now() - interval '1 day', 1000) as n`)).rows[0].n, 0, 'nothing is old enough');
+  t.equal((await api.db.raw(`select prune_audit_events(now() + interval '1 day', 1000) as n`)).rows[0].n, total);
+  await api.request('POST', '/customers', { json: { name: 'After the prune' } });
+  await t.rejects(api.db.raw(`delete from audit_events`), /append-only/, 'the prune leaves no opening behind');
+});
