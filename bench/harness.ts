@@ -18,6 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../api/config.ts';
+import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { createDb } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
@@ -63,7 +64,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 export function startChild(bench: string, name: string, script: string, env: Record<string, string>): ChildProcess {
   const profileName = `${bench}-${name.replace(/\W+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', profileName] : [];
-  const child = spawn(process.execPath, [...profile, path.join(projectRoot, script)], {
+  const nodeFlags = script === 'api/server.ts' ? WEB_NODE_FLAGS : [];
+  const child = spawn(process.execPath, [...profile, ...nodeFlags, path.join(projectRoot, script)], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],

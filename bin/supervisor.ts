@@ -44,6 +44,8 @@ export interface ChildSpec {
   name: string;
   /** path of its entry point, relative to `root` */
   script: string;
+  /** node's own flags for it (V8's), before the entry point */
+  nodeFlags?: string[];
 }
 
 export interface SupervisorOptions {
@@ -120,7 +122,7 @@ export class Supervisor {
   private launch(child: Supervised): void {
     child.pendingRestart = null;
     // Own process group: a terminal's Ctrl-C does not reach the children; `settle up` stops them in order.
-    const proc = spawn(process.execPath, ['--import', EXIT_WITH_PARENT, path.join(this.options.root, child.spec.script)], {
+    const proc = spawn(process.execPath, [...(child.spec.nodeFlags ?? []), '--import', EXIT_WITH_PARENT, path.join(this.options.root, child.spec.script)], {
       env: this.options.env,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       detached: true,

@@ -10,6 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { projectRoot } from '../api/config.ts';
 import { freePort } from '../api/db/embedded.ts';
+import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { processRunning as isRunning } from '../bin/runtime.ts';
 import { KILL_GRACE_MS, restartDelay, Supervisor, type SupervisorOptions } from '../bin/supervisor.ts';
 import { portFree } from './helpers/processes.ts';
@@ -172,6 +173,10 @@ t.test('settle up', async (t) => {
   const first = await start();
   t.ok(await until(apiAnswers, 30_000), 'the API answers', { output: first.output() });
   t.ok(await until(() => ['web', 'worker', 'reporting'].every((name) => runtime()?.children[name]), 5000), 'runtime.json lists the web, worker and reporting pids');
+  const webArgs = fs.readFileSync(`/proc/${runtime()!.children.web}/cmdline`, 'utf8').split('\0');
+  t.ok(WEB_NODE_FLAGS.every((flag) => webArgs.includes(flag)), `web runs with its V8 flags (${webArgs.join(' ')})`);
+  const packageScripts = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8')).scripts as Record<string, string>;
+  t.ok(WEB_NODE_FLAGS.every((flag) => packageScripts.web.split(' ').includes(flag)), 'and so does npm run web (the Procfile\'s)');
 
   t.test('a web process killed with SIGKILL is restarted and the API answers again', async (t) => {
     const web = runtime()!.children.web;
