@@ -4,11 +4,13 @@
  * read-only/write-only flags, required-on-create and non-default (`x-non-default`) marks, and the
  * error format; each collection under a readable name, each operation with a curl sample
  * (openapiSamples.ts). Nothing here is written by hand per family, so it cannot drift from the
- * engine. `GET /docs` renders it (api/http/docsRoutes.ts).
+ * engine; the webhook actions beyond the generic operations come from their own family
+ * (families/webhooks/openapi.ts). `GET /docs` renders it (api/http/docsRoutes.ts).
  */
 import { apiPath, appliesTo, type Collection, type FieldSpec, type Version } from './engine/family.ts';
 import { acceptedValues } from './engine/values.ts';
 import { collections } from './families/index.ts';
+import { webhookActionPaths } from './families/webhooks/openapi.ts';
 import { curlSamples, type OperationName } from './openapiSamples.ts';
 
 type Schema = Record<string, unknown>;
@@ -245,6 +247,7 @@ export function openApiDocument(version: Version): Schema {
     }
     Object.assign(paths, operationsOf(collection, version));
   }
+  Object.assign(paths, webhookActionPaths(version));
   return {
     openapi: '3.1.0',
     info: { title: 'Settle payments API', version, description: introduction(version) },

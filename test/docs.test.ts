@@ -64,7 +64,8 @@ for (const version of ['v1', 'v2'] as const) {
       for (const [method, operation] of Object.entries(operations)) {
         const source: string = operation['x-codeSamples']?.[0]?.source ?? '';
         t.match(source, /^curl -u \$SETTLE_KEY: /, `${method} ${route}`);
-        t.ok(source.includes(`"$SETTLE_URL${route.replace('{id}', '')}`), `${method} ${route} calls its own path`);
+        const [head, tail = ''] = route.split('{id}');
+        t.ok(source.includes(`"$SETTLE_URL${head}`) && source.includes(`${tail}"`), `${method} ${route} calls its own path`);
         t.equal(source.includes(`X-API-Version: ${version}`), version !== 'v1', `${method} ${route} names the version unless it is the default`);
       }
     }
@@ -119,34 +120,55 @@ t.test('a browser shows the reference: the collections by name and their curl sa
   await t.resolves(page.getByText("X-API-Version: v2").first().waitFor({ state: 'visible' }), 'samples name the version');
 });
 
-t.test('the Node receiver in docs/webhooks.md accepts what the worker signs and refuses anything else', async (t) => {
+t.test('the Node and Python receivers in docs/webhooks.md accept what the worker signs, under either secret during a rotation, and refuse anything else', async (t) => {
   const guide = readFileSync(path.join(projectRoot, 'docs', 'webhooks.md'), 'utf8');
   const source = /```js\n([\s\S]*?)```/.exec(guide)?.[1] ?? '';
+  const python = /```python\n([\s\S]*?)```/.exec(guide)?.[1] ?? '';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'settle-docs-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(path.join(dir, 'verify-settle-webhook.mjs'), source);
-  const { verifySettleWebhook } = await import(pathToFileURL(path.join(dir, 'verify-settle-webhook.mjs')).href);
+  writeFileSync(path.join(dir, 'verify_settle_webhook.py'), python);
+  const { verifySettleWebhook: node } = await import(pathToFileURL(path.join(dir, 'verify-settle-webhook.mjs')).href);
+  // The Python function, called once per case through a small driver reading JSON cases on stdin.
+  const viaPython = async (cases: Array<{ secrets: string[]; body: string; headers: Record<string, string>; now: number }>): Promise<boolean[]> => {
+    const driver = `import json, sys\nsys.path.insert(0, ${JSON.stringify(dir)})\nfrom verify_settle_webhook import verify_settle_webhook\n` +
+      'print(json.dumps([verify_settle_webhook(c["secrets"], c["body"].encode(), c["headers"], c["now"]) for c in json.load(sys.stdin)]))';
+    const out = await new Promise<string>((resolve, reject) => {
+      const child = execFile('python3', ['-c', driver], (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)));
+      child.stdin!.end(JSON.stringify(cases));
+    });
+    return JSON.parse(out);
+  };
   const now = Math.floor(Date.now() / 1000);
   const body = deliveryBody({
     delivery_id: 'wd_1', org_id: 'org_1', environment: 'test', webhook_id: 'wh_2Lk7PqW9xZ3vB8nR4tY6mC1d',
     event_id: 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d', trigger: 'payment', object_id: 'txn_2Lk7PqW9xZ3vB8nR4tY6mC1d', object_type: 'transaction',
     value: { type: 'payment', amount: 7.99, status: 'processed', status_code: 'approved', description: 'Café crème' }, event_created_at: new Date(), sequence: 1,
   });
-  for (const secret of ['whsec_KQCd94SA4g1OvASMsFgKPY7yEisw8O6B', 'a secret of my own choosing']) {
-    const headers = {
-      'x-service-signature': serviceSignature(secret, body),
-      'webhook-id': 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d',
-      'webhook-timestamp': String(now),
-      'webhook-signature': standardWebhooksSignature(secret, 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d', now, body),
-    };
-    const raw = Buffer.from(body);
-    t.equal(verifySettleWebhook(secret, raw, headers), true, `a delivery signed with ${secret.slice(0, 6)}…`);
-    t.equal(verifySettleWebhook(secret, raw, { ...headers, 'webhook-signature': `v1,AAAA ${headers['webhook-signature']}` }), true, 'one of several signatures');
-    t.equal(verifySettleWebhook(secret, Buffer.from(body.replace('processed', 'declined')), headers), false, 'a changed body');
-    t.equal(verifySettleWebhook(`${secret}x`, raw, headers), false, 'another secret');
-    t.equal(verifySettleWebhook(secret, raw, { ...headers, 'webhook-signature': 'v1,AAAA' }), false, 'a wrong Standard Webhooks signature');
-    t.equal(verifySettleWebhook(secret, raw, headers, now + 301), false, 'a replay five minutes later');
+  const id = 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d';
+  const signed = (secrets: string[], extra: Record<string, string> = {}) => ({
+    'x-service-signature': serviceSignature(secrets[0], body), 'webhook-id': id, 'webhook-timestamp': String(now),
+    'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, id, now, body)).join(' '), ...extra,
+  });
+  const older = 'whsec_KQCd94SA4g1OvASMsFgKPY7yEisw8O6B';
+  const newer = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const cases: Array<[string, string[], string, Record<string, string>, number, boolean]> = [];
+  for (const secret of [older, 'a secret of my own choosing']) {
+    cases.push([`a delivery signed with ${secret.slice(0, 6)}…`, [secret], body, signed([secret]), now, true]);
+    cases.push(['a changed body', [secret], body.replace('processed', 'declined'), signed([secret]), now, false]);
+    cases.push(['another secret', [secret === older ? newer : `${secret}, another`], body, signed([secret]), now, false]);
+    cases.push(['a wrong Standard Webhooks signature', [secret], body, signed([secret], { 'webhook-signature': 'v1,AAAA' }), now, false]);
+    cases.push(['a replay five minutes later', [secret], body, signed([secret]), now + 301, false]);
   }
+  cases.push(['during a rotation, a receiver holding only the old secret', [older], body, signed([newer, older]), now, true]);
+  cases.push(['during a rotation, a receiver holding only the new secret', [newer], body, signed([newer, older]), now, true]);
+  cases.push(['after the overlap, the old secret alone no longer verifies', [older], body, signed([newer]), now, false]);
+  cases.push(['a receiver holding both, after the overlap', [newer, older], body, signed([newer]), now, true]);
+  const fromPython = await viaPython(cases.map(([, secrets, b, headers, at]) => ({ secrets, body: b, headers, now: at })));
+  cases.forEach(([name, secrets, b, headers, at, expected], i) => {
+    t.equal(node(secrets, Buffer.from(b), headers, at), expected, `Node: ${name}`);
+    t.equal(fromPython[i], expected, `Python: ${name}`);
+  });
 });
 
 /** Markdown files of the repository: README.md, ARCHITECTURE.md and everything under docs/. */

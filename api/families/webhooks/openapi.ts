@@ -1,0 +1,75 @@
+/**
+ * The webhook actions beyond the generic operations (api/http/webhookRoutes.ts), described for
+ * `/openapi.json` beside the generated collections: resend and rotate_secret.
+ */
+import type { Version } from '../../engine/family.ts';
+import { sampleId } from '../../openapiSamples.ts';
+import { collectionByPath } from '../index.ts';
+
+type Schema = Record<string, unknown>;
+
+const TIMESTAMP = { type: 'string', description: 'UTC `YYYY-MM-DD HH:MM:SS` (or ISO 8601)' };
+const error = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+function body(schema: Schema): Schema {
+  return { required: true, content: { 'application/json': { schema }, 'application/x-www-form-urlencoded': { schema } } };
+}
+
+function curl(version: Version, path: string, form: string): Schema[] {
+  const header = version === 'v1' ? '' : ` -H "X-API-Version: ${version}"`;
+  return [{ lang: 'Shell', label: 'curl', source: `curl -u $SETTLE_KEY:${header} "$SETTLE_URL${path}" ${form}` }];
+}
+
+export function webhookActionPaths(version: Version): Record<string, Schema> {
+  const id = sampleId(collectionByPath.get('webhooks')!);
+  const parameters = [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }];
+  const tags = ['webhooks'];
+  return {
+    '/webhooks/{id}/resend': {
+      post: {
+        tags, operationId: 'resend_webhook', parameters,
+        summary: 'Resend events to a webhook',
+        description: 'One event (`event_id`, answered with the delivery it starts), or every event of the webhook\'s trigger in a window (`since`, `until`), in commit order, each a new attempt series with the same event id. With `only_missed: true` only the events recorded against the webhook with no successful delivery (skipped while it was disabled, or failed); run twice, the second finds nothing.',
+        requestBody: body({
+          type: 'object',
+          properties: {
+            event_id: { type: 'string' }, since: TIMESTAMP, until: { ...TIMESTAMP, description: 'not before `since`' },
+            only_missed: { type: 'boolean', default: false },
+          },
+        }),
+        responses: {
+          '200': {
+            description: 'OK',
+            content: {
+              'application/json': {
+                schema: {
+                  oneOf: [
+                    { type: 'object', required: ['object', 'webhook_id', 'events'], properties: { object: { const: 'webhook_resend' }, webhook_id: { type: 'string' }, events: { type: 'integer' } } },
+                    { type: 'object', required: ['object', 'values'], properties: { object: { const: 'list' }, values: { type: 'array', items: { type: 'object', properties: { object: { const: 'webhook_delivery' }, id: { type: 'string' }, event_id: { type: 'string' }, series: { type: 'integer' } } } } } },
+                  ],
+                },
+              },
+            },
+          },
+          '400': error('InvalidAttributes: `until` before `since`, a window of more events than one resend takes, `only_missed` not a boolean'),
+          '404': error('NotFound: no such webhook (another org\'s included)'),
+        },
+        'x-codeSamples': curl(version, `/webhooks/${id}/resend`, '-d since="2026-11-25 00:00:00" -d only_missed=true'),
+      },
+    },
+    '/webhooks/{id}/rotate_secret': {
+      post: {
+        tags, operationId: 'rotate_webhook_secret', parameters,
+        summary: 'Rotate a webhook\'s signing secret',
+        description: 'Answers the webhook with its new `sender_secret`, shown this once. Until `previous_expires_in` seconds pass, `webhook-signature` carries a signature under the new and the old secret (`v1,<new> v1,<old>`) and `X-Service-Signature` the new one\'s; then only the new one. A rotation during an overlap ends the oldest secret at once.',
+        requestBody: body({ type: 'object', properties: { previous_expires_in: { type: 'integer', minimum: 0, maximum: 604800, default: 86400 } } }),
+        responses: {
+          '200': { description: 'OK', content: { 'application/json': { schema: { $ref: '#/components/schemas/Webhooks' } } } },
+          '400': error('InvalidAttributes: `previous_expires_in` not a whole number of seconds from 0 to 604800'),
+          '404': error('NotFound'),
+        },
+        'x-codeSamples': curl(version, `/webhooks/${id}/rotate_secret`, '-d previous_expires_in=86400'),
+      },
+    },
+  };
+}
