@@ -110,6 +110,10 @@ export interface Config {
   eventRetentionMs: number;
   /** WEBHOOK_LOG_RETENTION: how long webhook delivery logs (attempts) are kept. Default 30d. */
   webhookLogRetentionMs: number;
+  /** SETTLE_AUDIT_RETENTION: how long audit events are kept. Default 400d. */
+  auditRetentionMs: number;
+  /** SETTLE_REQUEST_LOG_RETENTION: how long the reporting store keeps request log rows. Default 30d. */
+  requestLogRetentionMs: number;
   /** SETTLE_RETENTION_SCHEDULE: crontab time of the retention task in the worker, or `off`. Default every 10 minutes. */
   retentionSchedule: string | null;
 }
@@ -209,6 +213,8 @@ function retentionConfig(env: NodeJS.ProcessEnv) {
     idempotencyRetentionMs: parseDurations(env.SETTLE_IDEMPOTENCY_RETENTION ?? '24h', 'SETTLE_IDEMPOTENCY_RETENTION')[0],
     eventRetentionMs: parseDurations(env.SETTLE_EVENT_RETENTION ?? '30d', 'SETTLE_EVENT_RETENTION')[0],
     webhookLogRetentionMs: parseDurations(env.WEBHOOK_LOG_RETENTION ?? '30d', 'WEBHOOK_LOG_RETENTION')[0],
+    auditRetentionMs: parseDurations(env.SETTLE_AUDIT_RETENTION ?? '400d', 'SETTLE_AUDIT_RETENTION')[0],
+    requestLogRetentionMs: parseDurations(env.SETTLE_REQUEST_LOG_RETENTION ?? '30d', 'SETTLE_REQUEST_LOG_RETENTION')[0],
     retentionSchedule: schedule === 'off' ? null : schedule,
   };
 }

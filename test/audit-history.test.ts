@@ -5,6 +5,8 @@
  * No secret or full number is ever stored in it; the table refuses changes; another org sees none.
  */
 import t from 'tap';
+import { loadConfig } from '../api/config.ts';
+import { applyRetention } from '../workers/tasks/retention.ts';
 import { runSettle } from './helpers/cli.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { eventually } from './helpers/wait.ts';
@@ -136,4 +138,16 @@ t.test('the table refuses updates, deletes and truncation; retention prunes thro
   t.equal((await api.db.raw(`select prune_audit_events(now() + interval '1 day', 1000) as n`)).rows[0].n, total);
   await api.request('POST', '/customers', { json: { name: 'After the prune' } });
   await t.rejects(api.db.raw(`delete from audit_events`), /append-only/, 'the prune leaves no opening behind');
+});
+
+t.test('retention deletes audit events past SETTLE_AUDIT_RETENTION (400 days by default) and no others', async (t) => {
+  t.equal(loadConfig({}).auditRetentionMs, 400 * 86_400_000);
+  const policy = loadConfig({ SETTLE_AUDIT_RETENTION: '30d' });
+  await api.db.raw(`insert into audit_events (id, org_id, environment, data, created_at) values
+    ('aud_old', 'o', 'test', '{}', now() - interval '31 days'), ('aud_young', 'o', 'test', '{}', now() - interval '29 days')`);
+  const before = (await api.db.raw(`select count(*)::int as n from audit_events`)).rows[0].n;
+  const report = await applyRetention(api.db, policy);
+  t.equal(report.audit_events, 1);
+  t.same((await api.db.raw(`select id from audit_events where id in ('aud_old', 'aud_young')`)).rows, [{ id: 'aud_young' }]);
+  t.equal((await api.db.raw(`select count(*)::int as n from audit_events`)).rows[0].n, before - 1);
 });

@@ -64,3 +64,11 @@ export function deleteExpiredEvents(db: Db, keepMs: number, limit = RETENTION_BA
      select count(*)::int as deleted, (select count(*) from finished) as deliveries from deleted`,
     [keepMs, limit]);
 }
+
+/**
+ * Audit events created more than `keepMs` ago, through the one function the append-only table
+ * lets delete (migration 20261126000300).
+ */
+export function deleteExpiredAuditEvents(db: Db, keepMs: number, limit = RETENTION_BATCH): Promise<number> {
+  return count(db, `select prune_audit_events(now() - make_interval(secs => ? / 1000.0), ?) as deleted`, [keepMs, limit]);
+}

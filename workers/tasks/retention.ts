@@ -8,16 +8,17 @@
 import type { Task } from 'graphile-worker';
 import type { Config } from '../../api/config.ts';
 import type { Db } from '../../api/db/connection.ts';
-import { deleteExpiredEvents, deleteExpiredIdempotencyKeys, deleteExpiredWebhookLogs, RETENTION_BATCH } from '../../api/db/retention.ts';
+import { deleteExpiredAuditEvents, deleteExpiredEvents, deleteExpiredIdempotencyKeys, deleteExpiredWebhookLogs, RETENTION_BATCH } from '../../api/db/retention.ts';
 
 export const RETENTION_TASK = 'retention';
 
-export type RetentionPolicy = Pick<Config, 'idempotencyRetentionMs' | 'eventRetentionMs' | 'webhookLogRetentionMs'>;
+export type RetentionPolicy = Pick<Config, 'idempotencyRetentionMs' | 'eventRetentionMs' | 'webhookLogRetentionMs' | 'auditRetentionMs'>;
 
 export interface RetentionReport {
   idempotency_keys: number;
   webhook_logs: number;
   events: number;
+  audit_events: number;
 }
 
 /** Repeats one batch while batches come back full. */
@@ -36,8 +37,9 @@ export async function applyRetention(db: Db, policy: RetentionPolicy): Promise<R
     ['idempotency_keys', () => deleteExpiredIdempotencyKeys(db, policy.idempotencyRetentionMs)],
     ['webhook_logs', () => deleteExpiredWebhookLogs(db, policy.webhookLogRetentionMs)],
     ['events', () => deleteExpiredEvents(db, policy.eventRetentionMs)],
+    ['audit_events', () => deleteExpiredAuditEvents(db, policy.auditRetentionMs)],
   ];
-  const report: RetentionReport = { idempotency_keys: 0, webhook_logs: 0, events: 0 };
+  const report: RetentionReport = { idempotency_keys: 0, webhook_logs: 0, events: 0, audit_events: 0 };
   let failure: unknown = null;
   for (const [kind, batch] of kinds) {
     try {
@@ -53,7 +55,7 @@ export async function applyRetention(db: Db, policy: RetentionPolicy): Promise<R
 export function retentionTask(db: Db, policy: RetentionPolicy): Task {
   return async (_payload, helpers) => {
     const report = await applyRetention(db, policy);
-    if (report.idempotency_keys + report.webhook_logs + report.events > 0) helpers.logger.info('retention: deleted expired rows', { ...report });
+    if (Object.values(report).some((n) => n > 0)) helpers.logger.info('retention: deleted expired rows', { ...report });
   };
 }
 
