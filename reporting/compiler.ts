@@ -124,12 +124,15 @@ export class ClickHouseCompiler {
   readonly version: Version;
   readonly params: Params;
   private readonly fields: Map<string, FieldSpec>;
+  /** stored field → its ClickHouse column: the transaction mirror's, or another table's of the store (the request log) */
+  private readonly columns: ReadonlyMap<string, { name: string }>;
 
-  constructor(family: Family, version: Version, params = new Params()) {
+  constructor(family: Family, version: Version, params = new Params(), columns: ReadonlyMap<string, { name: string }> = COLUMN_BY_STORE) {
     this.family = family;
     this.version = version;
     this.params = params;
     this.fields = fieldsOf(family, version);
+    this.columns = columns;
   }
 
   where(expr: Expr): string {
@@ -306,7 +309,7 @@ export class ClickHouseCompiler {
     const dotted = path.join('.');
     const exact = this.fields.get(dotted);
     if (exact && !exact.writeOnly) {
-      const column = COLUMN_BY_STORE.get(exact.store);
+      const column = this.columns.get(exact.store);
       if (!column) throw invalidAttributes({ [dotted]: 'Not available in reporting queries' });
       return { sql: column.name, type: exact.type, field: exact };
     }

@@ -5,7 +5,7 @@
  * type) filter the rows outside the client's expression; `FINAL` reads each transaction's latest
  * version only, deleted ones dropped.
  */
-import type { Tenant, Version } from '../api/engine/family.ts';
+import type { Family, Tenant, Version } from '../api/engine/family.ts';
 import { aggregateTerms } from '../api/engine/operations.ts';
 import type { Json } from '../api/engine/view.ts';
 import { toApi } from '../api/engine/values.ts';
@@ -45,10 +45,19 @@ function isAggregate(node: Operand): boolean {
   return node.kind === 'call' && AGGREGATES.has(node.fn.toLowerCase());
 }
 
-export function compileReport(request: ReportRequest, table: string): CompiledReport {
+/** What a report reads: the transaction mirror (FINAL: each row's latest version), or another table of the store. */
+export interface ReportSource {
+  family: Family;
+  columns?: ReadonlyMap<string, { name: string }>;
+  final: boolean;
+}
+
+const MIRROR: ReportSource = { family: transactions, final: true };
+
+export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR): CompiledReport {
   const { query, version } = request;
   const terms = aggregateTerms(query);
-  const compiler = new ClickHouseCompiler(transactions, version);
+  const compiler = new ClickHouseCompiler(source.family, version, undefined, source.columns);
   const params = compiler.params;
   const select: string[] = [];
 
@@ -96,7 +105,7 @@ export function compileReport(request: ReportRequest, table: string): CompiledRe
   const groupBy = groups.size ? `\nGROUP BY ${[...groups.values()].map((g) => g.alias).join(', ')}` : '';
   const orderBy = order.length ? `\nORDER BY ${order.join(', ')}` : '';
   const sql = `SELECT ${select.join(', ')}
-FROM ${table} FINAL
+FROM ${table}${source.final ? ' FINAL' : ''}
 WHERE ${conditions.join(' AND ')}${groupBy}${orderBy}
 LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}
 SETTINGS max_execution_time = 60`;
