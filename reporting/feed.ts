@@ -12,7 +12,7 @@
  * cursor, in chunks; the next chunk is fetched while the previous one is inserted.
  */
 import { rows, type Db } from '../api/db/connection.ts';
-import { pgRowJson } from './columns.ts';
+import { FEED_SESSION, pgRowJson } from './columns.ts';
 
 export interface Snapshot {
   xmin: bigint;
@@ -99,7 +99,7 @@ const TAIL_PLAN = `, set_config('enable_seqscan', 'off', true), set_config('enab
 export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: FeedChunk) => Promise<void>, onTotal?: (total: number) => void): Promise<FeedPass> {
   return db.transaction(async (trx) => {
     const [{ snapshot: text, pruned_below: prunedBelow }] = await rows<{ snapshot: string; pruned_below: string | null }>(trx,
-      `select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below${since === null ? '' : TAIL_PLAN}`);
+      `select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below, ${FEED_SESSION}${since === null ? '' : TAIL_PLAN}`);
     const snapshot = parseSnapshot(text)!;
     const pass: FeedPass = { snapshot, rows: 0 };
     if (since && prunedBelow !== null && BigInt(prunedBelow) > since.xmin) throw new FeedPruned(since, BigInt(prunedBelow));
@@ -109,8 +109,10 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
       const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total ${from}`, bindings);
       onTotal(Number(total));
     }
+    // A rebuild copies rows as they stand, not changes: no commit time to measure lag from.
+    const changedMs = since === null ? '0' : 'extract(epoch from c.changed_at) * 1000';
     await trx.raw(`declare mirror_feed no scroll cursor for
-      select ${pgRowJson()} as line, extract(epoch from c.changed_at) * 1000 as changed_ms
+      select ${pgRowJson()} as line, ${changedMs} as changed_ms
         ${from}`, bindings);
     await copyCursor(trx, pass, sink);
     return pass;
