@@ -4,7 +4,7 @@
  * unless editable, its payer and biller), and the page pays with `payment_link_id`, so the link's
  * own rules (amount, one payment for a one-time link, invoice allocation) decide the payment.
  */
-import { createClientToken } from '../clientTokens.ts';
+import { createClientToken } from '../families/intents/clientTokens.ts';
 import type { Db } from '../db/connection.ts';
 import { isPlainObject } from '../engine/view.ts';
 import { renderClosedPage, renderPaymentPage } from './checkoutPage.ts';

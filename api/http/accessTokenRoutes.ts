@@ -1,7 +1,7 @@
 /** `POST /access_tokens`: a secret key mints a client token for a browser element. */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { createClientToken } from '../clientTokens.ts';
+import { createClientToken } from '../families/intents/clientTokens.ts';
 import { recordTokenIntent } from '../families/intents/tokenIntents.ts';
 import { forbidden } from '../errors.ts';
 import { completeInTransaction } from './idempotency.ts';

@@ -4,7 +4,7 @@
  * service had when they were lists of their own (webhooks' TRIGGERS, auth.ts' CLIENT_SCOPES).
  */
 import t from 'tap';
-import { validateIntent } from '../../api/clientTokens.ts';
+import { validateIntent } from '../../api/families/intents/clientTokens.ts';
 import { clientTokenScopes, collections, families, webhookTriggers } from '../../api/families/index.ts';
 import { webhookTriggers as subscribable, webhooks } from '../../api/families/webhooks/family.ts';
 

@@ -3,15 +3,15 @@
  * bound to one intent whose options are validated and completed with their defaults here.
  */
 import { z } from 'zod';
-import type { Db } from './db/connection.ts';
-import { insertAccessToken } from './db/accessTokens.ts';
-import type { Tenant } from './engine/family.ts';
-import { setPath } from './engine/view.ts';
-import { invalidAttributes, type ErrorDetails } from './errors.ts';
-import { formatTimestamp, parseMoney } from './engine/values.ts';
-import { randomBase62 } from './ids.ts';
-import { hashKey } from './keys.ts';
-import { hostedPageUrl } from './families/intents/links.ts';
+import type { Db } from '../../db/connection.ts';
+import { insertAccessToken } from '../../db/accessTokens.ts';
+import type { Tenant } from '../../engine/family.ts';
+import { setPath } from '../../engine/view.ts';
+import { invalidAttributes, type ErrorDetails } from '../../errors.ts';
+import { formatTimestamp, parseMoney } from '../../engine/values.ts';
+import { randomBase62 } from '../../ids.ts';
+import { hashKey } from '../../keys.ts';
+import { hostedPageUrl } from './links.ts';
 
 export const CLIENT_TOKEN_LIFETIME_MS = 30 * 60 * 1000;
 

@@ -1,5 +1,5 @@
 /**
- * Options of the link kinds (CONTRACT §13), checked like the element kinds' (api/clientTokens.ts):
+ * Options of the link kinds (CONTRACT §13), checked like the element kinds' (clientTokens.ts):
  * every key known, every value of its type, defaults filled in.
  */
 import { z } from 'zod';

@@ -1,9 +1,9 @@
 /**
  * Intent rules: options checked per kind, a client token for element kinds (made through
- * api/clientTokens.ts, so an intent allows exactly what a token from /access_tokens would), a
+ * clientTokens.ts, so an intent allows exactly what a token from /access_tokens would), a
  * hosted page and recipients for link kinds, and the expiry job.
  */
-import { createClientToken, validateIntent } from '../../clientTokens.ts';
+import { createClientToken, validateIntent } from './clientTokens.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject } from '../../engine/view.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
