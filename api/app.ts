@@ -22,6 +22,7 @@ import { createRateLimiter } from './http/rateLimit.ts';
 import type { AppServices, RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
 import { requestIdFor } from './http/requestId.ts';
+import { RequestLogShipper, requestLogRoute, requestLogRow, shouldLog } from './http/requestLog.ts';
 import { serviceUnavailable } from './errors.ts';
 import { pingDatabase } from './db/health.ts';
 
@@ -37,6 +38,8 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   const app = new Koa({ proxy: false });
   app.silent = true;
   const routes = objectRoutes();
+  const { config } = services;
+  const requestLog = config.reportingUrl === null ? null : new RequestLogShipper(config.reportingUrl, config.reportingSecret, config.requestLogBuffer, services.log);
 
   app.use(async (ctx: Ctx, next: Next) => {
     const started = performance.now();
@@ -54,6 +57,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
       throw error;
     }
     recordRequest(ctx, started);
+    if (requestLog && shouldLog(ctx.path)) requestLog.add(requestLogRow(ctx, started));
     ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
   });
   app.use(clientTokenCors);
@@ -84,6 +88,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(auditActor);
   app.use(createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime()));
   app.use(apiVersion);
+  app.use(requestLogRoute(requestLog, config));
   app.use(createBodyParser(services.config.bodyLimit));
   app.use(testDataRoutes(services));
   app.use(idempotency);

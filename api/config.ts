@@ -114,6 +114,8 @@ export interface Config {
   auditRetentionMs: number;
   /** SETTLE_REQUEST_LOG_RETENTION: how long the reporting store keeps request log rows. Default 30d. */
   requestLogRetentionMs: number;
+  /** SETTLE_REQUEST_LOG_BUFFER: request log rows a web process holds while reporting cannot take them; past it the oldest are dropped (counted). Default 100000. */
+  requestLogBuffer: number;
   /** SETTLE_RETENTION_SCHEDULE: crontab time of the retention task in the worker, or `off`. Default every 10 minutes. */
   retentionSchedule: string | null;
 }
@@ -156,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     rateLimit: parseRateLimit(env.SETTLE_RATE_LIMIT),
     bodyLimit: intFromEnv(env, 'SETTLE_BODY_LIMIT', 1024 * 1024),
+    requestLogBuffer: intFromEnv(env, 'SETTLE_REQUEST_LOG_BUFFER', 100_000),
     dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),
     workerConcurrency: intFromEnv(env, 'WORKER_CONCURRENCY', 10),
     workerLocalQueue: intFromEnv(env, 'WORKER_LOCAL_QUEUE', 0),

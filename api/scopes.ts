@@ -7,7 +7,7 @@ import { collectionByPath } from './families/index.ts';
 export type Access = 'read' | 'write';
 
 /** Collections reached by routes of their own rather than through the family registry. */
-const ROUTED = ['access_tokens', 'webhooks', 'webhook_logs', 'users', 'test_clock', 'test_data', 'orgs'];
+const ROUTED = ['access_tokens', 'webhooks', 'webhook_logs', 'users', 'test_clock', 'test_data', 'orgs', 'request_logs'];
 
 export function knownCollections(): string[] {
   return [...new Set([...collectionByPath.keys(), ...ROUTED])].sort();

@@ -29,6 +29,7 @@ import { selectReport } from './repository.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
 import { metricsText } from '../api/metrics.ts';
+import { answerRequestLogs } from './requestLog.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -52,6 +53,8 @@ export interface ServerOptions {
   secret?: string;
   waitMs: number;
   log: Logger;
+  /** SETTLE_REQUEST_LOG_RETENTION: how long request log rows are kept (the table's TTL) */
+  requestLogRetentionMs?: number;
   /** SETTLE_EXPORT_MAX_ROWS: the most rows a Parquet export holds */
   exportMaxRows?: number;
 }
@@ -106,6 +109,7 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
     }
     if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);
     if (ctx.method === 'POST' && ctx.path === '/rebuild') return streamRebuild(ctx, engine);
+    if (ctx.method === 'POST' && ctx.path.startsWith('/request_logs')) return answerRequestLogs(ctx, engine, await readJson(ctx), options.requestLogRetentionMs ?? 30 * 86_400_000);
     return next();
   });
   return app;

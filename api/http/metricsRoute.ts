@@ -9,7 +9,7 @@ import { httpDuration, httpRequests, metricsText } from '../metrics.ts';
 /** Paths answered outside the routers, kept as their own series. */
 const FIXED_PATHS = new Set(['/healthz', '/metrics', '/openapi.json', '/client.js']);
 
-function routeOf(ctx: Context): string {
+export function routeOf(ctx: Context): string {
   const matched = (ctx as Context & { _matchedRoute?: unknown })._matchedRoute;
   if (typeof matched === 'string') {
     const collection = (ctx.params as Record<string, string> | undefined)?.collection;

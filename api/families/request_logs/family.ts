@@ -1,0 +1,59 @@
+/**
+ * Request logs (CONTRACT §20): one row per API request, kept in the reporting store (ClickHouse),
+ * not in Postgres, so this declaration is not a registered collection: it gives the fields that
+ * `GET /request_logs` filters, selects, aggregates and groups through the reporting compiler, each
+ * stored in the ClickHouse column of its name.
+ */
+import type { Family, FieldSpec } from '../../engine/family.ts';
+
+const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
+
+/** A logged request as the web process ships it and the store holds it. */
+export interface RequestLogRow {
+  org_id: string;
+  environment: string;
+  id: string;
+  method: string;
+  /** the route template (`/:collection/:id` with the collection named), or the path when none matched */
+  route: string;
+  /** the path without its query string: no query value is ever logged */
+  path: string;
+  status: number;
+  duration_ms: number;
+  key_prefix: string | null;
+  idempotency_key: string | null;
+  api_version: string | null;
+  error_type: string | null;
+  ip: string;
+  user_agent: string;
+  /** ISO 8601 with milliseconds, UTC */
+  created_at: string;
+}
+
+const fields: FieldSpec[] = [
+  { store: 'id', type: 'string', ...both('id') },
+  { store: 'method', type: 'string', ...both('method') },
+  { store: 'route', type: 'string', ...both('route') },
+  { store: 'path', type: 'string', ...both('path') },
+  { store: 'status', type: 'integer', ...both('status') },
+  { store: 'duration_ms', type: 'integer', ...both('duration_ms') },
+  { store: 'key_prefix', type: 'string', ...both('key_prefix') },
+  { store: 'idempotency_key', type: 'string', ...both('idempotency_key') },
+  { store: 'api_version', type: 'string', ...both('api_version') },
+  { store: 'error_type', type: 'string', ...both('error_type') },
+  { store: 'ip', type: 'string', ...both('ip') },
+  { store: 'user_agent', type: 'string', ...both('user_agent') },
+  { store: 'created_at', type: 'datetime', ...both('created_at') },
+];
+
+export const requestLogs: Family = {
+  name: 'request_log',
+  table: 'request_logs',
+  idPrefix: 'req',
+  types: ['request_log'],
+  fields,
+  objectName: () => 'request_log',
+};
+
+/** Stored field → ClickHouse column: the same name. */
+export const REQUEST_LOG_COLUMNS: ReadonlyMap<string, { name: string }> = new Map(fields.map((f) => [f.store, { name: f.store }]));

@@ -1,0 +1,174 @@
+/**
+ * The request log (CONTRACT §20), web side. Each answered API request becomes one row, queued in
+ * memory and shipped to the reporting process in batches, off the request path: a request never
+ * waits for the log. While reporting is down the queue holds rows (at most SETTLE_REQUEST_LOG_BUFFER)
+ * and ships them when it is back; past the bound the oldest rows are dropped and counted in
+ * `settle_request_log_dropped_total` on /metrics. `GET /request_logs` first ships what this process
+ * holds, then asks reporting, so a client reads its own requests.
+ */
+import type { Context, Next } from 'koa';
+import type { Logger } from 'pino';
+import client from 'prom-client';
+import type { Config } from '../config.ts';
+import { badRequest, serviceUnavailable } from '../errors.ts';
+import type { RequestLogRow } from '../families/request_logs/family.ts';
+import { registry } from '../metrics.ts';
+import { routeOf } from './metricsRoute.ts';
+import type { RequestState } from './state.ts';
+
+const dropped = new client.Counter({
+  name: 'settle_request_log_dropped_total',
+  help: 'Request log rows dropped because the buffer was full while reporting could not take them',
+  registers: [registry],
+});
+
+/** Rows per shipment, and how soon a partial batch goes. */
+const BATCH = 1000;
+const FLUSH_MS = 200;
+const RETRY_MS = 1000;
+/** Paths that are not API requests: pages, their assets, and the probes. */
+const UNLOGGED = /^\/(console|healthz$|metrics$|client\.js$|elements\/|checkout|pay\/|enroll|docs)/;
+
+export class RequestLogShipper {
+  readonly #url: string;
+  readonly #secret: string | undefined;
+  readonly #capacity: number;
+  readonly #log: Logger;
+  #rows: RequestLogRow[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  #shipping: Promise<void> | null = null;
+  #down = false;
+
+  constructor(url: string, secret: string | undefined, capacity: number, log: Logger) {
+    this.#url = url;
+    this.#secret = secret;
+    this.#capacity = capacity;
+    this.#log = log;
+  }
+
+  get pending(): number {
+    return this.#rows.length;
+  }
+
+  add(row: RequestLogRow): void {
+    if (this.#rows.length >= this.#capacity) {
+      this.#rows.shift();
+      dropped.inc();
+    }
+    this.#rows.push(row);
+    if (this.#rows.length >= BATCH) void this.flush().catch(() => {});
+    else this.#schedule(FLUSH_MS);
+  }
+
+  #schedule(ms: number): void {
+    if (this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      void this.flush().catch(() => {});
+    }, ms);
+    this.#timer.unref();
+  }
+
+  /** Ships everything queued (one shipment at a time); throws when reporting does not take it, the rows kept. */
+  async flush(): Promise<void> {
+    while (this.#shipping) await this.#shipping.catch(() => {});
+    if (this.#rows.length === 0) return;
+    this.#shipping = this.#shipAll();
+    try {
+      await this.#shipping;
+    } finally {
+      this.#shipping = null;
+    }
+  }
+
+  async #shipAll(): Promise<void> {
+    while (this.#rows.length) {
+      const batch = this.#rows.slice(0, BATCH);
+      try {
+        await this.#post(batch);
+      } catch (error) {
+        if (!this.#down) this.#log.warn({ err: (error as Error).message, pending: this.#rows.length }, 'request log: reporting unavailable, rows kept until it is back');
+        this.#down = true;
+        this.#schedule(RETRY_MS);
+        throw error;
+      }
+      // Rows dropped meanwhile left from the front: remove what was shipped by identity.
+      const shipped = new Set(batch);
+      this.#rows = this.#rows.filter((row) => !shipped.has(row));
+      if (this.#down) this.#log.info('request log: reporting back, queued rows shipped');
+      this.#down = false;
+    }
+  }
+
+  async #post(rows: RequestLogRow[]): Promise<void> {
+    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+    if (this.#secret) headers.Authorization = `Bearer ${this.#secret}`;
+    const response = await fetch(`${this.#url}/request_logs`, { method: 'POST', headers, body: JSON.stringify({ rows }), signal: AbortSignal.timeout(5000) });
+    if (!response.ok) throw new Error(`reporting answered ${response.status}`);
+    await response.arrayBuffer();
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}
+
+function errorTypeOf(ctx: Context): string | null {
+  const body = ctx.body as { error_type?: unknown } | null | undefined;
+  return ctx.status >= 400 && body && typeof body === 'object' && typeof body.error_type === 'string' ? body.error_type : null;
+}
+
+/** The row of an answered request. */
+export function requestLogRow(ctx: Context & { state: RequestState }, startedMs: number): RequestLogRow {
+  const { tenant, requestId, keyPrefix, version } = ctx.state;
+  return {
+    org_id: tenant?.orgId ?? '',
+    environment: tenant?.environment ?? '',
+    id: requestId,
+    method: ctx.method,
+    route: routeOf(ctx),
+    path: ctx.path.slice(0, 512),
+    status: ctx.status,
+    duration_ms: Math.round(performance.now() - startedMs),
+    key_prefix: keyPrefix ?? null,
+    idempotency_key: ctx.get('Idempotency-Key').slice(0, 255) || null,
+    api_version: version ?? null,
+    error_type: errorTypeOf(ctx),
+    ip: ctx.ip,
+    user_agent: ctx.get('User-Agent').slice(0, 512),
+    created_at: new Date(Date.now() - (performance.now() - startedMs)).toISOString(),
+  };
+}
+
+export function shouldLog(path: string): boolean {
+  return !UNLOGGED.test(path);
+}
+
+/** `GET /request_logs`: this process's queue shipped first, then the reporting process answers. */
+export function requestLogRoute(shipper: RequestLogShipper | null, config: Config) {
+  return async function requestLogsRoute(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
+    if (ctx.path !== '/request_logs') return next();
+    if (ctx.method !== 'GET') throw badRequest('/request_logs is read-only', { method: `${ctx.method} is not allowed here` });
+    if (!shipper || config.reportingUrl === null) throw badRequest('The request log is kept by the reporting process, which is off here (REPORTING_URL=off)');
+    if (ctx.state.principal?.kind !== 'secret') throw badRequest('The request log is read with a secret key');
+    try {
+      await shipper.flush();
+    } catch {
+      throw serviceUnavailable('Reporting is unavailable: the request log cannot be read now; requests are still logged and kept until it is back');
+    }
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Request-Id': ctx.state.requestId };
+    if (config.reportingSecret) headers.Authorization = `Bearer ${config.reportingSecret}`;
+    const body = { tenant: ctx.state.tenant, version: ctx.state.version, params: [...new URLSearchParams(ctx.querystring)] };
+    let response: Response;
+    try {
+      response = await fetch(`${config.reportingUrl}/request_logs/query`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(config.reportingWaitMs + 1000) });
+    } catch {
+      throw serviceUnavailable('Reporting is unavailable: the request log cannot be read now; retry shortly');
+    }
+    const answer = await response.json().catch(() => null);
+    if (response.status >= 500 || !answer) throw serviceUnavailable('Reporting is unavailable: the request log cannot be read now; retry shortly');
+    ctx.status = response.status;
+    ctx.body = answer;
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * The request log in the reporting store: the web processes ship their logged requests here in
+ * batches (`POST /request_logs`), and `GET /request_logs` is answered from here (`POST
+ * /request_logs/query`) — a list, or `fields` aggregates and `group_by` compiled by the same
+ * compiler as transaction reports. Rows leave by the table's TTL (SETTLE_REQUEST_LOG_RETENTION).
+ */
+import type { Context } from 'koa';
+import type { Version } from '../api/engine/family.ts';
+import { isAggregateQuery } from '../api/engine/operations.ts';
+import type { Json } from '../api/engine/view.ts';
+import { badRequest, serviceUnavailable } from '../api/errors.ts';
+import { REQUEST_LOG_COLUMNS, requestLogs, type RequestLogRow } from '../api/families/request_logs/family.ts';
+import { parseListQuery } from '../api/query/listQuery.ts';
+import type { ListQuery } from '../api/query/ast.ts';
+import { ClickHouseCompiler } from './compiler.ts';
+import { compileReport, decodeRows } from './report.ts';
+import type { ReportingStore } from './store.ts';
+
+const SOURCE = { family: requestLogs, columns: REQUEST_LOG_COLUMNS, final: false };
+const COLUMNS = [...REQUEST_LOG_COLUMNS.keys()];
+/** Rows one ingest may carry (the web process sends at most this many at once). */
+export const INGEST_MAX_ROWS = 2000;
+
+function tableOf(store: ReportingStore): string {
+  return `${store.database}.request_logs`;
+}
+
+const ready = new WeakMap<ReportingStore, Promise<void>>();
+
+/** Creates the table once per store, and keeps its TTL at the configured retention. */
+function ensureTable(store: ReportingStore, retentionMs: number): Promise<void> {
+  let done = ready.get(store);
+  if (!done) {
+    const ttl = `toDateTime(created_at) + INTERVAL ${Math.max(1, Math.floor(retentionMs / 1000))} SECOND`;
+    done = (async () => {
+      await store.client.command({ query: `CREATE TABLE IF NOT EXISTS ${tableOf(store)} (
+  org_id LowCardinality(String),
+  environment LowCardinality(String),
+  id String,
+  method LowCardinality(String),
+  route String,
+  path String,
+  status UInt16,
+  duration_ms UInt32,
+  key_prefix Nullable(String),
+  idempotency_key Nullable(String),
+  api_version LowCardinality(Nullable(String)),
+  error_type Nullable(String),
+  ip String,
+  user_agent String,
+  created_at DateTime64(3, 'UTC')
+) ENGINE = MergeTree ORDER BY (org_id, environment, created_at, id) TTL ${ttl}` });
+      await store.client.command({ query: `ALTER TABLE ${tableOf(store)} MODIFY TTL ${ttl}` });
+    })();
+    done.catch(() => ready.delete(store));
+    ready.set(store, done);
+  }
+  return done;
+}
+
+function validRow(row: unknown): row is RequestLogRow {
+  const r = row as Partial<RequestLogRow> | null;
+  return !!r && typeof r.id === 'string' && typeof r.org_id === 'string' && typeof r.method === 'string'
+    && Number.isInteger(r.status) && typeof r.created_at === 'string' && !Number.isNaN(Date.parse(r.created_at));
+}
+
+/** `POST /request_logs` {rows}: stored as one insert. */
+export async function ingestRequestLogs(ctx: Context, store: ReportingStore, body: unknown, retentionMs: number): Promise<void> {
+  const rows = (body as { rows?: unknown } | null)?.rows;
+  if (!Array.isArray(rows) || rows.length > INGEST_MAX_ROWS || !rows.every(validRow)) throw badRequest('Malformed request log batch');
+  await ensureTable(store, retentionMs);
+  if (rows.length) {
+    const lines = rows.map((r) => JSON.stringify({ ...Object.fromEntries(COLUMNS.map((c) => [c, (r as unknown as Record<string, unknown>)[c] ?? null])), org_id: r.org_id, environment: r.environment, created_at: r.created_at.replace('T', ' ').replace('Z', '') }));
+    await store.client.command({ query: `INSERT INTO ${tableOf(store)} FORMAT JSONEachRow\n${lines.join('\n')}\n` });
+  }
+  ctx.body = { stored: rows.length };
+}
+
+interface LogQuery {
+  tenant: { orgId: string; environment: 'test' | 'live' };
+  version: Version;
+  params: Array<[string, string]>;
+}
+
+function queryBody(raw: unknown): LogQuery {
+  const body = raw as Partial<LogQuery> | null;
+  const valid = body && typeof body.tenant?.orgId === 'string' && (body.tenant.environment === 'test' || body.tenant.environment === 'live')
+    && (body.version === 'v1' || body.version === 'v2') && Array.isArray(body.params)
+    && body.params.every((p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string'));
+  if (!valid) throw badRequest('Malformed request log query');
+  return body as LogQuery;
+}
+
+/** `POST /request_logs/query`: the tenant's rows (newest first unless ordered), or aggregates. */
+export async function queryRequestLogs(ctx: Context, store: ReportingStore | null, raw: unknown, retentionMs: number, notReady: string): Promise<void> {
+  const body = queryBody(raw);
+  const query = parseListQuery(body.params);
+  if (!store) throw serviceUnavailable(notReady);
+  await ensureTable(store, retentionMs);
+  const request = { tenant: body.tenant, version: body.version, query };
+  if (isAggregateQuery(query)) {
+    const compiled = compileReport(request, tableOf(store), SOURCE);
+    ctx.body = { object: 'list', values: decodeRows(compiled, await store.select(compiled.sql, compiled.params)) };
+    return;
+  }
+  ctx.body = { object: 'list', values: await listRows(store, body.version, query, body.tenant) };
+}
+
+async function listRows(store: ReportingStore, version: Version, query: ListQuery, tenant: LogQuery['tenant']): Promise<Json[]> {
+  const compiler = new ClickHouseCompiler(requestLogs, version, undefined, REQUEST_LOG_COLUMNS);
+  const params = compiler.params;
+  const conditions = [`org_id = ${params.add('String', tenant.orgId)}`, `environment = ${params.add('String', tenant.environment)}`];
+  if (query.where) conditions.push(`(${compiler.where(query.where)})`);
+  const order = query.orderBy.map((term) => `${compiler.operand(term.expr, false).sql} ${term.direction.toUpperCase()}`);
+  if (order.length === 0) order.push('created_at DESC', 'id DESC');
+  const rows = await store.select<Record<string, unknown>>(
+    `SELECT ${COLUMNS.map((c) => (c === 'created_at' ? `toString(created_at) AS created_at` : c)).join(', ')}
+FROM ${tableOf(store)}
+WHERE ${conditions.join(' AND ')}
+ORDER BY ${order.join(', ')}
+LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}`,
+    params.values,
+  );
+  return rows.map((row) => ({
+    object: 'request_log',
+    ...row,
+    status: Number(row.status),
+    duration_ms: Number(row.duration_ms),
+    created_at: `${String(row.created_at).replace(' ', 'T')}Z`,
+  }));
+}
+
+/** The routes under /request_logs of the reporting server (reporting/server.ts). */
+export async function answerRequestLogs(ctx: Context, engine: { store: () => ReportingStore | null; notReady: () => string }, body: unknown, retentionMs: number): Promise<void> {
+  if (ctx.path === '/request_logs/query') return queryRequestLogs(ctx, engine.store(), body, retentionMs, engine.notReady());
+  if (ctx.path !== '/request_logs') return;
+  const store = engine.store();
+  if (!store) throw serviceUnavailable(engine.notReady());
+  return ingestRequestLogs(ctx, store, body, retentionMs);
+}
