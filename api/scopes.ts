@@ -2,7 +2,7 @@
  * What a restricted key may do: `<collection>:read` or `<collection>:write` (write implies read),
  * or `*:read`, collections named as in the URL. A key without scopes may do everything.
  */
-import { collectionByPath } from './families/index.ts';
+import { collectionByPath, collections } from './families/index.ts';
 
 export type Access = 'read' | 'write';
 
@@ -47,4 +47,18 @@ export function grants(scopes: string[] | null, needed: string): boolean {
   if (scopes.includes(needed)) return true;
   if (access === 'read' && (scopes.includes(`${collection}:write`) || scopes.includes('*:read'))) return true;
   return false;
+}
+
+/**
+ * A list a key may read in part: `/accounts` with only `customers:read` shows customers. The
+ * types of the collection's family that narrower collections the key may read pin down (`/customers`
+ * is accounts of type customer); empty when none does.
+ */
+export function readableTypes(scopes: string[] | null, path: string): string[] {
+  const collection = collectionByPath.get(collectionOfPath(path));
+  if (!collection || collection.fixedType) return [];
+  return collections
+    .filter((c) => c.family === collection.family && c.fixedType && grants(scopes, `${c.path}:read`))
+    .map((c) => c.fixedType!)
+    .filter((type, i, all) => all.indexOf(type) === i);
 }

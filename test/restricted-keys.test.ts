@@ -77,3 +77,21 @@ t.test('settle keys roll: a new key with the same scopes; the old one works unti
   t.equal(bad.code, 2);
   t.match(bad.stderr, /no active key matches/);
 });
+
+t.test('a key that may read customers lists /accounts as its customers only', async (t) => {
+  const key = (await settle(['keys', 'create', '--org', 'acme', '--env', 'test', '--scope', 'customers:read'])).stdout.trim();
+  const shop = (await api.request('POST', '/processing_accounts', { json: { name: 'Hidden shop' } })).body;
+  const everything = (await api.request('GET', '/accounts?limit=1000')).body.values as Array<{ id: string; type?: string }>;
+  t.ok(everything.some((a) => a.id === shop.id), 'an unrestricted key lists the processing account too');
+  const listed = await api.request('GET', '/accounts?limit=1000', { key });
+  t.equal(listed.status, 200, JSON.stringify(listed.body));
+  const ids = (listed.body.values as Array<{ id: string }>).map((a) => a.id);
+  t.ok(ids.includes(customer.id), 'its customers');
+  t.notOk(ids.includes(shop.id), 'no processing account');
+  t.equal(ids.length, everything.length - everything.filter((a) => a.type === 'processing' || a.id === shop.id).length, 'every customer, nothing else');
+  t.equal((await api.request('GET', `/accounts/${customer.id}`, { key })).status, 200);
+  t.equal((await api.request('GET', `/accounts/${shop.id}`, { key })).status, 404, 'a processing account is not there for it');
+  const other = (await settle(['keys', 'create', '--org', 'acme', '--env', 'test', '--scope', 'invoices:read'])).stdout.trim();
+  const refused = await api.request('GET', '/accounts', { key: other });
+  t.same([refused.status, refused.body.details], [403, { scope: 'accounts:read' }], 'a key that may read no kind of account is refused');
+});

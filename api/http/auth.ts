@@ -9,7 +9,7 @@ import { findActiveAccessToken } from '../db/accessTokens.ts';
 import { clientTokenScopes } from '../families/index.ts';
 import { forbidden } from '../errors.ts';
 import { hashKey, isClientToken, keyEnvironment } from '../keys.ts';
-import { grants, neededScope } from '../scopes.ts';
+import { grants, neededScope, readableTypes } from '../scopes.ts';
 import type { RequestState } from './state.ts';
 
 export function credentialFrom(header: string | undefined): string | null {
@@ -79,7 +79,12 @@ export async function keyScope(ctx: Context & { state: RequestState }, next: Nex
   const scopes = ctx.state.key?.scopes ?? null;
   if (ctx.state.principal?.kind === 'secret' && scopes !== null) {
     const needed = neededScope(ctx.method, ctx.path);
-    if (!grants(scopes, needed)) throw forbidden(`This key lacks the scope ${needed}`, { scope: needed });
+    if (!grants(scopes, needed)) {
+      // A read of a collection the key may read one kind of (accounts: customers) shows that kind only.
+      const types = ctx.method === 'GET' ? readableTypes(scopes, ctx.path) : [];
+      if (types.length !== 1) throw forbidden(`This key lacks the scope ${needed}`, { scope: needed });
+      ctx.state.readableType = types[0];
+    }
   }
   await next();
 }

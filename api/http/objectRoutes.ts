@@ -23,7 +23,8 @@ type Ctx = Context & { state: RequestState; params: Record<string, string> };
 function collectionOf(ctx: Ctx): Collection {
   const collection = collectionByPath.get(ctx.params.collection);
   if (!collection) throw notFound(`No collection /${ctx.params.collection}`);
-  return collection;
+  const only = ctx.state.readableType;
+  return only ? { ...collection, fixedType: only } : collection;
 }
 
 function listQueryOf(ctx: Ctx): ListQuery {

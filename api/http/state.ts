@@ -26,6 +26,8 @@ export interface RequestState {
   /** the presented key's or client token's prefix (the secret without its last 24 characters) */
   keyPrefix?: string;
   key?: KeyRecord;
+  /** a restricted key reading a collection it may read one type of: only rows of that type */
+  readableType?: string;
   tenant?: Tenant;
   principal?: Principal;
   version: Version;
