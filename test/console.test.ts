@@ -330,7 +330,7 @@ t.test('every view in the navigation opens with its own title and no error', asy
   const page = await browser.newPage();
   await signIn(page, api.key);
   const names = await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allTextContents();
-  t.same(names, ['Transactions', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Reports']);
+  t.same(names, ['Transactions', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Requests', 'Reports']);
   for (const name of names) {
     await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name, exact: true }).click();
     await page.getByRole('heading', { level: 1, name, exact: true }).waitFor();
@@ -463,3 +463,28 @@ t.test('Next and Previous page through transactions 25 at a time, newest first',
 });
 
 t.same([webhook.status, declined.status, refund.status], [200, 400, 200], 'the test data was made');
+
+t.test('an object\'s page shows its history; Requests filters by path and opens a request with the changes it made', async (t) => {
+  const renamed = await api.request('PUT', `/webhooks/${webhook.body.id}`, { json: { retries: 1 } });
+  t.equal(renamed.status, 200, JSON.stringify(renamed.body));
+  const page = await browser.newPage();
+  await signIn(page, api.key);
+  await page.goto(`${api.url}/console#/webhooks/${webhook.body.id}`);
+  const history = page.locator('section', { has: page.getByRole('heading', { name: 'History' }) });
+  await history.getByRole('cell', { name: /retries: 0 → 1/ }).waitFor();
+  t.pass('what changed, before and after');
+  t.equal(await history.getByRole('cell', { name: 'create', exact: true }).count(), 1, 'its making is there too');
+  const requestId = renamed.headers.get('x-request-id')!;
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Requests', exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: 'Requests', exact: true }).waitFor();
+  await typeInto(page.getByLabel('Filter (q)'), `method == "PUT" && path ? "/webhooks/*"`);
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await page.getByRole('link', { name: requestId }).click();
+  await page.getByRole('heading', { level: 1, name: `Request ${requestId}` }).waitFor();
+  const changes = page.locator('section', { has: page.getByRole('heading', { name: 'Changes it made' }) });
+  await changes.getByRole('cell', { name: 'update' }).waitFor();
+  t.match(await changes.textContent(), /retries: 0 → 1/);
+  const byConsole = await api.request('GET', `/audit_events?request_id=${requestId}`);
+  t.equal(byConsole.body.values[0].actor.type, 'secret_key', 'a change by a script is not the console\'s');
+  await page.close();
+});

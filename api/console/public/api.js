@@ -53,7 +53,8 @@ function authorization(key) {
  */
 async function send(method, path, { params, body, version = 'v1', key = storedKey(), accept = 'application/json' } = {}) {
   const query = params ? new URLSearchParams(params).toString() : '';
-  const headers = { Authorization: authorization(key ?? ''), 'X-API-Version': version, Accept: accept };
+  // The console names itself, so the audit history tells its changes from a script's with the same key.
+  const headers = { Authorization: authorization(key ?? ''), 'X-API-Version': version, Accept: accept, 'X-Settle-Console': '1' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const response = await fetch(query ? `${path}?${query}` : path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store',

@@ -7,6 +7,7 @@ import { LISTS, renderDetail, renderList } from './lists.js';
 import { renderReports } from './reports.js';
 import { renderTransaction } from './transactions.js';
 import { renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
+import { renderRequest } from './history.js';
 
 const root = document.getElementById('console');
 
@@ -89,6 +90,7 @@ function renderView(main) {
   if (!id) return renderList(main, view, state, navigate);
   if (view === 'transactions') return renderTransaction(main, id);
   if (view === 'events') return renderEvent(main, id);
+  if (view === 'requests') return renderRequest(main, id);
   if (view === 'webhooks') return sub ? renderDelivery(main, id, sub) : renderWebhook(main, id, state, navigate);
   return renderDetail(main, view, id);
 }

@@ -4,6 +4,7 @@
 
 import { api, csvExport, listPage } from './api.js';
 import { downloadCsv, fields, filterForm, h, later, link, money, pager, route, section, show, statusBadge, table, text } from './dom.js';
+import { historySection } from './history.js';
 
 /** A column showing one field as text, or as money. */
 const field = (label, name) => ({ label, cell: (o) => text(o[name]) });
@@ -94,6 +95,19 @@ export const LISTS = {
       { label: 'Balance', cell: (o) => balanceText(o.balance) },
     ],
   },
+  requests: {
+    title: 'Requests', path: '/request_logs', example: 'status >= 400 && path ? "/customers*" && key_prefix == "test_secret_key_…"',
+    note: 'Every API request, newest first. Filter by status, path or key; open one to see what it changed.',
+    csv: false,
+    columns: [
+      created,
+      field('Method', 'method'),
+      field('Path', 'path'),
+      field('Status', 'status'),
+      field('Key', 'key_prefix'),
+      field('ms', 'duration_ms'),
+    ],
+  },
 };
 
 function methodText(transaction) {
@@ -171,7 +185,7 @@ export function renderList(main, name, state, navigate) {
   show(main, view.title,
     view.note ? h('p', { class: 'note' }, view.note) : null,
     filterForm(state.q ?? '', (q) => navigate({ q, offset: 0 }), view.example),
-    downloadCsv(`${name}.csv`, () => exportCsv(view, state.q)),
+    view.csv === false ? null : downloadCsv(`${name}.csv`, () => exportCsv(view, state.q)),
     results);
 }
 
@@ -185,6 +199,6 @@ export function renderDetail(main, name, id, extra = () => []) {
       const object = view.balance
         ? await withOptionalBalance((list) => api('GET', path, { params: list ? { fields: list.join(',') } : undefined }))
         : await api('GET', path);
-      return h('div', {}, section('Fields', fields(object)), ...extra(object));
+      return h('div', {}, section('Fields', fields(object)), ...extra(object), historySection(object.id));
     }));
 }

@@ -1,0 +1,145 @@
+/**
+ * `npm run bench:audit`: what the audit history and the request log cost, each beside the same
+ * Settle without the feature, in the same run:
+ * - create customer and a card payment (POST /transactions with an inline card) with the audit
+ *   triggers on, and with them disabled (goal: at most 10 % slower), rounds alternated so the
+ *   neighbours' load falls on both alike;
+ * - get-by-id (GET /customers/:id) on a web process that logs every request to the reporting
+ *   process, and on one that logs none (REPORTING_URL=off) (goal: at most 5 % slower);
+ * - request-log ingestion into the reporting store: batches of 2,000 rows posted by 4 senders, as
+ *   web processes ship them (goal: at least 20,000 rows/s).
+ *
+ * Postgres as in `npm test`. Results: the table on stdout, JSON in bench/results/audit.json.
+ */
+// @ts-ignore -- autocannon ships no type declarations
+import autocannon from 'autocannon';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createDb } from '../api/db/connection.ts';
+import { freePort } from '../api/db/embedded.ts';
+import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
+
+const ROUNDS = 2;
+const AUDITED = ['accounts', 'billing_charges', 'billing_schedules', 'entities', 'intents', 'invoice_items', 'invoices', 'payment_activations',
+  'payment_links', 'payment_methods', 'stakeholders', 'transactions', 'webhooks', 'api_keys'];
+
+const reportingPort = await freePort();
+const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
+const { servers, headers, databaseUrl } = await startServers('audit', { REPORTING_URL: `http://127.0.0.1:${reportingPort}` });
+const reporting = startChild('audit', 'reporting', 'reporting/main.ts', { DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: chDir, REPORTING_PORT: String(reportingPort), LOG_LEVEL: 'warn' });
+await waitForHttp(`http://127.0.0.1:${reportingPort}/healthz`, reporting);
+const unloggedPort = await freePort();
+const unlogged = startChild('audit', 'settle web, no request log', 'api/server.ts', {
+  DATABASE_URL: databaseUrl, PORT: String(unloggedPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SETTLE_RATE_LIMIT: 'off', REPORTING_URL: 'off',
+});
+const plain = `http://127.0.0.1:${unloggedPort}`;
+await waitForHttp(`${plain}/healthz`, unlogged);
+const db = createDb(databaseUrl, 2);
+
+async function setAudit(on: boolean): Promise<void> {
+  const verb = on ? 'enable' : 'disable';
+  for (const table of AUDITED) {
+    await db.raw(`alter table ${table} ${verb} trigger ${table}_audit_insert, ${verb} trigger ${table}_audit_update, ${verb} trigger ${table}_audit_delete`);
+  }
+}
+
+async function load(url: string, options: Record<string, unknown>): Promise<{ reqPerSec: number; p99Ms: number; bad: number }> {
+  const go = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, timeout: 10, ...options });
+  if (WARMUP_SECONDS > 0) await go(WARMUP_SECONDS);
+  const result = await go(SECONDS);
+  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, bad: result.non2xx + result.errors };
+}
+
+interface Row {
+  scenario: string;
+  feature: number;
+  without: number;
+  slowerPercent: number;
+  goalPercent: number;
+  bad: number;
+}
+
+function row(scenario: string, feature: number[], without: number[], goalPercent: number, bad: number): Row {
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const f = mean(feature);
+  const w = mean(without);
+  return { scenario, feature: Math.round(f), without: Math.round(w), slowerPercent: Math.round((1 - f / w) * 1000) / 10, goalPercent, bad };
+}
+
+const rows: Row[] = [];
+const post = (body: unknown) => ({ method: 'POST', headers, body: JSON.stringify(body) });
+const card = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
+const customer = await (await fetch(`${plain}/customers`, post({ name: 'Bench payer' }))).json() as { id: string };
+// Alternated rounds, off first, so the neighbours' load falls on both alike.
+for (const [scenario, url, options] of [
+  ['create customer', `${plain}/customers`, post({ name: 'Bench customer', email: 'bench@example.com' })],
+  ['card payment', `${plain}/transactions`, post({ type: 'payment', amount: 10, customer_id: customer.id, payment_method: card })],
+] as const) {
+  const on: number[] = [];
+  const off: number[] = [];
+  let bad = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const audit of [false, true]) {
+      await setAudit(audit);
+      process.stderr.write(`${scenario}, audit ${audit ? 'on' : 'off'}, round ${round + 1}: `);
+      const measured = await load(url, options);
+      (audit ? on : off).push(measured.reqPerSec);
+      bad += measured.bad;
+      process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s\n`);
+    }
+  }
+  rows.push(row(`${scenario} (audit)`, on, off, 10, bad));
+}
+await setAudit(true);
+
+const logged: number[] = [];
+const notLogged: number[] = [];
+let badGets = 0;
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [base, into] of [[plain, notLogged], [servers.settle, logged]] as const) {
+    process.stderr.write(`get-by-id, ${base === plain ? 'no request log' : 'request log'}, round ${round + 1}: `);
+    const measured = await load(`${base}/customers/${customer.id}`, { headers });
+    into.push(measured.reqPerSec);
+    badGets += measured.bad;
+    process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s\n`);
+  }
+}
+rows.push(row('get-by-id (request log)', logged, notLogged, 5, badGets));
+
+// Ingestion: what the web processes' shippers send, straight to the reporting process.
+const INGEST_ROWS = 200_000;
+const BATCH = 2000;
+const SENDERS = 4;
+const batch = (n: number) => Array.from({ length: BATCH }, (_, i) => ({
+  org_id: 'org_ingest', environment: 'test', id: `req_${n}_${i}`, method: 'GET', route: '/customers/:id', path: `/customers/acct_${i}`,
+  status: i % 17 === 0 ? 404 : 200, duration_ms: i % 40, key_prefix: 'test_secret_key_abcdefgh', idempotency_key: null, api_version: 'v1',
+  error_type: i % 17 === 0 ? 'NotFound' : null, ip: '127.0.0.1', user_agent: 'bench', created_at: new Date().toISOString(),
+}));
+const bodies = Array.from({ length: INGEST_ROWS / BATCH }, (_, n) => JSON.stringify({ rows: batch(n) }));
+let next = 0;
+const started = performance.now();
+await Promise.all(Array.from({ length: SENDERS }, async () => {
+  while (next < bodies.length) {
+    const body = bodies[next++];
+    const response = await fetch(`http://127.0.0.1:${reportingPort}/request_logs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    if (!response.ok) throw new Error(`ingest answered ${response.status}: ${await response.text()}`);
+    await response.arrayBuffer();
+  }
+}));
+const ingestSeconds = (performance.now() - started) / 1000;
+const ingestRate = Math.round(INGEST_ROWS / ingestSeconds);
+
+await db.destroy();
+await cleanup();
+fs.rmSync(chDir, { recursive: true, force: true });
+
+console.log(`\naudit: ${CONNECTIONS} connections, ${SECONDS} s per run (after ${WARMUP_SECONDS} s warm-up), ${ROUNDS} alternated rounds each, Node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}\n`);
+console.log(['scenario'.padEnd(26), 'with req/s', 'without req/s', 'slower', 'goal', 'non-2xx'].join('  '));
+for (const r of rows) {
+  console.log([r.scenario.padEnd(26), String(r.feature).padStart(10), String(r.without).padStart(13), `${r.slowerPercent.toFixed(1)} %`.padStart(6),
+    `${r.slowerPercent <= r.goalPercent ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, r.bad].join('  '));
+}
+console.log(`\nrequest-log ingestion: ${INGEST_ROWS} rows in ${ingestSeconds.toFixed(2)} s = ${ingestRate} rows/s (${ingestRate >= 20_000 ? 'PASS' : 'MISS'}, goal >= 20000)`);
+fs.mkdirSync(resultsDir, { recursive: true });
+fs.writeFileSync(path.join(resultsDir, 'audit.json'), JSON.stringify({ rows, ingestion: { rows: INGEST_ROWS, seconds: ingestSeconds, rowsPerSecond: ingestRate }, load1: os.loadavg()[0] }, null, 2));
