@@ -52,8 +52,9 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
   const tasks: TaskList = {
     deliver_webhook: deliverWebhook({
       db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
-      // A slot further off than a poll for due jobs (and a margin) is waited for by a deferred job.
-      rates: new RateLimiter(db, config.workerPollIntervalMs + 250),
+      // A slot further off than a poll for due jobs and a second's margin (a loaded worker takes a
+      // due job late, and a job back past its slot gives it up) is waited for by a deferred job.
+      rates: new RateLimiter(db, config.workerPollIntervalMs + 1000),
       slots: new TenantSlots(config.webhookTenantConcurrency, undefined, config.workerConcurrency),
       lookups: createDnsLookups({ timeoutMs: config.webhookDnsTimeoutMs, pendingPerTenant: config.webhookTenantConcurrency }),
       timeoutMs: config.webhookTimeoutMs,

@@ -5,11 +5,12 @@ import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deli
 /**
  * Defers a delivery whose org has no room in this worker: a new job for it at `runAt` under the
  * same key (add_jobs takes the key from the running job, which then completes), so there is still
- * one job per delivery, and its attempts, logs and retry budget are untouched. Returns the job id.
+ * one job per delivery, and its attempts, logs and retry budget are untouched. `priority`: a later
+ * attempt's (true), or the one given (a rate slot's). Returns the job id.
  */
-export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date): Promise<string | null> {
+export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date, priority: number | true = true): Promise<string | null> {
   const found = await rows<{ id: string }>(db,
-    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz', true)}`,
+    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz', priority)}`,
     [runAt.toISOString(), job.delivery_id, JSON.stringify(job)]);
   return found[0]?.id ?? null;
 }

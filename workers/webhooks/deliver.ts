@@ -16,7 +16,7 @@ import type { LookupFunction } from 'node:net';
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
-import type { DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
+import { RATE_SLOT_PRIORITY, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { formatTimestamp } from '../../api/engine/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
@@ -262,7 +262,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     const job = deliveryJob(payload);
     // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
     const later = await deps.rates.admit(job);
-    if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt));
+    if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
     const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
     if (!slot) return deferUntilRoom(deps, job);
     let sent: { opened: OpenedAttempt; outcome: AttemptOutcome; durationMs: number } | undefined;

@@ -44,6 +44,11 @@ export interface DeliveryJob {
  */
 export const LATER_ATTEMPT_PRIORITY = 10;
 /**
+ * A rate-limited delivery coming back for the slot it holds goes ahead of everything: taken late,
+ * past its slot, it must give the slot up and queue again at the end of the webhook's schedule.
+ */
+export const RATE_SLOT_PRIORITY = -1;
+/**
  * First attempts enqueued together take turns by org: each org's first this-many go first, its
  * next this-many after every org's first, and so on (up to LATER_ATTEMPT_PRIORITY - 1), so one
  * org's burst of events to many webhooks does not stand in front of another org's one delivery.
@@ -54,12 +59,12 @@ const FIRST_ATTEMPTS_PER_TURN = 4;
  * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
  * `payload`. The key makes one job per delivery: a later job of the delivery (a retry, a deferral)
  * takes the key over, and the earlier one, if it is still locked by a process that died, never runs
- * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY).
+ * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY), or the priority given.
  */
-export function deliveryJobs(source: string, runAt = 'null', later = false): string {
-  if (later) {
+export function deliveryJobs(source: string, runAt = 'null', later: boolean | number = false): string {
+  if (later !== false) {
     return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${LATER_ATTEMPT_PRIORITY}, null)::graphile_worker.job_spec
+    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${later === true ? LATER_ATTEMPT_PRIORITY : later}, null)::graphile_worker.job_spec
       from ${source}))`;
   }
   // The jobs keep the source's order (a resend's is commit order); the turn is counted within it.
