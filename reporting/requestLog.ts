@@ -18,6 +18,7 @@ import type { ReportingStore } from './store.ts';
 
 const SOURCE = { family: requestLogs, columns: REQUEST_LOG_COLUMNS, final: false };
 const COLUMNS = [...REQUEST_LOG_COLUMNS.keys()];
+const INSERTED = ['org_id', 'environment', ...COLUMNS];
 /** Rows one ingest may carry (the web process sends at most this many at once). */
 export const INGEST_MAX_ROWS = 2000;
 
@@ -70,8 +71,9 @@ export async function ingestRequestLogs(ctx: Context, store: ReportingStore, bod
   if (!Array.isArray(rows) || rows.length > INGEST_MAX_ROWS || !rows.every(validRow)) throw badRequest('Malformed request log batch');
   await ensureTable(store, retentionMs);
   if (rows.length) {
-    const lines = rows.map((r) => JSON.stringify({ ...Object.fromEntries(COLUMNS.map((c) => [c, (r as unknown as Record<string, unknown>)[c] ?? null])), org_id: r.org_id, environment: r.environment, created_at: r.created_at.replace('T', ' ').replace('Z', '') }));
-    await store.client.command({ query: `INSERT INTO ${tableOf(store)} FORMAT JSONEachRow\n${lines.join('\n')}\n` });
+    // Compact rows (values in column order, no keys) parse fastest; the data travels in the statement text, as the mirror's.
+    const lines = rows.map((r) => JSON.stringify(INSERTED.map((c) => (c === 'created_at' ? r.created_at.replace('T', ' ').replace('Z', '') : (r as unknown as Record<string, unknown>)[c] ?? null))));
+    await store.client.command({ query: `INSERT INTO ${tableOf(store)} (${INSERTED.join(', ')}) FORMAT JSONCompactEachRow\n${lines.join('\n')}\n` });
   }
   ctx.body = { stored: rows.length };
 }
