@@ -101,6 +101,14 @@ const RECIPES: Record<string, (call: Call, url: string) => Promise<Fired['ids'] 
     await call('PUT', `/payment_links/${link.id}`, { status: 'inactive' });
     return { payment_link: link.id };
   },
+  // A webhook disabled, enabled and disabled again (left so: it sends nothing); each change goes to the org's other webhooks.
+  'webhook:status': async (call) => {
+    const webhook = await call('POST', '/webhooks', { trigger: 'payment', url: 'https://example.com/settle-trigger' });
+    await call('PUT', `/webhooks/${webhook.id}`, { status: 'disabled' });
+    await call('PUT', `/webhooks/${webhook.id}`, { status: 'active' });
+    await call('PUT', `/webhooks/${webhook.id}`, { status: 'disabled' });
+    return { webhook: webhook.id };
+  },
   // The enrollment page is a public page (its id is the capability): the form is posted as a browser would.
   'payment_activation:status': async (call, url) => {
     const activation = await call('POST', '/payment_activations', { intent: { entity_name: 'Trigger test payee' } });
