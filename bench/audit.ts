@@ -26,7 +26,7 @@ const AUDITED = ['accounts', 'billing_charges', 'billing_schedules', 'entities',
 
 const reportingPort = await freePort();
 const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
-const { servers, headers, databaseUrl } = await startServers('audit', { REPORTING_URL: `http://127.0.0.1:${reportingPort}` });
+const { servers, headers, databaseUrl, pids } = await startServers('audit', { REPORTING_URL: `http://127.0.0.1:${reportingPort}` });
 const reporting = startChild('audit', 'reporting', 'reporting/main.ts', { DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: chDir, REPORTING_PORT: String(reportingPort), LOG_LEVEL: 'warn' });
 await waitForHttp(`http://127.0.0.1:${reportingPort}/healthz`, reporting);
 const unloggedPort = await freePort();
@@ -44,11 +44,19 @@ async function setAudit(on: boolean): Promise<void> {
   }
 }
 
-async function load(url: string, options: Record<string, unknown>): Promise<{ reqPerSec: number; p99Ms: number; bad: number }> {
+/** CPU ms (user + system) a process has used so far, from /proc (USER_HZ 100). */
+function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+async function load(url: string, options: Record<string, unknown>, pid?: number): Promise<{ reqPerSec: number; p99Ms: number; bad: number; cpuMsPerRequest: number }> {
   const go = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, timeout: 10, ...options });
   if (WARMUP_SECONDS > 0) await go(WARMUP_SECONDS);
+  const cpuBefore = pid ? cpuMs(pid) : 0;
   const result = await go(SECONDS);
-  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, bad: result.non2xx + result.errors };
+  const cpuMsPerRequest = pid && result.requests.total ? (cpuMs(pid) - cpuBefore) / result.requests.total : 0;
+  return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, bad: result.non2xx + result.errors, cpuMsPerRequest };
 }
 
 interface Row {
@@ -95,17 +103,20 @@ await setAudit(true);
 
 const logged: number[] = [];
 const notLogged: number[] = [];
+const webCpu = { logged: [] as number[], notLogged: [] as number[] };
 let badGets = 0;
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [base, into] of [[plain, notLogged], [servers.settle, logged]] as const) {
+  for (const [base, pid, into, cpu] of [[plain, unlogged.pid!, notLogged, webCpu.notLogged], [servers.settle, pids.settle, logged, webCpu.logged]] as const) {
     process.stderr.write(`get-by-id, ${base === plain ? 'no request log' : 'request log'}, round ${round + 1}: `);
-    const measured = await load(`${base}/customers/${customer.id}`, { headers });
+    const measured = await load(`${base}/customers/${customer.id}`, { headers }, pid);
     into.push(measured.reqPerSec);
+    cpu.push(measured.cpuMsPerRequest);
     badGets += measured.bad;
-    process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s\n`);
+    process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s, web ${measured.cpuMsPerRequest.toFixed(3)} CPU ms/req\n`);
   }
 }
 rows.push(row('get-by-id (request log)', logged, notLogged, 5, badGets));
+const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 // Ingestion: what the web processes' shippers send, straight to the reporting process.
 const INGEST_ROWS = 200_000;
@@ -140,6 +151,7 @@ for (const r of rows) {
   console.log([r.scenario.padEnd(26), String(r.feature).padStart(10), String(r.without).padStart(13), `${r.slowerPercent.toFixed(1)} %`.padStart(6),
     `${r.slowerPercent <= r.goalPercent ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, r.bad].join('  '));
 }
+console.log(`\nget-by-id, the web process's CPU per request: ${meanOf(webCpu.logged).toFixed(3)} ms logging, ${meanOf(webCpu.notLogged).toFixed(3)} ms not (${((meanOf(webCpu.logged) / meanOf(webCpu.notLogged) - 1) * 100).toFixed(1)} %)`);
 console.log(`\nrequest-log ingestion: ${INGEST_ROWS} rows in ${ingestSeconds.toFixed(2)} s = ${ingestRate} rows/s (${ingestRate >= 20_000 ? 'PASS' : 'MISS'}, goal >= 20000)`);
 fs.mkdirSync(resultsDir, { recursive: true });
-fs.writeFileSync(path.join(resultsDir, 'audit.json'), JSON.stringify({ rows, ingestion: { rows: INGEST_ROWS, seconds: ingestSeconds, rowsPerSecond: ingestRate }, load1: os.loadavg()[0] }, null, 2));
+fs.writeFileSync(path.join(resultsDir, 'audit.json'), JSON.stringify({ rows, webCpuMsPerGet: { logged: meanOf(webCpu.logged), notLogged: meanOf(webCpu.notLogged) }, ingestion: { rows: INGEST_ROWS, seconds: ingestSeconds, rowsPerSecond: ingestRate }, load1: os.loadavg()[0] }, null, 2));
