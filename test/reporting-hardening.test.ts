@@ -206,6 +206,27 @@ t.test('a mirror whose position is older than what was pruned rebuilds instead o
   t.same(after, await truth(), 'and the mirror equals Postgres');
 });
 
+t.test('a prune that cannot go on holds no pass back: writes are answered meanwhile', async (t) => {
+  reporting = await startTestReporting(t, api.databaseUrl, dataDir, env);
+  await insertPayments(5);
+  t.same(await mirrored(), await truth(), 'the mirror is up to date');
+  // Each prune batch raises reporting_pruned.below; with that row locked elsewhere the prune waits.
+  const blocker = await api.db.transaction();
+  try {
+    await blocker.raw('select below from reporting_pruned for update');
+    const waiting = await until(async () => (await rows<{ n: number }>(api.db,
+      "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%reporting_pruned%'"))[0].n, (n) => n > 0);
+    t.ok(waiting > 0, 'the prune is waiting on the locked row');
+    for (let round = 1; round <= 3; round += 1) {
+      await insertPayments(2);
+      t.same(await mirrored(), await truth(), `new payments are in the answer while the prune waits (round ${round})`);
+    }
+  } finally {
+    await blocker.rollback();
+  }
+  t.equal(await until(changeRows, (n) => n === 0), 0, 'once the row is free, the prune catches up');
+});
+
 // ---------- 4. the reporting port and its secret ----------
 
 t.test('bound off loopback without REPORTING_SECRET, the reporting process refuses to start', async (t) => {
