@@ -56,7 +56,9 @@ export class RequestLogShipper {
       dropped.inc();
     }
     this.#rows.push(row);
-    if (this.#rows.length >= BATCH) void this.flush().catch(() => {});
+    // A full batch goes at once, unless a shipment is under way (it takes what is queued) or
+    // reporting is down (the retry timer tries again): a request never queues behind the log.
+    if (this.#rows.length >= BATCH && !this.#shipping && !this.#down) void this.flush().catch(() => {});
     else this.#schedule(FLUSH_MS);
   }
 
