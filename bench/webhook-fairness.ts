@@ -108,7 +108,7 @@ async function main(): Promise<void> {
       verdict: sorted[sorted.length - 1] <= 5000 ? 'PASS' : 'FAIL',
     };
     results.push(row);
-    console.log(JSON.stringify(row));
+    console.log(JSON.stringify({ ...row, 'each trial ms': latencies }));
   }
   console.log(`\nwebhook fairness: ${WORKERS} worker process(es), default concurrency, WEBHOOK_TIMEOUT 4 s, ${TRIALS} trials per level (${process.env.DATABASE_URL ? 'PostgreSQL server' : 'embedded PostgreSQL'})`);
   console.table(results);
