@@ -21,3 +21,8 @@ export async function wakeDeferredDelivery(db: Db, jobId: string): Promise<boole
     'select count(*)::int as n from graphile_worker.reschedule_jobs(array[?::bigint], run_at => now())', [jobId]);
   return found[0].n > 0;
 }
+
+/** Drops a delivery's waiting job (a detached attempt's watch job, once the attempt's answer is recorded). */
+export async function dropWaitingDeliveryJob(db: Db, deliveryId: string): Promise<void> {
+  await rows(db, `select graphile_worker.remove_job('deliver:' || ?)`, [deliveryId]);
+}

@@ -22,7 +22,7 @@ import { formatTimestamp } from '../../api/engine/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
-import { deferDelivery, wakeDeferredDelivery } from './deferrals.ts';
+import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
@@ -209,6 +209,19 @@ async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
   }
 }
 
+/**
+ * An attempt still unanswered after this gives its job back: a watch job for the delivery stands
+ * in (due when the attempt's timeout and WATCH_GRACE_MS have passed) and the running job completes,
+ * so receivers that hang hold sockets, not the worker's concurrency, however many orgs they are. The
+ * answer, when it comes, is recorded as before, and a retry it schedules replaces the watch job; if
+ * this process dies first, the watch job makes the next attempt, the hanging one logged `unknown`.
+ */
+const DETACH_AFTER_MS = 1000;
+/** Past the attempt's timeout, when the watch job of a detached attempt comes due. */
+const WATCH_GRACE_MS = 5000;
+/** Attempts running detached at once in one process; beyond this, an attempt keeps its job. */
+const DETACHED_MAX = 2000;
+
 /** Statements of the delivery path gather this many deliveries at most. */
 const BATCH_MAX = 200;
 
@@ -220,6 +233,12 @@ function deliveryJob(payload: unknown): DeliveryJob {
     throw new Error('deliver_webhook needs a delivery and its event (delivery_id, event_id, webhook_id, org_id, sequence)');
   }
   return job as DeliveryJob;
+}
+
+interface SentAttempt {
+  opened: OpenedAttempt;
+  outcome: AttemptOutcome;
+  durationMs: number;
 }
 
 /** The answer to an opened attempt as the delivery's next state, the log's answer and the metrics label. */
@@ -258,6 +277,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     await recordAttempts(deps.db, batch);
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
+  const detached = new Set<Promise<void>>();
   return async (payload, helpers) => {
     const job = deliveryJob(payload);
     // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
@@ -265,29 +285,43 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
     const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
     if (!slot) return deferUntilRoom(deps, job);
-    let sent: { opened: OpenedAttempt; outcome: AttemptOutcome; durationMs: number } | undefined;
-    let freed = false;
+    let opened: OpenedAttempt | undefined;
     try {
       // Logged before it goes out: a crash from here on leaves an attempt whose outcome is unknown, never none.
-      const opened = await opens.add(job);
-      if (opened) {
-        slot.sending();
-        const started = performance.now();
-        const outcome = await attempt(deps, job, opened.webhook, deliveryBody(job));
-        sent = { opened, outcome, durationMs: Math.round(performance.now() - started) };
-      }
+      opened = await opens.add(job);
     } finally {
-      freed = slot.release();
+      if (!opened && slot.release()) await wakeDeferred(deps, job.org_id);
     }
-    const settled = sent && settleAttempt(deps, job, sent.opened, sent.outcome, sent.durationMs);
-    if (settled) {
+    if (!opened) return;
+    slot.sending();
+    const started = performance.now();
+    const sending = attempt(deps, job, opened.webhook, deliveryBody(job)).then(
+      (outcome) => ({ opened: opened!, outcome, durationMs: Math.round(performance.now() - started) }),
+      (error: unknown) => { slot.release(); throw error; });
+    let watched = false;
+    const finish = async (sent: SentAttempt) => {
+      const freed = slot.release();
+      const settled = settleAttempt(deps, job, sent.opened, sent.outcome, sent.durationMs);
       // The job completes only once the answer is recorded: a crash before that repeats the attempt, as the next one.
       await records.add(settled.record);
       deliveries.inc({ outcome: settled.label });
       deliveryDuration.observe({ outcome: settled.label }, settled.record.answer.durationMs / 1000);
-    }
-    if (freed) await wakeDeferred(deps, job.org_id);
-    if (settled?.gone) await disableWebhook(deps.db, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
-    else if (settled && !settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
+      // A retry took the watch job's key over; a last answer leaves the watch job nothing to do.
+      if (watched && !settled.retry) await dropWaitingDeliveryJob(deps.db, job.delivery_id);
+      if (freed) await wakeDeferred(deps, job.org_id);
+      if (settled.gone) await disableWebhook(deps.db, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
+      else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
+    };
+    if (detached.size >= DETACHED_MAX) return finish(await sending);
+    let timer: NodeJS.Timeout | undefined;
+    const early = await Promise.race([sending, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), DETACH_AFTER_MS)))]);
+    clearTimeout(timer);
+    if (early) return finish(early);
+    // Hanging: the watch job takes the delivery's key, this job completes, the answer is awaited here.
+    await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + deps.timeoutMs + WATCH_GRACE_MS));
+    watched = true;
+    // Not recorded (the database is away): counted, and the watch job makes the next attempt.
+    const running = sending.then(finish).catch(() => void deliveries.inc({ outcome: 'unrecorded' })).finally(() => detached.delete(running));
+    detached.add(running);
   };
 }
