@@ -17,7 +17,7 @@ export const RESET_COLLECTIONS = [
   'customers', 'processing_accounts', 'entities', 'stakeholders', 'payment_methods', 'transactions', 'transfers',
   'transaction_operations', 'ledger_entries', 'invoices', 'invoice_items', 'payment_allocations', 'payment_links',
   'billing_schedules', 'billing_charges', 'intents', 'payment_activations', 'link_emails', 'events', 'webhook_deliveries',
-  'webhook_logs', 'idempotency_keys', 'client_tokens', 'test_clocks', 'jobs',
+  'webhook_logs', 'idempotency_keys', 'client_tokens', 'test_clocks', 'jobs', 'audit_events',
 ] as const;
 
 export type ResetCollection = (typeof RESET_COLLECTIONS)[number];
@@ -61,8 +61,8 @@ const DOOMED: Doomed[] = [
   { table: 'test_clocks', collection: literal('test_clocks'), by: 'key' },
 ];
 
-/** Tables of tenant rows a reset leaves: the keys, the webhooks, the feed's marks of what it deleted, and the (append-only) audit history. */
-export const KEPT_TABLES = ['api_keys', 'webhooks', 'reporting_changes', 'audit_events'];
+/** Tables of tenant rows a reset leaves: the keys, the webhooks and the feed's marks of what it deleted. */
+export const KEPT_TABLES = ['api_keys', 'webhooks', 'reporting_changes'];
 
 /** Every table a reset empties of the tenant's rows (with `webhook_deliveries`, found through the webhooks). */
 export const RESET_TABLES = ['webhook_deliveries', ...DOOMED.map((d) => d.table)];
@@ -124,5 +124,8 @@ export async function deleteTenantRows(tx: Db, tenant: Tenant): Promise<ResetCou
     for (const { collection, deleted } of found) counts[collection] += deleted;
     if (found.length === 0) break;
   }
+  // The audit history goes too, through the one function that may delete it (the deletes above wrote none).
+  const [audit] = await rows<{ deleted: number }>(tx, 'select reset_audit_events(?, ?) as deleted', [tenant.orgId, tenant.environment]);
+  counts.audit_events = audit.deleted;
   return counts;
 }
