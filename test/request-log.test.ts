@@ -56,6 +56,13 @@ t.test('filters, q, aggregates and group_by as other lists; a request\'s audit e
   t.equal(perHour.reduce((n, r) => n + r.count, 0), byStatus.reduce((n, r) => n + r.count, 0) + 1, 'per hour: the same requests (and the one grouping by status)');
   const bad = await api.request('GET', '/request_logs?q=nonsense ==');
   t.equal(bad.status, 400);
+  const csv = await fetch(`${api.url}/request_logs?format=csv&q=status >= 400&fields=id,status,path&limit=100`, { headers: { Authorization: `Bearer ${api.key}` } });
+  t.match(csv.headers.get('content-type'), /^text\/csv/);
+  const lines = (await csv.text()).trim().split('\r\n');
+  t.equal(lines[0], 'id,status,path', 'a CSV of the fields asked for');
+  t.ok(lines.length >= 4 && lines.slice(1).every((line) => /^req_\w+,4\d\d,\//.test(line)), lines.slice(0, 3).join(' | '));
+  const grouped = await fetch(`${api.url}/request_logs?fields=status,count&group_by=status`, { headers: { Authorization: `Bearer ${api.key}`, Accept: 'text/csv' } });
+  t.equal((await grouped.text()).split('\r\n')[0], 'status,count', 'aggregates as CSV too');
   const id = made.headers.get('x-request-id');
   const audited = await api.request('GET', `/audit_events?request_id=${id}`);
   t.match(audited.body.values, [{ action: 'create', object_id: made.body.id, request_id: id }]);
@@ -70,6 +77,7 @@ t.test('while reporting is down requests answer and their rows wait; they arrive
     ids.push(res.headers.get('x-request-id')!);
   }
   t.equal((await api.request('GET', '/request_logs')).status, 503, 'the log cannot be read meanwhile');
+  t.equal((await api.request('GET', '/request_logs?q=(((')).status, 400, 'a malformed query is still the caller\'s to fix');
   reporting = await startTestReporting(t, databaseUrl, dataDir, { REPORTING_PORT: new URL(reportingUrl).port });
   const seen = await eventually(async () => {
     const res = await api.request('GET', '/request_logs?limit=1000');

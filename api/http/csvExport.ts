@@ -119,7 +119,7 @@ export async function listAsCsv(ctx: Context & { state: RequestState }, op: Oper
   }
   // Unknown fields are refused before the answer starts.
   await operations.shape(op, [], query.fields);
-  const stream = startCsv(ctx, ctx.params.collection ?? family.table);
+  const stream = startCsv(ctx, ctx.params?.collection ?? family.table);
   stream.write(csvLine(columns));
   let closed = false;
   stream.on('close', () => (closed = true));
@@ -136,6 +136,14 @@ export async function listAsCsv(ctx: Context & { state: RequestState }, op: Oper
   });
 }
 
+/** A list answered whole by another process (the request log) as CSV: the columns `listColumns` names. */
+export function rowsAsCsv(ctx: Context & { state: RequestState }, family: Family, query: ListQuery, answer: Record<string, unknown>): void {
+  const values = (Array.isArray(answer.values) ? answer.values : []) as Json[];
+  const columns = listColumns(family, ctx.state.version, query);
+  const stream = startCsv(ctx, ctx.params?.collection ?? family.table);
+  stream.end([csvLine(columns), ...values.map((row) => csvLine(cellsOf(row, columns)))].join(''));
+}
+
 /** An aggregate (or computed-field) answer as CSV: its rows are groups, made at once. */
 export function aggregateAsCsv(ctx: Context & { state: RequestState }, query: ListQuery, answer: Record<string, unknown>): void {
   const values = (Array.isArray(answer.values) ? answer.values : []) as Json[];
@@ -144,6 +152,6 @@ export function aggregateAsCsv(ctx: Context & { state: RequestState }, query: Li
   if (values.length > maxRows) throw badRequest(`More than ${maxRows} rows match: narrow the query or page with limit and offset (SETTLE_EXPORT_MAX_ROWS)`, { limit: `At most ${maxRows} rows per export` });
   const columns = (query.fields ?? []).map((term) => term.source);
   for (const term of query.groupBy) if (!columns.includes(term.source)) columns.push(term.source);
-  const stream = startCsv(ctx, ctx.params.collection ?? 'report');
+  const stream = startCsv(ctx, ctx.params?.collection ?? 'report');
   stream.end([csvLine(columns), ...values.map((row) => csvLine(cellsOf(row, columns)))].join(''));
 }

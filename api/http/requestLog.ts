@@ -11,8 +11,11 @@ import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../config.ts';
 import { badRequest, serviceUnavailable } from '../errors.ts';
-import type { RequestLogRow } from '../families/request_logs/family.ts';
+import { requestLogs, type RequestLogRow } from '../families/request_logs/family.ts';
 import { registry } from '../metrics.ts';
+import { isAggregateQuery } from '../engine/operations.ts';
+import { parseListQuery } from '../query/listQuery.ts';
+import { aggregateAsCsv, rowsAsCsv } from './csvExport.ts';
 import { routeOf } from './metricsRoute.ts';
 import type { RequestState } from './state.ts';
 
@@ -154,6 +157,10 @@ export function requestLogRoute(shipper: RequestLogShipper | null, config: Confi
     if (ctx.method !== 'GET') throw badRequest('/request_logs is read-only', { method: `${ctx.method} is not allowed here` });
     if (!shipper || config.reportingUrl === null) throw badRequest('The request log is kept by the reporting process, which is off here (REPORTING_URL=off)');
     if (ctx.state.principal?.kind !== 'secret') throw badRequest('The request log is read with a secret key');
+    // A malformed query is the caller's to fix, whether or not reporting is up.
+    const params = [...new URLSearchParams(ctx.querystring)] as Array<[string, string]>;
+    const query = parseListQuery(params, ctx.get('Accept'));
+    if (query.format === 'parquet') throw badRequest('Parquet exports are answered for /transactions only', { format: 'parquet is for /transactions' });
     try {
       await shipper.flush();
     } catch {
@@ -161,7 +168,7 @@ export function requestLogRoute(shipper: RequestLogShipper | null, config: Confi
     }
     const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Request-Id': ctx.state.requestId };
     if (config.reportingSecret) headers.Authorization = `Bearer ${config.reportingSecret}`;
-    const body = { tenant: ctx.state.tenant, version: ctx.state.version, params: [...new URLSearchParams(ctx.querystring)] };
+    const body = { tenant: ctx.state.tenant, version: ctx.state.version, params: params.filter(([key]) => key !== 'format') };
     let response: Response;
     try {
       response = await fetch(`${config.reportingUrl}/request_logs/query`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(config.reportingWaitMs + 1000) });
@@ -170,6 +177,10 @@ export function requestLogRoute(shipper: RequestLogShipper | null, config: Confi
     }
     const answer = await response.json().catch(() => null);
     if (response.status >= 500 || !answer) throw serviceUnavailable('Reporting is unavailable: the request log cannot be read now; retry shortly');
+    if (response.status === 200 && query.format === 'csv') {
+      const rows = answer as Record<string, unknown>;
+      return isAggregateQuery(query) ? aggregateAsCsv(ctx, query, rows) : rowsAsCsv(ctx, requestLogs, query, rows);
+    }
     ctx.status = response.status;
     ctx.body = answer;
   };
