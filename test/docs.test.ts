@@ -115,8 +115,9 @@ t.test('a browser shows the reference: the collections by name and their curl sa
   t.same(elsewhere.filter((url) => !blocked.has(url)), [], 'nothing was fetched from another origin');
 
   await page.getByRole('link', { name: 'Show v2' }).click();
-  await t.resolves(page.getByText('Interface version v2').first().waitFor(), 'the v2 page');
-  await page.getByText('Customers', { exact: true }).first().click();
+  // A second whole description to read: as slow as the first.
+  await t.resolves(page.getByText('Interface version v2').first().waitFor({ state: 'visible', timeout: 60_000 }), 'the v2 page');
+  await page.getByText('Customers', { exact: true }).first().click({ timeout: 60_000 });
   await t.resolves(page.getByText("X-API-Version: v2").first().waitFor({ state: 'visible' }), 'samples name the version');
 });
 
