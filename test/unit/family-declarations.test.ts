@@ -8,12 +8,12 @@ import { validateIntent } from '../../api/families/intents/clientTokens.ts';
 import { clientTokenScopes, collections, families, webhookTriggers } from '../../api/families/index.ts';
 import { webhookTriggers as subscribable, webhooks } from '../../api/families/webhooks/family.ts';
 
-/** Spec §6, plus `transfer` for the transfer objects of split payments (spec §6 rule 4): the list as it was. */
+/** Spec §6, plus `transfer` for the transfer objects of split payments (spec §6 rule 4), plus `webhook:status` (CONTRACT §19). */
 const TRIGGERS_BEFORE = [
   'bank_account_reject', 'reject', 'refund', 'void', 'chargeback', 'chargeback_reversal', 'automatic_payment',
   'payment', 'processed', 'authorized', 'decline', 'processing_status', 'deposit', 'payment_activation:status',
   'payment_link:status', 'reversal', 'credit', 'transaction:operation', 'transaction:operation:clear', 'transfer',
-  'entity:status', 'intent:status',
+  'entity:status', 'intent:status', 'webhook:status',
 ];
 
 /** auth.ts' scopes as they were; kinds that could call nothing are left out (no family names them). */
