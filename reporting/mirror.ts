@@ -58,12 +58,6 @@ function logProgress(log: Logger): (p: RebuildProgress) => void {
 
 /** How long an idle position may stay unrecorded in ClickHouse (standbys read it from there). */
 const IDLE_RECORD_MS = 5000;
-/**
- * While rows flow, how long a position may stay unrecorded: a restart copies those rows again
- * (the same versions, collapsed), and each pass is spared a second insert. A standby's query asks
- * for a record at once; stopping records the last position.
- */
-const BUSY_RECORD_MS = 1000;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
@@ -197,9 +191,6 @@ export class Mirror {
     await this.#loop;
     await this.#pruneLoop;
     await this.#exclusive?.catch(() => {});
-    if (this.#loop && formatSnapshot(this.#status.position) !== this.#recorded) {
-      await this.#record(this.#status.position).catch((error: unknown) => this.#log.warn({ err: (error as Error).message }, 'recording the last mirror position failed; a restart copies its rows again'));
-    }
     for (const waiter of this.#waiters) waiter.resolve(false);
   }
 
@@ -287,7 +278,7 @@ export class Mirror {
       this.#status.lagMs = 0;
     }
     const changed = formatSnapshot(pass.snapshot) !== this.#recorded;
-    if (changed && (this.#recordRequested || now - this.#recordedAt > (pass.rows > 0 ? BUSY_RECORD_MS : IDLE_RECORD_MS))) {
+    if (changed && (pass.rows > 0 || this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS)) {
       this.#recordRequested = false;
       await this.#record(pass.snapshot);
     }

@@ -61,7 +61,9 @@ t.test('two workers never exceed one webhook\'s limit together; every event arri
   const seconds = perSecond(times);
   // Slots are 100 ms apart; an arrival that ran late (the web and both workers share this process)
   // can fall into the next second beside that second's own ten.
-  t.ok(Math.max(...seconds) <= 11, `10 (±1 for an arrival that ran late) in each second: ${seconds.join(', ')}`);
+  // Arrival times, not send times: on a loaded machine two late arrivals can fall into the next
+  // second (CI saw 12, 10, 10, 8); the span below bounds the average.
+  t.ok(Math.max(...seconds) <= 12, `10 (±2 for arrivals that ran late) in each second: ${seconds.join(', ')}`);
   const span = Math.max(...times) - Math.min(...times);
   // 39 slots of 100 ms after the first: 3.9 s, less what the first arrival ran late by (a loaded
   // CI machine measured 3,799 ms); the per-second counts above are the limit itself.
