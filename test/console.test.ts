@@ -242,7 +242,8 @@ t.test('Resend on an attempt row of a webhook\'s page sends a delivered event ag
   t.same(await eventually(async () => eventIdsAt('/row-shop'), (ids) => ids.length === 2, 10_000), [eventId, eventId], 'the receiver got the same event a second time');
   await page.getByText('The new attempt arrived').waitFor();
   t.equal(await eventually(() => attempts.count(), (n) => n === 2), 2, 'the new attempt is listed');
-  t.match(await attempts.first().textContent(), /Delivered \(HTTP 200\)/);
+  // The attempt is listed as it goes out (in flight), then with its answer.
+  t.match(await eventually(async () => (await attempts.first().textContent()) ?? '', (text) => /Delivered \(HTTP 200\)/.test(text)), /Delivered \(HTTP 200\)/);
   t.equal(loads, loadsBefore, 'without reloading the page');
   t.equal(await attempts.getByRole('button', { name: 'Resend' }).count(), 2, 'each attempt row has its Resend');
   await page.close();
@@ -269,7 +270,7 @@ t.test('an event\'s page has a Resend for each webhook the event went to, which 
   t.same(eventIdsAt('/up-shop'), [eventId], 'the other did not');
   const downAttempts = toWebhook(down).locator('tbody tr');
   t.equal(await eventually(() => downAttempts.count(), (n) => n === 2), 2, 'the new attempt is listed');
-  t.match(await downAttempts.first().textContent(), /Delivered \(HTTP 200\)/, 'first, as the newest');
+  t.match(await eventually(async () => (await downAttempts.first().textContent()) ?? '', (text) => /Delivered \(HTTP 200\)/.test(text)), /Delivered \(HTTP 200\)/, 'first, as the newest');
   t.equal(await toWebhook(up).locator('tbody tr').count(), 1);
   await page.close();
 });

@@ -202,13 +202,15 @@ async function newestAttempt(webhookId, eventId) {
 }
 
 /**
- * Polls until an attempt newer than `before` is logged (the worker makes it), for up to 20 s, or
- * until the operator leaves the page that shows `notice`. Answers whether one was.
+ * Polls until an attempt newer than `before` is logged with its answer (the worker logs it in
+ * flight as it goes out, then answered), for up to 20 s, or until the operator leaves the page that
+ * shows `notice`. Answers whether one was.
  */
 async function waitForNewAttempt(webhookId, eventId, before, notice) {
   const until = Date.now() + 20_000;
   while (Date.now() < until && notice.isConnected) {
-    if (await newestAttempt(webhookId, eventId) !== before) return true;
+    const [newest] = await attemptsOf(webhookId, eventId, 1);
+    if (newest && newest.id !== before && newest.status !== 'in_flight') return true;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   return false;
