@@ -8,7 +8,7 @@
  * (families/webhooks/openapi.ts). `GET /docs` renders it (api/http/docsRoutes.ts).
  */
 import { apiPath, appliesTo, type Collection, type FieldSpec, type Version } from './engine/family.ts';
-import { acceptedValues } from './engine/values.ts';
+import { acceptedValues } from './schema/values.ts';
 import { collections } from './families/index.ts';
 import { webhookActionPaths } from './families/webhooks/openapi.ts';
 import { curlSamples, type OperationName } from './openapiSamples.ts';

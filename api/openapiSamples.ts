@@ -6,7 +6,7 @@
  * Values a reader must fill in are shown as `<field>`; typed fields get a value of their type.
  */
 import { apiPath, appliesTo, type Collection, type FieldSpec, type Version } from './engine/family.ts';
-import { toApi } from './engine/values.ts';
+import { toApi } from './schema/values.ts';
 
 export type OperationName = 'list' | 'get' | 'create' | 'update_many' | 'delete_many' | 'update' | 'delete';
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LookupFunction } from 'node:net';
-import type { PaymentProcessor } from './engine/family.ts';
+import type { PaymentProcessor } from './processor.ts';
 import { sandboxProcessor } from './families/transactions/sandbox.ts';
 
 /** Random bytes, as `crypto.randomBytes` gives them: ids, client tokens and key secrets draw from it. */

@@ -7,7 +7,7 @@
  */
 import { badRequest, invalidAttributes, type ApiError } from '../api/errors.ts';
 import type { Family, FieldSpec, FieldType, Version } from '../api/engine/family.ts';
-import { fieldsOf } from '../api/engine/view.ts';
+import { fieldsOf } from '../api/schema/fields.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
 import { AGGREGATES } from '../api/query/toSql.ts';
 import { ATTRS_STORE, COLUMN_BY_STORE } from './columns.ts';

@@ -8,7 +8,7 @@
 import type { Family, Tenant, Version } from '../api/engine/family.ts';
 import { aggregateTerms } from '../api/engine/operations.ts';
 import type { Json } from '../api/engine/view.ts';
-import { toApi } from '../api/engine/values.ts';
+import { toApi } from '../api/schema/values.ts';
 import { badRequest } from '../api/errors.ts';
 import { transactions } from '../api/families/transactions/family.ts';
 import type { ListQuery, Operand } from '../api/query/ast.ts';

@@ -22,7 +22,7 @@ import { parseListQuery } from '../api/query/listQuery.ts';
 import type { ListQuery } from '../api/query/ast.ts';
 import { compileRowExport } from './rowExport.ts';
 import { formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
-import type { ReportingQuery } from './protocol.ts';
+import type { ReportingQuery } from '../api/reportingProtocol.ts';
 import { FailureLog } from './failures.ts';
 import { compileReport, decodeRows } from './report.ts';
 import { selectReport } from './repository.ts';

@@ -3,7 +3,7 @@
  * the cards of real requests in place of the sandbox, declines included.
  */
 import t from 'tap';
-import type { PaymentProcessor } from '../api/engine/family.ts';
+import type { PaymentProcessor } from '../api/processor.ts';
 import { startTestApi } from './helpers/api.ts';
 
 const decliningEverything: PaymentProcessor = {

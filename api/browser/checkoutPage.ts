@@ -2,7 +2,7 @@
  * The hosted checkout page of a checkout_page intent (CONTRACT §16): our own HTML, served with a
  * strict CSP, paying through the API with the token in its path (pages/checkout.js).
  */
-import { parseMoney } from '../engine/values.ts';
+import { parseMoney } from '../schema/values.ts';
 import { assetUrl } from './assets.ts';
 import type { CheckoutState } from './checkoutToken.ts';
 

@@ -1,6 +1,6 @@
 /** Client tokens, stored by SHA-256 hash like secret keys. */
-import type { Tenant } from '../engine/family.ts';
 import { rows, type Db } from './connection.ts';
+import type { Tenant } from './tenant.ts';
 
 export interface AccessTokenRecord {
   token_hash: Buffer;

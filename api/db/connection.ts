@@ -29,6 +29,12 @@ export interface TransactionOptions {
   readOnly?: boolean;
 }
 
+/** A fragment of SQL with `?` placeholders and its bindings in order: what repositories compose queries from. */
+export interface Sql {
+  sql: string;
+  bindings: unknown[];
+}
+
 export interface QueryEvent {
   sql: string;
   bindings: unknown[];

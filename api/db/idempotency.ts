@@ -3,8 +3,8 @@
  * successful write is stored inside the write's own transaction, so "done" and the effect commit
  * together. A claim whose work never committed goes stale and may be taken over.
  */
-import type { Tenant } from '../engine/family.ts';
 import type { Db } from './connection.ts';
+import type { Tenant } from './tenant.ts';
 
 export interface IdempotencyRecord {
   request_hash: string;

@@ -2,12 +2,10 @@
  * SQL for every object family table (id, org_id, environment, type, data, created_at,
  * modified_at). The tenant condition is always added here, outside the client's expression.
  */
-import type { StoredObject, Tenant } from '../engine/family.ts';
-import type { Sql } from '../query/toSql.ts';
 import { AUDIT_SETTING_SQL, currentAuditSetting } from './auditContext.ts';
-import { rows as query, type Db } from './connection.ts';
-import { STORED_ROW } from './storedRow.ts';
-import { tenantCheck, tenantScan } from './tenant.ts';
+import { rows as query, type Db, type Sql } from './connection.ts';
+import { STORED_ROW, type StoredObject } from './storedRow.ts';
+import { tenantCheck, tenantScan, type Tenant } from './tenant.ts';
 
 export interface SelectSpec {
   where: Sql | null;

@@ -9,8 +9,18 @@
  * Both keep `org_id = ?`, so each query stays routable to one shard when tables are distributed
  * by org (ARCHITECTURE.md, Scale).
  */
-import type { Tenant } from '../engine/family.ts';
-import type { Sql } from '../query/toSql.ts';
+import type { Sql } from './connection.ts';
+
+/** One org's environment: every tenant table's rows belong to exactly one. */
+export interface Tenant {
+  orgId: string;
+  environment: 'test' | 'live';
+}
+
+/** Who is asking: a secret key (with its settings) or a client token (with its intent). */
+export type Principal =
+  | { kind: 'secret'; keyId: string; settings: Record<string, unknown> }
+  | { kind: 'client'; tokenId: string; intent: Record<string, unknown> };
 
 /** `org_id = ? and environment = ?` for the table alias given (none by default), as a by-id check. */
 export function tenantCheck(tenant: Tenant, alias = ''): Sql {

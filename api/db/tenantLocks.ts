@@ -1,6 +1,6 @@
 /**
  * The locks that keep a test environment's reset (api/testData.ts) apart from the environment's
- * requests (api/http/tenantGate.ts). Two advisory locks per tenant, keyed by a 64-bit hash of its
+ * requests (api/tenantGate.ts). Two advisory locks per tenant, keyed by a 64-bit hash of its
  * name, so tenants never share one:
  *
  * - `requests`: held shared while requests of the tenant run, exclusively by a reset;
@@ -15,8 +15,8 @@
  */
 import net from 'node:net';
 import pg from 'pg';
-import type { Tenant } from '../engine/family.ts';
 import { rows, type Db } from './connection.ts';
+import type { Tenant } from './tenant.ts';
 
 /** A dedicated connection with no holds is closed after this long. */
 const IDLE_CLOSE_MS = 30_000;

@@ -8,9 +8,8 @@
  * marks each one deleted in the change feed, in this same transaction, and the mirror drops it
  * from ClickHouse as it does for any deleted transaction.
  */
-import type { Tenant } from '../engine/family.ts';
 import { rows, type Db } from './connection.ts';
-import { tenantScan } from './tenant.ts';
+import { tenantScan, type Tenant } from './tenant.ts';
 
 /** The counts a reset answers, by the URL's collection names (tables where no collection shows them). */
 export const RESET_COLLECTIONS = [

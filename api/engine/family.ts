@@ -6,87 +6,17 @@
  */
 import type { Db } from '../db/connection.ts';
 import type { EventDraft } from '../db/events.ts';
+import type { StoredObject } from '../db/storedRow.ts';
+import type { Principal, Tenant } from '../db/tenant.ts';
+import type { PaymentProcessor } from '../processor.ts';
+import type { FieldSchema, FieldSpec, Version } from '../schema/fields.ts';
 
-export type Version = 'v1' | 'v2';
-
-export type FieldType =
-  | 'string'
-  | 'email'
-  | 'integer'
-  | 'number'
-  | 'money'
-  | 'boolean'
-  | 'datetime'
-  | 'json'
-  | 'list'
-  | 'id';
-
-/** Columns every family table has; any other stored field lives in the `data` jsonb column. */
-export const COLUMNS = new Set(['id', 'type', 'created_at', 'modified_at']);
-
-export interface FieldSpec {
-  /** Storage path: a column name, or a dotted path inside `data` (`address.city`). */
-  store: string;
-  type: FieldType;
-  /** Dotted API path in each version; a version without one does not have the field. */
-  v1?: string;
-  v2?: string;
-  /** Object types (the `type` column) that carry the field; all when absent. */
-  types?: string[];
-  /** Must be present on create. */
-  required?: boolean;
-  /** Stored on create when the client sends nothing. */
-  default?: unknown;
-  /** Set by the service only. */
-  readOnly?: boolean;
-  /** Accepted on input, never rendered. */
-  writeOnly?: boolean;
-  /** Rendered only when named in `fields` (`fields=*,ledger`). */
-  nonDefault?: boolean;
-  /** Allowed stored values. */
-  enum?: string[];
-  /** Per-version renames of values: API value → stored value (v1 funding_style `net` → `netted`). */
-  values?: Partial<Record<Version, Record<string, string>>>;
-  min?: number;
-  max?: number;
-  maxLength?: number;
-}
-
-export interface Tenant {
-  orgId: string;
-  environment: 'test' | 'live';
-}
-
-/** A stored row as the engine handles it. */
-export interface StoredObject {
-  id: string;
-  type: string;
-  created_at: Date;
-  modified_at: Date;
-  data: Record<string, unknown>;
-}
-
-/** Who is asking: a secret key (with its settings) or a client token (with its intent). */
-export type Principal =
-  | { kind: 'secret'; keyId: string; settings: Record<string, unknown> }
-  | { kind: 'client'; tokenId: string; intent: Record<string, unknown> };
-
-/** A card network's answer to one card payment. */
-export interface CardAuthorization {
-  approved: boolean;
-  /** `approved`, or the decline code (`insufficient_bal`) */
-  statusCode: string;
-  message: string;
-  /** a dispute the network will raise after an approved payment is processed */
-  dispute?: 'chargeback' | 'chargeback_reversal';
-}
-
-/** The processor behind payments: it decides cards and knows which bank debits will bounce. */
-export interface PaymentProcessor {
-  authorizeCard: (cardNumber: string) => CardAuthorization;
-  /** whether the bank refuses a debit from this account shortly after it is processed */
-  bankWillReject: (accountNumber: string) => boolean;
-}
+// A family's author imports the whole declaration from here; each type lives on the lowest floor
+// that needs it (the field schema below the query compiler, rows and tenants below the repositories).
+export type { FieldSchema, FieldSpec, FieldType, Version } from '../schema/fields.ts';
+export { COLUMNS, apiPath, appliesTo } from '../schema/fields.ts';
+export type { StoredObject } from '../db/storedRow.ts';
+export type { Principal, Tenant } from '../db/tenant.ts';
 
 /** Seams the domain needs from the process: clock, card vault, processor, timing settings. */
 export interface DomainServices {
@@ -158,7 +88,7 @@ export interface FamilyRules {
   createSteps?: CreateSteps<any>;
 }
 
-export interface Family {
+export interface Family extends FieldSchema {
   /** singular name, used in events (`object_type`) */
   name: string;
   table: string;
@@ -196,12 +126,4 @@ export interface Collection {
   readOnly?: boolean;
   /** default order when the client gives none (logs: newest first) */
   newestFirst?: boolean;
-}
-
-export function apiPath(field: FieldSpec, version: Version): string | undefined {
-  return version === 'v1' ? field.v1 : field.v2;
-}
-
-export function appliesTo(field: FieldSpec, type: string | undefined): boolean {
-  return !field.types || type === undefined || field.types.includes(type);
 }

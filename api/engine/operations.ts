@@ -2,14 +2,15 @@
  * The ten generic operations of spec §4.1 over any registered collection. Each runs inside the
  * transaction it is given: rows, family rules and outbox events commit together.
  */
+import type { Sql } from '../db/connection.ts';
 import { recordEvents, type EventDraft } from '../db/events.ts';
 import * as objects from '../db/objects.ts';
 import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
-import { AGGREGATES, SqlCompiler, type Sql } from '../query/toSql.ts';
+import { AGGREGATES, SqlCompiler } from '../query/toSql.ts';
 import type { Collection, CreateSteps, Family, RuleContext, StoredObject, Version } from './family.ts';
-import { acceptedValues, toApi } from './values.ts';
+import { acceptedValues, toApi } from '../schema/values.ts';
 import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
 
 export interface OperationContext extends RuleContext {

@@ -3,9 +3,11 @@
  * onto storage. One storage model, two renderings and two input mappings.
  */
 import { badRequest, invalidAttributes, type ErrorDetails } from '../errors.ts';
-import { isForbiddenKey } from './untrustedInput.ts';
-import { COLUMNS, apiPath, appliesTo, type Family, type FieldSpec, type StoredObject, type Version } from './family.ts';
-import { toApi, toStored } from './values.ts';
+import { isForbiddenKey } from '../untrustedInput.ts';
+import { COLUMNS, apiPath, appliesTo, fieldsOf, type FieldSpec, type Version } from '../schema/fields.ts';
+import type { StoredObject } from '../db/storedRow.ts';
+import type { Family } from './family.ts';
+import { toApi, toStored } from '../schema/values.ts';
 
 export type Json = Record<string, unknown>;
 
@@ -34,22 +36,6 @@ export function setPath(target: Json, dotted: string, value: unknown): void {
   }
   current[keys[keys.length - 1]] = value;
 }
-
-/** Fields of a family visible in a version, keyed by API path. */
-export function fieldsOf(family: Family, version: Version): Map<string, FieldSpec> {
-  const key = `${family.name}:${version}`;
-  let map = fieldCache.get(key);
-  if (!map) {
-    map = new Map();
-    for (const field of family.fields) {
-      const path = apiPath(field, version);
-      if (path) map.set(path, field);
-    }
-    fieldCache.set(key, map);
-  }
-  return map;
-}
-const fieldCache = new Map<string, Map<string, FieldSpec>>();
 
 export function storedValue(row: StoredObject, field: FieldSpec): unknown {
   if (COLUMNS.has(field.store)) return (row as unknown as Json)[field.store];

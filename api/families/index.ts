@@ -5,6 +5,7 @@
  */
 import type { ClientScopes, Collection, Family } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
+import { registerAuditedFamilies } from './audit_events/changes.ts';
 import { auditEvents } from './audit_events/family.ts';
 import { billingCharges } from './billing_schedules/charges.ts';
 import { billingSchedules } from './billing_schedules/family.ts';
@@ -69,6 +70,7 @@ function clientScopesOf(family: Family): ClientScopes {
 /** Every trigger a family declares, once each: the values a webhook's `trigger` accepts. */
 export const webhookTriggers: string[] = [...new Set(families.flatMap(triggersOf))];
 registerTriggers(webhookTriggers);
+registerAuditedFamilies(families);
 
 /**
  * What a client token may call, by its intent kind (`none`: made without an intent): `create` in a

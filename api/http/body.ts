@@ -6,7 +6,7 @@ import busboy from 'busboy';
 import type { Context, Next } from 'koa';
 import qs from 'qs';
 import { Readable } from 'node:stream';
-import { assertSafeInput, assertSafeKeys } from '../engine/untrustedInput.ts';
+import { assertSafeInput, assertSafeKeys } from '../untrustedInput.ts';
 import { badRequest, payloadTooLarge } from '../errors.ts';
 import type { RequestState } from './state.ts';
 

@@ -8,7 +8,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { listOrgKeys } from '../db/keys.ts';
-import { formatTimestamp } from '../engine/values.ts';
+import { formatTimestamp } from '../schema/values.ts';
 import { badRequest, forbidden, notFound } from '../errors.ts';
 import { parseListQuery } from '../query/listQuery.ts';
 import type { RequestState } from './state.ts';

@@ -16,7 +16,7 @@ import type { Collection } from '../engine/family.ts';
 import { isAggregateQuery } from '../engine/operations.ts';
 import { ApiError, serviceUnavailable } from '../errors.ts';
 import type { ListQuery } from '../query/ast.ts';
-import type { ReportingQuery } from '../../reporting/protocol.ts';
+import type { ReportingQuery } from '../reportingProtocol.ts';
 import type { AppServices, RequestState } from './state.ts';
 
 const SLACK_MS = 1000;

@@ -7,7 +7,7 @@ import { generateSenderSecret } from '../families/webhooks/rules.ts';
 import { render } from '../engine/view.ts';
 import { selectObjectById } from '../db/objects.ts';
 import * as operations from '../engine/operations.ts';
-import { parseDateTime } from '../engine/values.ts';
+import { parseDateTime } from '../schema/values.ts';
 import { badRequest, invalidAttributes, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import { webhooks } from '../families/webhooks/family.ts';

@@ -1,6 +1,6 @@
 /** Operand helpers both compilers (Postgres, ClickHouse) share, so they read the AST alike. */
 import { invalidAttributes } from '../errors.ts';
-import { parseDateTime } from '../engine/values.ts';
+import { parseDateTime } from '../schema/values.ts';
 import type { Operand } from './ast.ts';
 
 export function isLiteralLike(node: Operand): boolean {

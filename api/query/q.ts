@@ -4,7 +4,7 @@
  * time, because two spots are not token sequences: bare dates (`date(2024-01-31 10:20:30)`) and
  * bracketed path segments (`attrs[my-region]`); those are read as raw text.
  */
-import { isForbiddenKey } from '../engine/untrustedInput.ts';
+import { isForbiddenKey } from '../untrustedInput.ts';
 import { badRequest, type ApiError } from '../errors.ts';
 import type { Call, CompareOp, DateLiteral, Expr, FieldRef, Literal, Not, Operand } from './ast.ts';
 

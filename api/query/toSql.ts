@@ -3,16 +3,11 @@
  * resolved against the family's schema for the request's version; every value is a binding.
  * The tenant filter is added by the repository, outside anything compiled here.
  */
+import type { Sql } from '../db/connection.ts';
 import { badRequest, invalidAttributes } from '../errors.ts';
-import { COLUMNS, type Family, type FieldSpec, type FieldType, type Version } from '../engine/family.ts';
-import { fieldsOf } from '../engine/view.ts';
+import { COLUMNS, fieldsOf, type FieldSchema, type FieldSpec, type FieldType, type Version } from '../schema/fields.ts';
 import type { Call, Expr, Literal, Operand } from './ast.ts';
 import { flip, isLiteralLike, toDate } from './operands.ts';
-
-export interface Sql {
-  sql: string;
-  bindings: unknown[];
-}
 
 /** What an operand evaluates to: SQL plus the type the comparison coerces literals to. */
 interface Typed extends Sql {
@@ -62,11 +57,11 @@ const CASTS: Partial<Record<FieldType, string>> = {
 };
 
 export class SqlCompiler {
-  readonly family: Family;
+  readonly family: FieldSchema;
   readonly version: Version;
   private readonly fields: Map<string, FieldSpec>;
 
-  constructor(family: Family, version: Version) {
+  constructor(family: FieldSchema, version: Version) {
     this.family = family;
     this.version = version;
     this.fields = fieldsOf(family, version);

@@ -2,7 +2,11 @@
  * Unit tier: the process layers. The worker and reporting processes take the domain, the
  * repositories and the shared process code (api/process.ts, api/config.ts); nothing of theirs may
  * reach the web process's HTTP layer (api/http/) or its entry point (api/server.ts), directly or
- * through another module. Read from the source text, so the rule holds before anything runs.
+ * through another module. Inside api/, dependencies point down: the repositories (api/db/) take
+ * nothing from the engine or the web layer, the field schema (api/schema/) sits below both the
+ * query compiler and the engine, no module imports itself back through others, and api/ takes no
+ * code from the reporting or worker processes. Read from the source text, so the rules hold before
+ * anything runs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -72,4 +76,65 @@ t.test('no reporting module reaches api/http/ or api/server.ts', async (t) => {
   const roots = sourceFiles('reporting');
   t.ok(roots.includes('reporting/main.ts') && roots.includes('reporting/server.ts'), 'the reporting entry point and its HTTP are scanned');
   t.same(webOnlyReached(roots), [], 'none reached (each entry: the chain of imports that reaches it)');
+});
+
+/** Every api/ module with the api/ modules and other project files it imports. */
+function apiImports(): Map<string, string[]> {
+  return new Map(sourceFiles('api').map((file) => [file, relativeImports(file)]));
+}
+
+/** Groups of modules that import each other in a circle (Tarjan's strongly connected components of two or more). */
+function cycles(graph: Map<string, string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!graph.has(target)) continue;
+      if (!index.has(target)) visit(target);
+      if (stack.includes(target)) low.set(file, Math.min(low.get(file)!, low.get(target)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const group = stack.splice(stack.indexOf(file));
+    if (group.length > 1) found.push(group.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return found;
+}
+
+/** The floors inside api/ from the bottom up: a module may import its own floor or a lower one. */
+const FLOORS = ['api/schema/', 'api/db/', 'api/query/', 'api/engine/', 'api/http/'];
+const floorOf = (file: string) => FLOORS.findIndex((floor) => file.startsWith(floor));
+
+function importsWhere(accept: (from: string, to: string) => boolean): string[] {
+  return [...apiImports()].flatMap(([from, targets]) => targets.filter((to) => accept(from, to)).map((to) => `${from} → ${to}`));
+}
+
+t.test('the cycle check finds a circle and passes a chain', async (t) => {
+  const circle = new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', ['a.ts']], ['d.ts', ['a.ts']]]);
+  t.same(cycles(circle), [['a.ts', 'b.ts', 'c.ts']]);
+  t.same(cycles(new Map([['a.ts', ['b.ts']], ['b.ts', ['c.ts']], ['c.ts', []]])), []);
+});
+
+t.test('no api/ module imports itself back through others', async (t) => {
+  const graph = apiImports();
+  t.ok(graph.get('api/engine/operations.ts')?.includes('api/query/toSql.ts'), 'the scan sees the engine import the query compiler');
+  t.same(cycles(graph), [], 'no circles (each entry: the modules of one circle)');
+});
+
+t.test('floors import only their own floor or lower ones (schema, db, query, engine, http)', async (t) => {
+  const upward = importsWhere((from, to) => floorOf(from) >= 0 && floorOf(to) > floorOf(from));
+  t.same(upward, [], 'no upward imports (each entry: importer → imported)');
+});
+
+t.test('no repository in api/db/ imports the engine or the web layer', async (t) => {
+  t.same(importsWhere((from, to) => from.startsWith('api/db/') && /^api\/(engine|http)\//.test(to)), []);
+});
+
+t.test('api/ takes nothing from the reporting or worker processes', async (t) => {
+  t.same(importsWhere((_from, to) => /^(reporting|workers)\//.test(to)), []);
 });

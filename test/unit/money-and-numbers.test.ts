@@ -1,6 +1,6 @@
 /** Unit tier: the pure rules of money and payment numbers, no database. */
 import t from 'tap';
-import { parseMoney } from '../../api/engine/values.ts';
+import { parseMoney } from '../../api/schema/values.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from '../../api/families/payment_methods/numbers.ts';
 
 t.test('parseMoney keeps exact cents and rounds further decimals half-up on the text', async (t) => {

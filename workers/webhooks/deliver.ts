@@ -18,7 +18,7 @@ import type { Db } from '../../api/db/connection.ts';
 import type { DomainServices } from '../../api/engine/family.ts';
 import { RATE_SLOT_PRIORITY, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
-import { formatTimestamp } from '../../api/engine/values.ts';
+import { formatTimestamp } from '../../api/schema/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';

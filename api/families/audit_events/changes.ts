@@ -4,16 +4,22 @@
  * object's family declares for it, with the values converted as that family renders them.
  * Write-only fields never show; a stored key no field declares keeps its stored name.
  */
-import type { FamilyRules, FieldSpec, StoredObject, Version } from '../../engine/family.ts';
+import type { FamilyRules, FieldSchema, FieldSpec, StoredObject, Version } from '../../engine/family.ts';
 import { apiPath } from '../../engine/family.ts';
-import { toApi } from '../../engine/values.ts';
+import { toApi } from '../../schema/values.ts';
 import { getPath, isPlainObject, type Json } from '../../engine/view.ts';
-import { families } from '../index.ts';
 
 type Pair = [unknown, unknown];
 
+/** Every family an audit event may name, by name: the registry (api/families/index.ts) gives them once loaded. */
+const auditedFamilies = new Map<unknown, FieldSchema>();
+
+export function registerAuditedFamilies(families: FieldSchema[]): void {
+  for (const family of families) auditedFamilies.set(family.name, family);
+}
+
 function fieldsByStoredKey(objectType: unknown): Map<string, FieldSpec[]> | null {
-  const family = families.find((f) => f.name === objectType);
+  const family = auditedFamilies.get(objectType);
   if (!family) return null;
   const byKey = new Map<string, FieldSpec[]>();
   for (const field of family.fields) {

@@ -7,7 +7,7 @@
  */
 import type { Db } from '../../db/connection.ts';
 import type { DomainServices, Tenant } from '../../engine/family.ts';
-import { formatTimestamp, parseDateTime } from '../../engine/values.ts';
+import { formatTimestamp, parseDateTime } from '../../schema/values.ts';
 import { forbidden, invalidAttributes } from '../../errors.ts';
 import { runBillingDay } from './run.ts';
 import { createClockIfMissing, findClock, lockClock, setClock } from './testClockRepository.ts';

@@ -4,7 +4,7 @@
  */
 import type { RuleContext } from '../../engine/family.ts';
 import { getPath, isPlainObject, setPath, type Json } from '../../engine/view.ts';
-import { parseDateTime } from '../../engine/values.ts';
+import { parseDateTime } from '../../schema/values.ts';
 import { mask } from '../payment_methods/numbers.ts';
 
 /** A sealed number as stored: what the API shows, and the ciphertext. */

@@ -8,7 +8,7 @@ import { insertAccessToken } from '../../db/accessTokens.ts';
 import type { Tenant } from '../../engine/family.ts';
 import { setPath } from '../../engine/view.ts';
 import { invalidAttributes, type ErrorDetails } from '../../errors.ts';
-import { formatTimestamp, parseMoney } from '../../engine/values.ts';
+import { formatTimestamp, parseMoney } from '../../schema/values.ts';
 import { randomBase62 } from '../../ids.ts';
 import { hashKey } from '../../keys.ts';
 import { hostedPageUrl } from './links.ts';

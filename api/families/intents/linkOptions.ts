@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { setPath } from '../../engine/view.ts';
-import { parseMoney } from '../../engine/values.ts';
+import { parseMoney } from '../../schema/values.ts';
 import { invalidAttributes, type ErrorDetails } from '../../errors.ts';
 
 const money = z.union([z.number(), z.string()]).superRefine((value, check) => {

@@ -7,7 +7,7 @@
  * resolution every such value names the family's one stored kind.
  */
 import type { FieldSpec } from '../../engine/family.ts';
-import { parseDateTime } from '../../engine/values.ts';
+import { parseDateTime } from '../../schema/values.ts';
 
 /** A rename table under which any value a client sends stands for `kind`. */
 export function everyValueIs(kind: string): Record<string, string> {

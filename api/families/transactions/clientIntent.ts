@@ -6,7 +6,7 @@
  */
 import type { RuleContext } from '../../engine/family.ts';
 import { isPlainObject, setPath, type Json } from '../../engine/view.ts';
-import { parseMoney } from '../../engine/values.ts';
+import { parseMoney } from '../../schema/values.ts';
 import { forbidden, invalidAttributes, type ErrorDetails } from '../../errors.ts';
 import * as repo from './repository.ts';
 

@@ -5,7 +5,7 @@ import { STORED_ROW } from '../../db/storedRow.ts';
 import type { EventDraft } from '../../db/events.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import { newId } from '../../ids.ts';
-import type { Sql } from '../../query/toSql.ts';
+import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
 const ROW = STORED_ROW;

@@ -8,7 +8,7 @@
  */
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { parseMoney } from '../../engine/values.ts';
+import { parseMoney } from '../../schema/values.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import * as repo from './repository.ts';

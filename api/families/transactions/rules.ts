@@ -7,7 +7,7 @@ import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { parseMoney } from '../../engine/values.ts';
+import { parseMoney } from '../../schema/values.ts';
 import { invalidAttributes, transactionDeclined } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';

@@ -4,7 +4,7 @@
  * bank shortly after processing; two cards are disputed after processing. `sandboxProcessor` is
  * the domain's default `PaymentProcessor`; a real processor plugs in beside it.
  */
-import type { CardAuthorization, PaymentProcessor } from '../../engine/family.ts';
+import type { CardAuthorization, PaymentProcessor } from '../../processor.ts';
 
 const DECLINE_CODES = [
   'card_expired',

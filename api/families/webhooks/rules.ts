@@ -5,7 +5,7 @@ import { invalidAttributes } from '../../errors.ts';
 import { webhookLogs } from '../webhook_logs/family.ts';
 import { healthOfWebhooks, latestLogsOfWebhooks } from '../webhook_logs/repository.ts';
 import type { EventDraft } from '../../db/events.ts';
-import { formatTimestamp } from '../../engine/values.ts';
+import { formatTimestamp } from '../../schema/values.ts';
 import { DISABLED_BY_REQUEST, WEBHOOK_STATUSES, webhookStatusEvent } from './health.ts';
 import { currentRandomSource } from '../../ids.ts';
 

@@ -4,7 +4,7 @@
  * that reach an object's prototype are refused, and nesting and list sizes are bounded so that
  * no recursive walk (serialising, hashing, cloning) can exhaust the stack.
  */
-import { badRequest } from '../errors.ts';
+import { badRequest } from './errors.ts';
 
 /** Keys that address an object's prototype machinery instead of its data. */
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);

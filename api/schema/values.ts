@@ -2,7 +2,7 @@
  * Value conversions at the edge: client values (JSON or form strings) into stored values, and
  * stored values into what the API shows. Money is integer minor units inside; decimals only here.
  */
-import type { FieldSpec, Version } from './family.ts';
+import type { FieldSpec, Version } from './fields.ts';
 
 export const MAX_MONEY_MINOR = 1e12 * 100;
 

@@ -1,7 +1,8 @@
 /**
  * The reporting process's wire contract with its one client, the web process
- * (api/http/reportingProxy.ts). Errors travel as the API's own error bodies (`errorResponse`,
- * api/errors.ts). Types only: neither side takes code from the other.
+ * (api/http/reportingProxy.ts; reporting/server.ts answers it). Errors travel as the API's own
+ * error bodies (`errorResponse`, api/errors.ts). Types only, on the floor both processes share, so
+ * neither side imports the other.
  */
 
 /** Body of POST /query on the reporting process. */
