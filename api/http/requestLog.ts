@@ -86,9 +86,16 @@ export class RequestLogShipper {
     }
   }
 
+  /**
+   * Ships the rows queued when it starts, and any full batch queued meanwhile. Rows that arrive
+   * during a shipment wait for the timer: shipping them at once would make a busy process post a
+   * small batch per round trip, and each insert costs the store far more than its rows.
+   */
   async #shipAll(): Promise<void> {
-    while (this.#rows.length) {
+    let due = this.#rows.length;
+    while (this.#rows.length && (due > 0 || this.#rows.length >= BATCH)) {
       const batch = this.#rows.slice(0, BATCH);
+      due -= batch.length;
       try {
         await this.#post(batch);
       } catch (error) {
@@ -103,6 +110,7 @@ export class RequestLogShipper {
       if (this.#down) this.#log.info('request log: reporting back, queued rows shipped');
       this.#down = false;
     }
+    if (this.#rows.length) this.#schedule(FLUSH_MS);
   }
 
   async #post(rows: RequestLogRow[]): Promise<void> {
