@@ -62,6 +62,13 @@ export interface SupervisorOptions {
   view?: LineView;
   /** called whenever a child started or exited, with the pids of those running now */
   onPidsChanged?: (pids: Record<string, number>) => void;
+  /** runs a restart after its delay and answers how to cancel it; default a timer (a test runs restarts itself) */
+  scheduleRestart?: (restart: () => void, delayMs: number) => () => void;
+}
+
+function restartTimer(restart: () => void, delayMs: number): () => void {
+  const timer = setTimeout(restart, delayMs);
+  return () => clearTimeout(timer);
 }
 
 function seconds(ms: number): string {
@@ -76,7 +83,8 @@ class Supervised {
   closed: Promise<void> = Promise.resolve();
   startedAt = 0;
   restarts = 0;
-  pendingRestart: NodeJS.Timeout | null = null;
+  /** cancels the restart waiting out its delay */
+  pendingRestart: (() => void) | null = null;
   readonly spec: ChildSpec;
 
   constructor(spec: ChildSpec) {
@@ -163,11 +171,11 @@ export class Supervisor {
     const delay = restartDelay(child.restarts, this.backoff);
     child.restarts += 1;
     this.print(`${child.spec.name} exited (${reason}) after ${seconds(upFor)}; restarting in ${seconds(delay)} (restart ${child.restarts})`);
-    child.pendingRestart = setTimeout(() => this.launch(child), delay);
+    child.pendingRestart = (this.options.scheduleRestart ?? restartTimer)(() => this.launch(child), delay);
   }
 
   private async drain(child: Supervised): Promise<void> {
-    if (child.pendingRestart) clearTimeout(child.pendingRestart);
+    child.pendingRestart?.();
     child.pendingRestart = null;
     const proc = child.process;
     if (!proc || !isAlive(proc)) return;

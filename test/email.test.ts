@@ -10,6 +10,7 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { SMTPServer } from 'smtp-server';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
 
 process.env.SETTLE_PUBLIC_URL = 'https://pay.example.test';
 const V2 = { version: 'v2' };
@@ -59,11 +60,6 @@ async function startSmtp(t: Test): Promise<{ url: string; received: Received[] }
   return { url: `smtp://user:secret@127.0.0.1:${port}`, received };
 }
 
-async function eventually(check: () => Promise<boolean> | boolean): Promise<void> {
-  const until = Date.now() + 5000;
-  while (!(await check()) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
 const smtp = await startSmtp(t);
 const api = await startTestApi(t);
 await startTestWorker(t, api.databaseUrl, { SMTP_URL: smtp.url, SMTP_FROM: 'Shop <shop@example.com>', WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', WORKER_POLL_INTERVAL: '50' });
@@ -82,7 +78,7 @@ t.test('a link intent e-mails each recipient its link once, through SMTP', async
     },
   });
   t.equal(res.status, 200, JSON.stringify(res.body));
-  await eventually(() => messagesTo('jango@example.com').length > 0 && messagesTo('ops@example.com').length > 0);
+  await eventually(() => messagesTo('jango@example.com').length > 0 && messagesTo('ops@example.com').length > 0, Boolean);
   const [jango] = messagesTo('jango@example.com');
   t.ok(jango, 'jango got a message');
   t.equal(jango.from, 'shop@example.com');
@@ -93,21 +89,21 @@ t.test('a link intent e-mails each recipient its link once, through SMTP', async
   t.ok(jango.raw.includes(res.body.url), 'the message carries the link');
   t.equal(messagesTo('ops@example.com').length, 1);
   const sent = () => api.db('link_emails').where({ object_id: res.body.id }).orderBy('recipient');
-  await eventually(async () => (await sent()).filter((r: any) => r.state === 'sent').length === 2);
+  await eventually(async () => (await sent()).filter((r: any) => r.state === 'sent').length === 2, Boolean);
   const rows = await sent();
   t.same(rows.map((r: any) => [r.recipient, r.state, r.attempts]), [['jango@example.com', 'sent', 1], ['ops@example.com', 'sent', 1]], 'one message per recipient, however it was spelled');
   // Another run of a finished job (a retry, a duplicate enqueue) sends nothing more.
   const again = await api.db.raw(`select id from graphile_worker.add_job('send_link_email', json_build_object('email_id', ?::text, 'org_id', ?::text, 'environment', 'test'))`, [rows[0].id, rows[0].org_id]);
   const jobId = again.rows[0].id;
   // Waits for that job to have run (a finished job leaves the queue), not for a guessed time.
-  await eventually(async () => (await api.db.raw('select 1 from graphile_worker.jobs where id = ?', [jobId])).rows.length === 0);
+  await eventually(async () => (await api.db.raw('select 1 from graphile_worker.jobs where id = ?', [jobId])).rows.length === 0, Boolean);
   t.equal(messagesTo('jango@example.com').length, 1, 'at most once');
 });
 
 t.test('a payment link e-mails its customer once: inline (reused by e-mail) or by customer_id', async (t) => {
   const first = await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Concert tickets', amount: 45.5, customer: { name: 'Leia Organa', email: 'leia@example.com' } } });
   t.equal(first.status, 200, JSON.stringify(first.body));
-  await eventually(() => messagesTo('leia@example.com').length > 0);
+  await eventually(() => messagesTo('leia@example.com').length > 0, Boolean);
   const [leia] = messagesTo('leia@example.com');
   t.ok(leia, 'the customer got a message');
   t.match(leia.raw, /^To: Leia Organa <leia@example\.com>/m);
@@ -126,7 +122,7 @@ t.test('a payment link e-mails its customer once: inline (reused by e-mail) or b
   const silent = (await api.request('POST', '/customers', { json: { name: 'No e-mail' } })).body;
   const none = await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Quiet', amount: 1, customer_id: silent.id } });
   t.equal(none.status, 200);
-  await eventually(() => messagesTo('han@example.com').length > 0 && messagesTo('leia@example.com').length > 1);
+  await eventually(() => messagesTo('han@example.com').length > 0 && messagesTo('leia@example.com').length > 1, Boolean);
   t.equal(messagesTo('han@example.com').length, 1, 'a customer_id whose customer has an e-mail');
   t.equal(messagesTo('leia@example.com').length, 2, 'one message per link');
   t.same(await api.db('link_emails').where({ object_id: none.body.id }), [], 'nothing for a customer without an e-mail');
@@ -135,7 +131,7 @@ t.test('a payment link e-mails its customer once: inline (reused by e-mail) or b
 t.test('a payment activation e-mails its recipients too', async (t) => {
   const res = await api.request('POST', '/payment_activations', { json: { intent: { entity_name: 'Boba' }, send_to: [{ name: 'Boba', email: 'boba@example.com' }] } });
   t.equal(res.status, 200, JSON.stringify(res.body));
-  await eventually(() => messagesTo('boba@example.com').length > 0);
+  await eventually(() => messagesTo('boba@example.com').length > 0, Boolean);
   const [boba] = messagesTo('boba@example.com');
   t.match(boba?.raw, /^Subject: Connect your bank account$/m);
   t.ok(boba?.raw.includes(`https://pay.example.test/enroll/${res.body.id}`));
@@ -151,7 +147,7 @@ t.test('a temporary refusal is retried and delivered once; a permanent one is no
   await eventually(async () => {
     const s = await states();
     return s['busy@example.com']?.state === 'sent' && s['nobody@example.com']?.state === 'failed';
-  });
+  }, Boolean);
   const final = await states();
   t.match(final['busy@example.com'], { state: 'sent', attempts: 2 }, 'sent on the second attempt');
   t.match(final['nobody@example.com'], { state: 'failed', attempts: 1, last_error: /No such user/ }, 'a 550 is final');
@@ -181,7 +177,7 @@ t.test('without SMTP_URL each message is an .eml file under <data dir>/mail/', a
   t.equal(res.status, 200, JSON.stringify(res.body));
   // Marked sent once the file is written whole: a file seen earlier may still be empty.
   const row = () => local.db('link_emails').where({ object_id: res.body.id }).first();
-  await eventually(async () => (await row())?.state === 'sent');
+  await eventually(async () => (await row())?.state === 'sent', Boolean);
   t.equal((await row()).state, 'sent');
   const dir = path.join(dataDir, 'mail');
   const files = fs.existsSync(dir) ? fs.readdirSync(dir) : [];

@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import { startTestApi, startTestWorker, type TestApi } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t, { SETTLE_PROCESSING_DELAY: '50' });
 await startTestWorker(t, api.databaseUrl, { SETTLE_PROCESSING_DELAY: '50', WORKER_POLL_INTERVAL: '50' });
@@ -29,15 +30,6 @@ async function invoice(custId: string, items: unknown = [{ entry_type: 'charge',
 async function card(custId: string, number = CARD): Promise<string> {
   const res = await api.request('POST', '/payment_methods', { json: { ...number, customer_id: custId } });
   return res.body.id;
-}
-
-async function eventually(check: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
 }
 
 t.test('a v1 invoice is unpaid with exact totals, its biller inferred and its items nested as line items', async (t) => {
@@ -226,7 +218,7 @@ t.test('a bank reject after processing steps the invoice back', async (t) => {
   });
   t.equal(res.status, 200, JSON.stringify(res.body));
   t.equal((await api.request('GET', `/invoices/${inv.id}`)).body.status, 'paid');
-  t.ok(await eventually(async () => (await api.request('GET', `/transactions/${res.body.id}`)).body.status === 'rejected'), 'the bank rejects');
+  t.ok(await eventually(async () => (await api.request('GET', `/transactions/${res.body.id}`)).body.status === 'rejected', Boolean, 10_000), 'the bank rejects');
   t.match((await api.request('GET', `/invoices/${inv.id}`)).body, { status: 'unpaid', amount_due: 4.99 });
 });
 

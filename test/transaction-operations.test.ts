@@ -4,21 +4,15 @@
  */
 import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t, { SETTLE_PROCESSING_DELAY: '50' });
 await startTestWorker(t, api.databaseUrl, { SETTLE_PROCESSING_DELAY: '50', WORKER_POLL_INTERVAL: '50' });
 await api.request('POST', '/processing_accounts', { json: { name: 'Shop' } });
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35' } };
 
-async function operationsOf(id: string, until = (ops: any[]) => ops.length > 0): Promise<any[]> {
-  const deadline = Date.now() + 5000;
-  let ops: any[] = [];
-  while (Date.now() < deadline) {
-    ops = (await api.request('GET', `/transaction_operations?transaction_id=${id}&order_by=created_at`, { version: 'v2' })).body.values;
-    if (until(ops)) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return ops;
+function operationsOf(id: string, until = (ops: any[]) => ops.length > 0): Promise<any[]> {
+  return eventually(async () => (await api.request('GET', `/transaction_operations?transaction_id=${id}&order_by=created_at`, { version: 'v2' })).body.values as any[], until, 5000, 50);
 }
 
 t.test('authorize, capture and refund are operations of their transactions, each with an event', async (t) => {

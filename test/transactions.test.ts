@@ -229,16 +229,32 @@ t.test('client tokens: intents validated, scoped, single-use, automatic authoriz
   t.equal((await api.request('GET', `/transactions/${manual.body.id}`)).body.status, 'authorized', 'manual authorizations never expire');
 });
 
-t.test('a capture racing the expiry deadline either wins or loses, never both', async (t) => {
+/** Backends of this database waiting for a lock another holds. */
+async function lockWaiters(): Promise<number> {
+  const found = await api.db.raw('select count(*)::int as n from pg_stat_activity where datname = current_database() and cardinality(pg_blocking_pids(pid)) > 0');
+  return found.rows[0].n;
+}
+
+t.test('a capture racing the expiry either wins or loses, never both', async (t) => {
   const outcomes: string[] = [];
-  for (let i = 0; i < 4; i++) {
+  for (const expiryFirst of [false, true, false, true]) {
     const minted = await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { checkout_plugin: { amount: 3, description: 'race', status: 'authorized' } } } });
     const auth = await api.request('POST', '/transactions', { key: minted.body.id, json: { type: 'payment', payment_method: CARD } });
-    await new Promise((r) => setTimeout(r, 550 + i * 30)); // around the 600 ms deadline
-    const capture = await api.request('PUT', `/transactions/${auth.body.id}`, { json: { status: 'processed' } });
+    // Holding the row makes both contenders queue on it, so each round is a real race: they
+    // start together when it is let go, in the order they queued.
+    const hold = await api.db.transaction();
+    await hold.raw('select id from transactions where id = ? for update', [auth.body.id]);
+    let capture: Promise<{ status: number }> | undefined;
+    if (!expiryFirst) capture = api.request('PUT', `/transactions/${auth.body.id}`, { json: { status: 'processed' } });
+    t.equal(await eventually(lockWaiters, (n) => n >= 1, 5000), 1, 'the first contender waits for the row');
+    capture ??= api.request('PUT', `/transactions/${auth.body.id}`, { json: { status: 'processed' } });
+    t.equal(await eventually(lockWaiters, (n) => n >= 2, 5000), 2, 'the capture and the expiry both wait for the row');
+    await hold.rollback();
+    const answered = await capture;
     const final = await eventually(() => api.request('GET', `/transactions/${auth.body.id}`), (r) => r.body.status !== 'authorized', 4000);
-    if (capture.status === 200) t.equal(final.body.status, 'processed', 'a capture that answered 200 stays processed');
+    if (answered.status === 200) t.equal(final.body.status, 'processed', 'a capture that answered 200 stays processed');
     else t.equal(final.body.status, 'voided', 'a refused capture means the expiry won');
+    if (expiryFirst) t.equal(final.body.status, 'voided', 'the expiry that took the row first voids the authorization');
     const triggers = (await lifecycleEvents(auth.body.id).orderBy('seq')).map((e: any) => e.trigger);
     t.notOk(triggers.includes('processed') && triggers.includes('void'), 'never both captured and voided');
     outcomes.push(final.body.status);

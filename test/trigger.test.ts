@@ -9,19 +9,14 @@ import { projectRoot } from '../api/config.ts';
 import { FIREABLE_TRIGGERS, fireTrigger } from '../bin/trigger.ts';
 import { webhookTriggers } from '../api/families/index.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t, { SETTLE_PROCESSING_DELAY: '50' });
 await startTestWorker(t, api.databaseUrl, { SETTLE_PROCESSING_DELAY: '50', WORKER_POLL_INTERVAL: '50' });
 await api.request('POST', '/processing_accounts', { json: { name: 'Default' } });
 
-async function eventSeen(trigger: string, since: Date, ms = 8000): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const found = await api.db('events').where({ trigger }).andWhere('created_at', '>=', since).first();
-    if (found) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
+function eventSeen(trigger: string, since: Date, ms = 8000): Promise<boolean> {
+  return eventually(async () => Boolean(await api.db('events').where({ trigger }).andWhere('created_at', '>=', since).first()), Boolean, ms, 50);
 }
 
 t.test('every webhook trigger of the spec can be fired', async (t) => {

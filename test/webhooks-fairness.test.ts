@@ -16,6 +16,7 @@ import { createDnsLookups } from '../workers/webhooks/dnsLookup.ts';
 import { TenantSlots } from '../workers/webhooks/tenantSlots.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { eventually } from './helpers/wait.ts';
 
 const WEBHOOK_TIMEOUT_MS = 30_000;
 const DNS_TIMEOUT_MS = 1000;
@@ -28,17 +29,6 @@ await startTestWorker(t, api.databaseUrl, {
   WEBHOOK_DNS_TIMEOUT: `${DNS_TIMEOUT_MS}ms`,
   WEBHOOK_RETRY_SCHEDULE: '1h',
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await condition()) return true;
-    await sleep(25);
-  }
-  return condition();
-}
 
 async function createWebhook(url: string, key?: string, extra: Record<string, unknown> = {}) {
   const res = await api.request('POST', '/webhooks', { key, json: { trigger: 'processing_status', url, ...extra } });
@@ -54,6 +44,21 @@ async function fireEvent(key?: string): Promise<void> {
 
 async function orgOf(webhookId: string): Promise<string> {
   return (await api.db('webhooks').where({ id: webhookId }).first()).org_id;
+}
+
+/**
+ * The org's deliveries, and how many of their jobs wait to be taken up: due and not running. None
+ * waiting means the worker has taken up every one (it is in flight, or deferred to later).
+ */
+async function deliveryProgress(orgId: string): Promise<{ deliveries: number; waiting: number; unfinished: number; jobs: number }> {
+  const [row] = (await api.db.raw(
+    `select (select count(*)::int from webhook_deliveries where org_id = ?) as deliveries,
+            (select count(*)::int from webhook_deliveries where org_id = ? and state = 'pending') as unfinished,
+            (select count(*)::int from graphile_worker.jobs j join webhook_deliveries d on j.key = 'deliver:' || d.id where d.org_id = ?) as jobs,
+            (select count(*)::int from graphile_worker.jobs j join webhook_deliveries d on j.key = 'deliver:' || d.id where d.org_id = ?
+                and j.locked_at is null and j.run_at <= now()) as waiting`,
+    [orgId, orgId, orgId, orgId])).rows;
+  return row;
 }
 
 /** The org's answered attempts (an attempt is logged `in_flight` as its request goes out). */
@@ -94,14 +99,14 @@ t.test('a receiver streaming an endless answer is read for 16 KiB and cut off; i
   const started = Date.now();
   await fireEvent(key);
   const orgId = await orgOf(webhook.id);
-  const logged = await until(async () => (await logsOf(orgId)).length > 0, 10_000);
+  const logged = await eventually(async () => (await logsOf(orgId)).length > 0, Boolean, 10_000);
   clearInterval(sampling);
   t.ok(logged, 'the attempt was logged');
   const [log] = await logsOf(orgId);
   t.match(log, { http_status: 200, attempt: 1, error: null }, 'the status decides: a success');
   t.ok(Buffer.byteLength(log.response ?? '') <= 16 * 1024 && /^x+$/.test(log.response), `the logged answer is its first ≤ 16 KiB (${Buffer.byteLength(log.response ?? '')} bytes)`);
   t.ok(Date.now() - started < 5000, `recorded quickly (${Date.now() - started} ms)`);
-  t.ok(await until(() => stream.closed, 5000), 'the worker closed the connection');
+  t.ok(await eventually(() => stream.closed, Boolean, 5000), 'the worker closed the connection');
   t.ok(stream.sent < 32 * 1024 * 1024, `the receiver got to send only ${(stream.sent / 1048576).toFixed(1)} MiB of 200 MiB`);
   t.ok(rssPeak - rssBefore < 100 * 1024 * 1024, `the process grew by ${((rssPeak - rssBefore) / 1048576).toFixed(0)} MiB`);
 });
@@ -139,8 +144,10 @@ t.test("one org's receivers that never answer do not hold up another org's deliv
   await createWebhook(fast.url + '/a');
   await fireEvent(keyB);
   await fireEvent(keyB);
-  t.ok(await until(() => hanging.state.held.length >= 2, 5000), 'org B has deliveries hanging');
-  await sleep(500); // the worker has taken up B's other deliveries by now
+  t.ok(await eventually(() => hanging.state.held.length >= 2, Boolean, 5000), 'org B has deliveries hanging');
+  const orgB = await orgOf(hooksB[0].id);
+  const takenUp = await eventually(() => deliveryProgress(orgB), (p) => p.deliveries === 32 && p.waiting === 0, 10_000);
+  t.match(takenUp, { deliveries: 32, waiting: 0 }, "the worker has taken up every one of B's deliveries");
   const started = Date.now();
   await fireEvent();
   const [toA] = await fast.waitFor(1, 8000);
@@ -149,10 +156,8 @@ t.test("one org's receivers that never answer do not hold up another org's deliv
   t.ok(hanging.state.held.length <= 4, `B had ${hanging.state.held.length} requests in flight`);
 
   hanging.release();
-  const orgB = await orgOf(hooksB[0].id);
-  const done = await until(async () => (await logsOf(orgB)).length >= 32, 20_000);
-  t.ok(done, 'every delivery of B was attempted once released');
-  await sleep(300);
+  const done = await eventually(() => deliveryProgress(orgB), (p) => p.unfinished === 0 && p.jobs === 0, 20_000);
+  t.match(done, { unfinished: 0, jobs: 0 }, 'every delivery of B was attempted once released, and no job of B is left');
   const logs = await logsOf(orgB);
   t.equal(logs.length, 32, 'one log per delivery: deferrals are not attempts');
   t.same(new Set(logs.map((l) => `${l.attempt}:${l.http_status}`)), new Set(['1:200']), 'each a first attempt, delivered');
@@ -234,16 +239,17 @@ t.test("lookups that hang fail after WEBHOOK_DNS_TIMEOUT, are not repeated at on
   const fast = await startReceiver(t);
   await createWebhook(fast.url.replace('127.0.0.1', 'localhost') + '/dns');
   await fireEvent(keyC);
-  t.ok(await until(() => resolver.state.pending >= 2, 5000), 'lookups for org C hang');
-  await sleep(300);
+  t.ok(await eventually(() => resolver.state.pending >= 2, Boolean, 5000), 'lookups for org C hang');
+  const orgC = await orgOf(hooksC[0].id);
+  const takenUp = await eventually(() => deliveryProgress(orgC), (p) => p.deliveries === 6 && p.waiting === 0, 10_000);
+  t.match(takenUp, { deliveries: 6, waiting: 0 }, "the worker has taken up every one of C's deliveries");
   const started = Date.now();
   await fireEvent();
   const [toA] = await fast.waitFor(1, 8000);
   const latency = toA ? toA.at - started : Infinity;
   t.ok(latency < 3000, `org A's delivery arrived in ${latency} ms with ${resolver.state.pending} lookups hanging`);
 
-  const orgC = await orgOf(hooksC[0].id);
-  t.ok(await until(async () => (await logsOf(orgC)).length >= 6, 8000), "every one of C's deliveries failed and was logged");
+  t.ok(await eventually(async () => (await logsOf(orgC)).length >= 6, Boolean, 8000), "every one of C's deliveries failed and was logged");
   const logs = await logsOf(orgC);
   t.equal(logs.length, 6);
   for (const log of logs) {
@@ -255,10 +261,10 @@ t.test("lookups that hang fail after WEBHOOK_DNS_TIMEOUT, are not repeated at on
 
   // The resolver answers again (a failure); a name that just failed is not asked again at once.
   resolver.release();
-  t.ok(await until(() => resolver.state.pending === 0, 5000));
+  t.ok(await eventually(() => resolver.state.pending === 0, Boolean, 5000));
   const asked = new Map(resolver.state.calls);
   await fireEvent(keyC);
-  t.ok(await until(async () => (await logsOf(orgC)).length >= 12, 8000), 'the next event was attempted too');
+  t.ok(await eventually(async () => (await logsOf(orgC)).length >= 12, Boolean, 8000), 'the next event was attempted too');
   for (const [name, count] of resolver.state.calls) {
     if (/timed out/.test(logs.find((l) => l.url.includes(name))?.error ?? '')) t.equal(count, asked.get(name), `${name} failed recently: answered from the failure cache`);
     t.ok(count <= 2, `${name} looked up ${count} times`);

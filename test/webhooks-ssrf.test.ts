@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
+import { eventually } from './helpers/wait.ts';
 
 // The guard is on (the default): loopback receivers must be refused, on the address actually dialled.
 const api = await startTestApi(t);
@@ -8,13 +9,9 @@ await startTestWorker(t, api.databaseUrl, { WEBHOOK_RETRY_SCHEDULE: '50ms', WORK
 
 async function logsAfterOneEvent(webhookId: string) {
   await api.request('POST', '/processing_accounts', { json: { name: 'Evented' } });
-  for (let i = 0; i < 100; i++) {
-    // answered ones: an attempt is logged `in_flight` as its request goes out
-    const logs = (await api.request('GET', `/webhooks/${webhookId}/logs`)).body.values.filter((log: { status: string }) => log.status !== 'in_flight');
-    if (logs.length) return logs;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return [];
+  // answered ones: an attempt is logged `in_flight` as its request goes out
+  const answered = async () => (await api.request('GET', `/webhooks/${webhookId}/logs`)).body.values.filter((log: { status: string }) => log.status !== 'in_flight');
+  return eventually(answered, (logs) => logs.length > 0, 5000, 50);
 }
 
 t.test('deliveries to loopback addresses are refused unless the operator allows private targets', async (t) => {

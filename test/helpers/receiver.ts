@@ -1,6 +1,7 @@
 /** A real HTTP receiver on loopback that records what reaches it and answers as told. */
 import http from 'node:http';
 import type { Test } from 'tap';
+import { eventually } from './wait.ts';
 
 export interface Received {
   method: string;
@@ -24,8 +25,7 @@ export async function startReceiver(t: Test): Promise<Receiver> {
     received: [],
     respond: () => ({ status: 200 }),
     waitFor: async (count, ms = 10_000) => {
-      const until = Date.now() + ms;
-      while (receiver.received.length < count && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await eventually(() => receiver.received.length, (n) => n >= count, ms, 20);
       return receiver.received;
     },
   };

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createWebhookReceiver, verifyServiceSignature, verifyStandardWebhook } from '../api/webhooks/receiver.ts';
+import { createWebhookReceiver, verifyServiceSignature, verifyStandardWebhook } from '../../api/webhooks/receiver.ts';
 
 // Known-answer vectors, computed independently with Python's hmac module:
 //   hmac.new(b'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', body, 'sha256').hexdigest()
@@ -42,7 +42,7 @@ t.test('the receiver answers 200 on a match, 401 on a mismatch, and dedups on th
 
 t.test('during a rotation the kit takes either secret, and drops an event older than one applied for the same object', async (t) => {
   const { createHmac } = await import('node:crypto');
-  const { standardWebhooksSignature } = await import('../api/webhooks/signature.ts');
+  const { standardWebhooksSignature } = await import('../../api/webhooks/signature.ts');
   const older = SECRET;
   const newer = 'whsec_QkFOQU5BUy1hcmUtYmVycmllcy0xMjM0NTY3';
   const receive = createWebhookReceiver({ secret: [newer, older] });

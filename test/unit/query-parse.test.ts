@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
-import { ApiError } from '../api/errors.ts';
-import { parseOperand, parseQ } from '../api/query/q.ts';
-import { parseListQuery } from '../api/query/listQuery.ts';
+import { ApiError } from '../../api/errors.ts';
+import { parseOperand, parseQ } from '../../api/query/q.ts';
+import { parseListQuery } from '../../api/query/listQuery.ts';
 
 /** Drops `pos` everywhere so shape assertions read like the query; positions get their own tests. */
 function shape(node: unknown): unknown {
