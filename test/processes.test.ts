@@ -5,6 +5,7 @@ import { projectRoot } from '../api/config.ts';
 import { freePort } from '../api/db/embedded.ts';
 import { runSettle, type CliRun } from './helpers/cli.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { eventually } from './helpers/wait.ts';
 
 const databaseUrl = await freshDatabase(t);
 
@@ -47,7 +48,7 @@ t.test('web and worker processes drain and exit 0 on SIGTERM', async (t) => {
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    for (let i = 0; i < 300 && !output.includes(ready); i++) await new Promise((r) => setTimeout(r, 50));
+    await eventually(() => output.includes(ready), Boolean, 15_000, 50);
     t.match(output, ready, `${script} started`);
     if (script === 'api/server.ts') t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'web answers /healthz');
     const started = Date.now();

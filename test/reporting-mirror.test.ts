@@ -11,6 +11,7 @@ import { rows } from '../api/db/connection.ts';
 import { rebuildThroughProcess } from '../reporting/rebuild.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { LEAK_PATTERN, reservePort, startTestReporting, tempDataDir, type ReportingHandle } from './reporting-support.ts';
+import { eventually } from './helpers/wait.ts';
 
 const port = await reservePort();
 const env = { REPORTING_URL: `http://127.0.0.1:${port}`, REPORTING_PORT: String(port), REPORTING_WAIT: '2000', SETTLE_PROCESSING_DELAY: '50' };
@@ -73,13 +74,8 @@ t.test('creates, captures, voids and refunds are visible at once (read-your-writ
 t.test('a v2 payment is in the mirror with its processed status', async (t) => {
   const v2 = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payment', amount: 5, sender: { account_id: customer.id, method: CARD }, receiver: { account_id: processing.id } } });
   t.equal(v2.body.status.value, 'processed');
-  const deadline = Date.now() + 5000;
-  let values: any[] = [];
-  while (Date.now() < deadline) {
-    values = (await query({ fields: 'status.value,count', group_by: 'status.value', q: `id == "${v2.body.id}"` }, 'v2')).body.values;
-    if (values[0]?.['status.value'] === 'processed') break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const values = await eventually(async () => (await query({ fields: 'status.value,count', group_by: 'status.value', q: `id == "${v2.body.id}"` }, 'v2')).body.values,
+    (seen: any[]) => seen[0]?.['status.value'] === 'processed', 5000, 50);
   t.same(values, [{ 'status.value': 'processed', count: 1 }], 'v2 status.value, read from the mirror');
 });
 

@@ -11,6 +11,7 @@ import { RETENTION_BATCH } from '../api/db/retention.ts';
 import { applyRetention, retentionCrontab } from '../workers/tasks/retention.ts';
 import { startTestWorker } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { eventually } from './helpers/wait.ts';
 
 const databaseUrl = await freshDatabase(t);
 const db = createDb(databaseUrl, 4);
@@ -61,12 +62,9 @@ async function logCount(): Promise<number> {
 /** Enqueues the task the way its schedule does and waits for the worker to finish it. */
 async function runScheduledTask(): Promise<{ remaining: number; lastError: string | null }> {
   await rows(db, "select graphile_worker.add_job('retention', '{}'::json, job_key => 'retention')");
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const jobs = await rows<{ last_error: string | null }>(db, "select last_error from graphile_worker.jobs where task_identifier = 'retention'");
-    if (jobs.length === 0 || jobs[0].last_error || Date.now() > deadline) return { remaining: jobs.length, lastError: jobs[0]?.last_error ?? null };
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const jobs = await eventually(() => rows<{ last_error: string | null }>(db, "select last_error from graphile_worker.jobs where task_identifier = 'retention'"),
+    (found) => found.length === 0 || Boolean(found[0].last_error), 20_000, 50);
+  return { remaining: jobs.length, lastError: jobs[0]?.last_error ?? null };
 }
 
 async function expectRetained(t: Test): Promise<void> {
