@@ -6,7 +6,7 @@
  * default (CONTRACT §3). The org's API keys and webhooks stay.
  *
  * The reset holds the tenant's locks (api/db/tenantLocks.ts) from before its first delete to its
- * commit, and every request of the environment runs under a share of them (api/http/tenantGate.ts),
+ * commit, and every request of the environment runs under a share of them (api/tenantGate.ts),
  * so a request either finished before the reset started deleting or starts after it committed.
  */
 import type { Db } from './db/connection.ts';

@@ -17,6 +17,8 @@ import type { Vault } from '../api/vault.ts';
 import { createDomainServices } from '../api/domain.ts';
 import { withRandomSource } from '../api/ids.ts';
 import { withDefaults, type Seams } from '../api/seams.ts';
+import type { Tenant } from '../api/engine/family.ts';
+import { databaseTenantGate, type TenantGate } from '../api/tenantGate.ts';
 import { bankReject, completeProcessing, expireAuthorization } from './tasks/transactionTasks.ts';
 import { verifyEntity } from './tasks/entityVerification.ts';
 import { expireIntent } from './tasks/intentExpiry.ts';
@@ -38,13 +40,24 @@ export interface WorkerOptions {
   seams?: Partial<Seams>;
 }
 
+/** The tenant a job is about, when its payload names one (deliveries, e-mails, expiries, verifications). */
+function tenantOfJob(payload: unknown): Tenant | null {
+  const { org_id: orgId, environment } = (payload ?? {}) as { org_id?: unknown; environment?: unknown };
+  return typeof orgId === 'string' && (environment === 'test' || environment === 'live') ? { orgId, environment } : null;
+}
+
 /**
  * The worker's tasks. Timed work reads `seams.clock` (the funding run, instant funding, sandbox
  * chargebacks, link expiry, verification, the billing day, e-mail and delivery retries, OAuth token
  * lifetimes); the billing day's automatic payments ask `seams.processor`; deliveries and token
  * requests go out through `seams.outbound`; ids minted in a job draw from `seams.random`.
  */
-export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vault?: Vault): TaskList {
+/**
+ * `gate`: a job about a test tenant runs under the tenant's gate (api/tenantGate.ts), so it never
+ * overlaps a reset of the environment (jobs about transactions instead hold the transaction's row
+ * in the one database transaction that reads and writes it, which a reset waits for).
+ */
+export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vault?: Vault, gate?: TenantGate): TaskList {
   const seams = withDefaults(given);
   const http = seams.outbound ?? createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const domain = createDomainServices(config, seams, vault);
@@ -73,10 +86,15 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
     fund_instant: fundInstantTask(db, clock),
     sandbox_chargeback: sandboxChargeback(db, clock),
     sandbox_chargeback_reversal: sandboxChargebackReversal(db),
-    billing_day: billingDay(db, domain),
+    billing_day: billingDay(db, domain, gate && ((tenant, work) => gate.around(tenant, work))),
+  };
+  const gated = <T>(payload: unknown, work: () => Promise<T>): Promise<T> => {
+    const tenant = gate && tenantOfJob(payload);
+    return tenant ? gate.around(tenant, work) : work();
   };
   // Every change a job makes is the job's in the audit history.
-  const audited = Object.fromEntries(Object.entries(tasks).map(([name, task]): [string, Task] => [name, (payload, helpers) => runAudited({ actor: { type: 'system', name } }, () => task!(payload, helpers))]));
+  const audited = Object.fromEntries(Object.entries(tasks).map(([name, task]): [string, Task] => [name, (payload, helpers) =>
+    runAudited({ actor: { type: 'system', name } }, () => gated(payload, async () => task!(payload, helpers)))]));
   const random = given.random;
   if (!random) return audited;
   // Every job mints its ids from the given source (api/ids.ts).
@@ -101,6 +119,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     await db.destroy();
     throw error;
   }
+  const tenantGate = databaseTenantGate(config.databaseUrl, db);
   // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
   const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
@@ -134,7 +153,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
-    taskList: taskList(db, config, options.seams, vault),
+    taskList: taskList(db, config, options.seams, vault, tenantGate.gate),
   });
   // When the database goes away mid-job, graphile-worker shuts its pool down ("queue is in an
   // inconsistent state"), and that shutdown can hang. Replace the pool at once; the old pool's ids
@@ -199,7 +218,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
       // (rejects only when this runner had already stopped on its own)
       await runner.stop().catch(() => {});
       metricsServer?.close();
-      await Promise.all([db.destroy(), pgPool.end()]);
+      await Promise.all([db.destroy(), pgPool.end(), tenantGate.close()]);
     },
   };
 }

@@ -3,16 +3,15 @@
  * (api/testData.ts) and answers `{object: 'test_data_reset', deleted: {<collection>: n, …},
  * default_processing_account_id}`. A live key or a client token is 403.
  *
- * Every other request of a test environment passes the tenant gate here (./tenantGate.ts), after
+ * Every other request of a test environment passes the tenant gate here (api/tenantGate.ts), after
  * authentication and before it reads or writes anything (idempotency records included), so none
  * overlaps a reset of its environment. Live environments, which are never reset, skip it.
  */
 import type { Context, Middleware, Next } from 'koa';
-import { awaitTenantReset, TenantLockSession } from '../db/tenantLocks.ts';
 import { forbidden } from '../errors.ts';
+import { databaseTenantGate } from '../tenantGate.ts';
 import { resetTestData } from '../testData.ts';
 import type { AppServices, RequestState } from './state.ts';
-import { TenantGate } from './tenantGate.ts';
 
 type Ctx = Context & { state: RequestState };
 
@@ -23,20 +22,11 @@ async function reset(ctx: Ctx): Promise<void> {
 }
 
 export function testDataRoutes(services: AppServices): Middleware {
-  const session = new TenantLockSession(services.config.databaseUrl ?? '');
-  const gate = new TenantGate({
-    tryShare: (tenant) => session.tryShare(tenant),
-    awaitReset: (tenant) => awaitTenantReset(services.db, tenant),
-  });
+  const { gate } = databaseTenantGate(services.config.databaseUrl ?? '', services.db);
   return async (ctx: Ctx, next: Next) => {
     if (ctx.path === '/test_data' && ctx.method === 'DELETE') return reset(ctx);
     const tenant = ctx.state.tenant;
-    if (tenant?.environment !== 'test') return next();
-    const leave = await gate.enter(tenant);
-    try {
-      await next();
-    } finally {
-      leave();
-    }
+    if (!tenant) return next();
+    await gate.around(tenant, next);
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Unit tier: the tenant gate (api/http/tenantGate.ts) over locks kept in memory, with leases ended
+ * Unit tier: the tenant gate (api/tenantGate.ts) over locks kept in memory, with leases ended
  * by the test. What it promises: the requests of one tenant share a hold (one lock round trip per
  * lease), a hold is given back only when its lease is over and its last request has left, no new
  * hold is given while a reset of the tenant waits or runs, and other tenants never wait for it.
@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { Tenant } from '../../api/engine/family.ts';
 import type { SharedHold } from '../../api/db/tenantLocks.ts';
-import { TenantGate, type TenantLocks } from '../../api/http/tenantGate.ts';
+import { TenantGate, type TenantLocks } from '../../api/tenantGate.ts';
 
 const acme: Tenant = { orgId: 'org_acme', environment: 'test' };
 const globex: Tenant = { orgId: 'org_globex', environment: 'test' };

@@ -1,10 +1,13 @@
 /**
- * A test environment's requests and its reset (`DELETE /test_data`) never overlap: every request
- * of the environment runs while this process holds a share of the tenant's `requests` lock
- * (api/db/tenantLocks.ts), and a reset takes that lock exclusively. So a request runs wholly
- * before a reset (which then deletes what it wrote) or wholly after it (and sees the empty
- * environment): a payment can never read a customer, wait out the reset, and store a payment that
- * names a deleted customer.
+ * A test environment's work and its reset (`DELETE /test_data`) never overlap: every request of
+ * the environment (api/http/testDataRoutes.ts), and every worker job about it (workers/main.ts),
+ * runs while its process holds a share of the tenant's `requests` lock (api/db/tenantLocks.ts),
+ * and a reset takes that lock exclusively. So a request or a job runs wholly before a reset (which
+ * then deletes what it wrote) or wholly after it (and sees the empty environment): a payment can
+ * never read a customer, wait out the reset, and store a payment that names a deleted customer,
+ * and neither can an automatic payment of the billing run.
+ *
+ * Live environments are never reset, so their work passes without a hold.
  *
  * Requests do not each take the lock: the requests of one tenant in this process join one hold
  * for a lease (LEASE_MS), and the first request after it ends takes a new one (one round trip per tenant
@@ -13,8 +16,9 @@
  * at most one lease plus the longest request already running; requests arriving meanwhile wait
  * for the reset to commit, then take a new hold.
  */
-import type { Tenant } from '../engine/family.ts';
-import type { SharedHold } from '../db/tenantLocks.ts';
+import type { Db } from './db/connection.ts';
+import { awaitTenantReset, TenantLockSession, type SharedHold } from './db/tenantLocks.ts';
+import type { Tenant } from './engine/family.ts';
 
 export interface TenantLocks {
   /** a share of the tenant's lock, or null while a reset of the tenant waits or runs */
@@ -52,6 +56,17 @@ export class TenantGate {
   constructor(locks: TenantLocks, startLease: LeaseTimer = leaseTimer) {
     this.#locks = locks;
     this.#startLease = startLease;
+  }
+
+  /** Runs `work` under a share of a test tenant's lock (at once for a live one). */
+  async around<T>(tenant: Tenant, work: () => Promise<T>): Promise<T> {
+    if (tenant.environment !== 'test') return work();
+    const leave = await this.enter(tenant);
+    try {
+      return await work();
+    } finally {
+      leave();
+    }
   }
 
   /** Waits until the tenant's requests may run; call the answer when this request has finished. */
@@ -97,4 +112,14 @@ export class TenantGate {
     if (this.#current.get(key) === hold) this.#current.delete(key);
     if (hold.uses === 0) hold.share.release();
   }
+}
+
+/** A process's gate over the database's tenant locks: one dedicated connection holds its shares. */
+export function databaseTenantGate(databaseUrl: string, db: Db): { gate: TenantGate; close: () => Promise<void> } {
+  const session = new TenantLockSession(databaseUrl);
+  const gate = new TenantGate({
+    tryShare: (tenant) => session.tryShare(tenant),
+    awaitReset: (tenant) => awaitTenantReset(db, tenant),
+  });
+  return { gate, close: () => session.close() };
 }
