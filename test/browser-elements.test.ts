@@ -9,6 +9,7 @@ import t from 'tap';
 import type { Page } from 'playwright-core';
 import { startTestApi } from './helpers/api.ts';
 import { clear, launchBrowser, screenshot, startMerchantSite } from './helpers/browser.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t);
 const browser = await launchBrowser(t);
@@ -110,11 +111,7 @@ function failureOf(events: Seen[]): string | null {
 }
 
 async function until(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  if (!(await eventually(condition, Boolean, ms, 20))) throw new Error(`timed out waiting for ${what}`);
 }
 
 t.test('GET /client.js is public, cacheable by content hash; the frames carry a strict CSP', async (t) => {

@@ -11,6 +11,7 @@ import type { FrameLocator, Page } from 'playwright-core';
 import { startTestApi } from './helpers/api.ts';
 import { clear, launchBrowser, startMerchantSite } from './helpers/browser.ts';
 import { hashKey } from '../api/keys.ts';
+import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t);
 const browser = await launchBrowser(t);
@@ -53,11 +54,7 @@ async function openMerchant(path: string, html: string): Promise<{ page: Page; e
 }
 
 async function until(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  if (!(await eventually(condition, Boolean, ms, 20))) throw new Error(`timed out waiting for ${what}`);
 }
 
 async function fillBusiness(frame: FrameLocator, fields: Record<string, string>): Promise<void> {

@@ -473,7 +473,7 @@ t.test('an object\'s page shows its history; Requests filters by path and opens 
   await page.goto(`${api.url}/console#/webhooks/${webhook.body.id}`);
   const history = page.locator('section', { has: page.getByRole('heading', { name: 'History' }) });
   await history.getByRole('cell', { name: /retries: 0 → 1/ }).waitFor();
-  t.pass('what changed, before and after');
+  t.equal(await history.getByRole('cell', { name: /retries: 0 → 1/ }).count(), 1, 'what changed, before and after');
   t.equal(await history.getByRole('cell', { name: 'create', exact: true }).count(), 1, 'its making is there too');
   const requestId = renamed.headers.get('x-request-id')!;
   await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Requests', exact: true }).click();

@@ -14,6 +14,7 @@ import { formatSnapshot } from '../reporting/feed.ts';
 import { openStore } from '../reporting/store.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { positionNow, reservePort, tempDataDir } from './reporting-support.ts';
+import { eventually } from './helpers/wait.ts';
 
 const databaseUrl = await freshDatabase(t);
 const db = createDb(databaseUrl, 2);
@@ -65,13 +66,9 @@ async function health(child: Child): Promise<{ status: number; body: Record<stri
 }
 
 async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const value = await eventually(read, done, ms, 100);
+  if (!done(value)) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+  return value;
 }
 
 async function totals(child: Child): Promise<{ status: number; body: any }> {

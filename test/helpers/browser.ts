@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import type { Test } from 'tap';
+import { eventually } from './wait.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -53,15 +54,11 @@ export async function startMerchantSite(t: Test): Promise<MerchantSite> {
     pages: new Map(),
     posted: [],
     waitForPost: async (wanted, failure = () => null, ms = 15_000) => {
-      const deadline = Date.now() + ms;
-      for (;;) {
-        const found = site.posted.find((p) => p.path === wanted);
-        if (found) return found;
-        const reason = failure();
-        if (reason) throw new Error(`nothing was posted to ${wanted}: ${reason}`);
-        if (Date.now() > deadline) throw new Error(`nothing was posted to ${wanted} within ${ms} ms`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const seen = await eventually(() => ({ found: site.posted.find((p) => p.path === wanted), reason: failure() }),
+        ({ found, reason }) => Boolean(found || reason), ms, 20);
+      if (seen.found) return seen.found;
+      if (seen.reason) throw new Error(`nothing was posted to ${wanted}: ${seen.reason}`);
+      throw new Error(`nothing was posted to ${wanted} within ${ms} ms`);
     },
   };
   const server = http.createServer((req, res) => {
