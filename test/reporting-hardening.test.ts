@@ -26,6 +26,7 @@ import { versionAtLeast } from '../reporting/store.ts';
 import { startTestApi } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { LEAK_PATTERN, positionNow, reservePort, startTestReporting, tempDataDir, type ReportingHandle } from './reporting-support.ts';
+import { eventually } from './helpers/wait.ts';
 
 const t = tap;
 const port = await reservePort();
@@ -69,13 +70,8 @@ async function changeRows(): Promise<number> {
   return n;
 }
 
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_000): Promise<T> {
+  return eventually(read, done, ms, 50);
 }
 
 /** A pino logger whose lines the test can read. */
