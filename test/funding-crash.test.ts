@@ -17,20 +17,14 @@ import type { StoredObject, Tenant } from '../api/engine/family.ts';
 import { newId } from '../api/ids.ts';
 import { startTestApi } from './helpers/api.ts';
 import { spawnWorker } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 
 const ACCOUNTS = Number(process.env.CRASH_ACCOUNTS ?? 200);
 const PAYMENTS = Number(process.env.CRASH_PAYMENTS ?? 30);
 /** an itemized account makes a deposit per payment: fewer of them keep the run short */
 const ITEMIZED_PAYMENTS = Math.max(1, Math.floor(PAYMENTS / 6));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => Promise<boolean>, ms: number, every = 50): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await condition()) return true;
-    await sleep(every);
-  }
-  return condition();
+function until(condition: () => Promise<boolean>, ms: number, every = 50): Promise<boolean> {
+  return eventually(condition, Boolean, ms, every);
 }
 
 async function count(db: Db, sql: string, bindings: unknown[] = []): Promise<number> {

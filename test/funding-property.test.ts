@@ -25,6 +25,7 @@ import t, { type Test } from 'tap';
 import { rows } from '../api/db/connection.ts';
 import { fundAccount } from '../api/families/funding/run.ts';
 import { startTestApi, startTestWorker, type ApiResponse } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
 
 const SEED = process.env.FUNDING_SEED ? Number(process.env.FUNDING_SEED) : randomInt(1, 2 ** 31);
 const STEPS = Number(process.env.FUNDING_STEPS ?? 150);
@@ -209,24 +210,17 @@ async function identityProblems(): Promise<string[]> {
   // The left side is read before and after the balances; the worker may commit in between, so
   // compare only a balance read between two equal left sides (a posting that changes the right
   // side's total always comes with a status change that changes the left side, in one commit).
-  for (let attempt = 0; ; attempt++) {
-    const before = await leftSides();
-    const right = await rightSides();
-    const after = await leftSides();
-    if (JSON.stringify(before.sums) !== JSON.stringify(after.sums) && attempt < 30) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      continue;
-    }
-    const out = [...after.feeErrors];
-    for (const account of accounts) {
-      if (!right[account.id]) out.push(`${account.id}: no balance in the API's list`);
-    }
-    for (const [id, r] of Object.entries(right)) {
-      const left = after.sums[id] ?? 0;
-      if (left !== r.total) out.push(`${id}: transactions say ${major(left)}, balance says ${major(r.total)} ${JSON.stringify(r.balance)}`);
-    }
-    return out;
+  const read = async () => ({ before: await leftSides(), right: await rightSides(), after: await leftSides() });
+  const { right, after } = await eventually(read, (sides) => JSON.stringify(sides.before.sums) === JSON.stringify(sides.after.sums), 5000, 50);
+  const out = [...after.feeErrors];
+  for (const account of accounts) {
+    if (!right[account.id]) out.push(`${account.id}: no balance in the API's list`);
   }
+  for (const [id, r] of Object.entries(right)) {
+    const left = after.sums[id] ?? 0;
+    if (left !== r.total) out.push(`${id}: transactions say ${major(left)}, balance says ${major(r.total)} ${JSON.stringify(r.balance)}`);
+  }
+  return out;
 }
 
 interface FundedRow {
@@ -665,13 +659,8 @@ t.test(`funding keeps every account's identity, balanced postings and single fun
 t.test(`once every funding date has passed, every processed paying transaction of an automatic account with a funding method is funded exactly once (seed ${SEED})`, async (t) => {
   // Let the worker finish what the walk started: v2 completions, bank rejections, chargebacks and reversals, instant funding.
   const asynchronous = ['complete_processing', 'bank_reject', 'sandbox_chargeback', 'sandbox_chargeback_reversal', 'fund_instant'];
-  const deadline = Date.now() + 20_000;
-  let left = -1;
-  while (Date.now() < deadline) {
-    [{ n: left }] = await rows<{ n: number }>(api.db, 'select count(*)::int as n from graphile_worker.jobs where task_identifier = any(?::text[])', [asynchronous]);
-    if (left === 0) break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const left = await eventually(async () => (await rows<{ n: number }>(api.db, 'select count(*)::int as n from graphile_worker.jobs where task_identifier = any(?::text[])', [asynchronous]))[0].n,
+    (n) => n === 0, 20_000, 200);
   t.equal(left, 0, 'the worker finished the asynchronous steps');
   // Funding dates are at most 3 business days after a real processing day; 6 days past the later clock covers them.
   for (const org of orgs) await moveClock(org, 6);

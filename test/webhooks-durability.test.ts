@@ -21,17 +21,12 @@ import { createWebhookReceiver } from '../api/webhooks/receiver.ts';
 import { startWorker } from '../workers/main.ts';
 import { startTestApi } from './helpers/api.ts';
 import { spawnWorker } from './helpers/processes.ts';
+import { eventually } from './helpers/wait.ts';
 
 const TRIGGER = 'processing_status';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(condition: () => boolean | Promise<boolean>, ms: number, every = 25): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await condition()) return true;
-    await sleep(every);
-  }
-  return condition();
+function until(condition: () => boolean | Promise<boolean>, ms: number, every = 25): Promise<boolean> {
+  return eventually(condition, Boolean, ms, every);
 }
 
 interface DedupReceiver {
@@ -202,27 +197,16 @@ t.test('PostgreSQL restarted during delivery: every event created before and aft
   // through the API (each processing account created emits one event).
   const after: string[] = [];
   for (let batch = 0; batch < 8; batch++) {
-    for (let tries = 0; ; tries++) {
-      try {
-        after.push(...(await enqueue(db, tenant, 50, 50, 1000 + batch * 50)));
-        break;
-      } catch (error) {
-        if (tries >= 50) throw error;
-        await sleep(100);
-      }
-    }
+    const written = await eventually(() => enqueue(db, tenant, 50, 50, 1000 + batch * 50).catch((error: Error) => error),
+      (result) => !(result instanceof Error), 5000, 100);
+    if (written instanceof Error) throw written;
+    after.push(...written);
   }
   const accounts: string[] = [];
   for (let i = 0; i < 20; i++) {
-    for (let tries = 0; ; tries++) {
-      const response = await call('POST', '/processing_accounts', { name: `After restart ${i}` });
-      if (response.status === 200) {
-        accounts.push(((await response.json()) as { id: string }).id);
-        break;
-      }
-      if (tries >= 50) throw new Error(`POST /processing_accounts answered ${response.status}`);
-      await sleep(100);
-    }
+    const response = await eventually(() => call('POST', '/processing_accounts', { name: `After restart ${i}` }), (r) => r.status === 200, 5000, 100);
+    if (response.status !== 200) throw new Error(`POST /processing_accounts answered ${response.status}`);
+    accounts.push(((await response.json()) as { id: string }).id);
   }
   const fromApi = (await db('events').whereIn('object_id', accounts).select('id')).map((e: { id: string }) => e.id);
   t.equal(fromApi.length, accounts.length, 'one event per account created through the API');
