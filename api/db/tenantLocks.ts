@@ -44,6 +44,8 @@ export class TenantLockSession {
   #connecting: Promise<pg.Client> | null = null;
   #holds = 0;
   #idleTimer: NodeJS.Timeout | null = null;
+  /** the statement last sent: a pg client runs one at a time, and a release is not awaited by its caller */
+  #last: Promise<unknown> = Promise.resolve();
 
   constructor(connectionString: string) {
     this.#connectionString = connectionString;
@@ -62,13 +64,20 @@ export class TenantLockSession {
   }
 
   async #tryShareOn(client: pg.Client, tenant: Tenant): Promise<SharedHold | null> {
-    const result = await client.query<{ held: boolean }>(
+    const result = await this.#query<{ held: boolean }>(client,
       `select case when pg_try_advisory_xact_lock_shared(hashtextextended($1, 0))
                    then pg_try_advisory_lock_shared(hashtextextended($2, 0))
                    else false end as held`,
       [resetLock(tenant), requestsLock(tenant)]);
     if (!result.rows[0].held) return null;
     return this.#hold(client, tenant);
+  }
+
+  /** Sends `sql` once the statements sent before it have finished. */
+  #query<R extends pg.QueryResultRow>(client: pg.Client, sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+    const sent = this.#last.then(() => client.query<R>(sql, params));
+    this.#last = sent.catch(() => {});
+    return sent;
   }
 
   /** Closes the connection, which releases every hold on it. */
@@ -95,7 +104,7 @@ export class TenantLockSession {
         if (released) return;
         released = true;
         if (session.#client === client) {
-          client.query('select pg_advisory_unlock_shared(hashtextextended($1, 0))', [requestsLock(tenant)]).catch(() => {});
+          session.#query(client, 'select pg_advisory_unlock_shared(hashtextextended($1, 0))', [requestsLock(tenant)]).catch(() => {});
         }
         if (--session.#holds === 0) session.#closeWhenIdle();
       },
