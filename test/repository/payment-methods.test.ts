@@ -1,0 +1,62 @@
+/**
+ * Repository tier: payment method SQL beyond the generic operations
+ * (api/families/payment_methods/repository.ts) against a real database, each test in a transaction
+ * rolled back at its end.
+ */
+import t from 'tap';
+import type { Db } from '../../api/db/connection.ts';
+import { insertObjects } from '../../api/db/objects.ts';
+import type { StoredObject } from '../../api/db/storedRow.ts';
+import type { Tenant } from '../../api/db/tenant.ts';
+import { accountExists, clearAccountPointer, clearDefault } from '../../api/families/payment_methods/repository.ts';
+import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
+
+const db = await repositoryDatabase(t);
+const acme: Tenant = { orgId: 'org_acme', environment: 'test' };
+const globex: Tenant = { orgId: 'org_globex', environment: 'test' };
+
+function row(id: string, type: string, data: Record<string, unknown>): StoredObject {
+  return { id, type, created_at: new Date(), modified_at: new Date(), data };
+}
+
+const method = (id: string, accountId: string, defaults: Record<string, boolean>) => row(id, 'card', { account_id: accountId, account_defaults: defaults });
+
+async function dataOf(tx: Db, table: string, id: string): Promise<Record<string, unknown>> {
+  return (await tx.raw(`select data from ${table} where id = ?`, [id])).rows[0].data;
+}
+
+t.test('an account exists only in its own tenant', async (t) => {
+  await withRollback(db, async (tx) => {
+    await insertObjects(tx, 'accounts', acme, [row('acct_a', 'customer', { name: 'A' })]);
+    t.equal(await accountExists(tx, acme, 'acct_a'), true);
+    t.equal(await accountExists(tx, globex, 'acct_a'), false);
+  });
+});
+
+t.test('making a method the default clears that default on the account\'s other methods only', async (t) => {
+  await withRollback(db, async (tx) => {
+    await insertObjects(tx, 'payment_methods', acme, [
+      method('pm_old', 'acct_a', { paying: true, funding: true }),
+      method('pm_new', 'acct_a', { paying: true }),
+      method('pm_other_account', 'acct_b', { paying: true }),
+    ]);
+    await insertObjects(tx, 'payment_methods', globex, [method('pm_globex', 'acct_a', { paying: true })]);
+    await clearDefault(tx, acme, 'acct_a', 'paying', 'pm_new');
+    t.same((await dataOf(tx, 'payment_methods', 'pm_old')).account_defaults, { funding: true }, 'the paying default is gone, the funding one stays');
+    t.same((await dataOf(tx, 'payment_methods', 'pm_new')).account_defaults, { paying: true }, 'the kept method stays the default');
+    t.same((await dataOf(tx, 'payment_methods', 'pm_other_account')).account_defaults, { paying: true }, 'another account is untouched');
+    t.same((await dataOf(tx, 'payment_methods', 'pm_globex')).account_defaults, { paying: true }, 'another tenant is untouched');
+  });
+});
+
+t.test('deleting methods clears the customers\' pointers to exactly those methods', async (t) => {
+  await withRollback(db, async (tx) => {
+    await insertObjects(tx, 'accounts', acme, [
+      row('acct_a', 'customer', { name: 'A', default_payment_method: 'pm_gone' }),
+      row('acct_b', 'customer', { name: 'B', default_payment_method: 'pm_kept' }),
+    ]);
+    await clearAccountPointer(tx, [method('pm_gone', 'acct_a', {}), method('pm_gone_too', 'acct_b', {})]);
+    t.notOk('default_payment_method' in await dataOf(tx, 'accounts', 'acct_a'));
+    t.equal((await dataOf(tx, 'accounts', 'acct_b')).default_payment_method, 'pm_kept');
+  });
+});
