@@ -1,0 +1,60 @@
+/**
+ * Repository tier: the link tables' SQL (api/families/intents/repository.ts) against a real
+ * database, each test in a transaction rolled back at its end. A page finds a link by its id
+ * alone; everything else names the tenant.
+ */
+import t from 'tap';
+import type { Db } from '../../api/db/connection.ts';
+import { insertObjects } from '../../api/db/objects.ts';
+import type { Tenant } from '../../api/db/tenant.ts';
+import { findIntentIdByTokenHash, findLinkById, lockLink, markLinkExpired, markLinkFinished, setIntentAccount } from '../../api/families/intents/repository.ts';
+import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
+
+const db = await repositoryDatabase(t);
+const acme: Tenant = { orgId: 'org_acme', environment: 'test' };
+const globex: Tenant = { orgId: 'org_globex', environment: 'test' };
+
+async function seed(tx: Db): Promise<void> {
+  const now = new Date();
+  await insertObjects(tx, 'intents', acme, [
+    { id: 'int_link', type: 'checkout_link', created_at: now, modified_at: now, data: { status: 'active' } },
+    { id: 'int_element', type: 'payment_method_form', created_at: now, modified_at: now, data: { status: 'active', token_hash: 'abc123' } },
+  ]);
+  await insertObjects(tx, 'intents', globex, [{ id: 'int_globex', type: 'payment_method_form', created_at: now, modified_at: now, data: { token_hash: 'def456' } }]);
+}
+
+async function statusOf(tx: Db, id: string): Promise<Record<string, unknown>> {
+  return (await tx.raw('select data from intents where id = ?', [id])).rows[0].data;
+}
+
+t.test('a page finds a link by its id alone, with its tenant', async (t) => {
+  await withRollback(db, async (tx) => {
+    await seed(tx);
+    t.match(await findLinkById(tx, 'intents', 'int_link'), { org_id: 'org_acme', environment: 'test', type: 'checkout_link', data: { status: 'active' } });
+    t.equal(await findLinkById(tx, 'intents', 'int_nope'), null);
+  });
+});
+
+t.test('a link is locked, finished and expired only through its own tenant', async (t) => {
+  await withRollback(db, async (tx) => {
+    await seed(tx);
+    t.equal(await lockLink(tx, 'intents', globex, 'int_link'), null, 'another tenant cannot lock it');
+    t.equal((await lockLink(tx, 'intents', acme, 'int_link'))?.id, 'int_link');
+    await markLinkFinished(tx, 'intents', globex, 'int_link', 'acct_x');
+    t.equal((await statusOf(tx, 'int_link')).status, 'active', 'another tenant cannot finish it');
+    await markLinkFinished(tx, 'intents', acme, 'int_link', 'acct_1');
+    t.match(await statusOf(tx, 'int_link'), { status: 'finished', account_id: 'acct_1' });
+    await markLinkExpired(tx, 'intents', acme, 'int_element');
+    t.match(await statusOf(tx, 'int_element'), { status: 'expired', token_hash: 'abc123' }, 'expiry changes the status only');
+  });
+});
+
+t.test('the element intent behind a client token is found by the token hash within the tenant', async (t) => {
+  await withRollback(db, async (tx) => {
+    await seed(tx);
+    t.equal(await findIntentIdByTokenHash(tx, acme, 'abc123'), 'int_element');
+    t.equal(await findIntentIdByTokenHash(tx, acme, 'def456'), null, 'not another tenant\'s');
+    await setIntentAccount(tx, acme, 'int_element', 'acct_2');
+    t.equal((await statusOf(tx, 'int_element')).account_id, 'acct_2');
+  });
+});
