@@ -152,7 +152,7 @@ function tableOf(knex: Knex, table: string) {
 // ---- handles -----------------------------------------------------------------------------------
 
 function handle(shared: Shared, tx: TxState | null): Db {
-  const target: Target = tx ? tx.client : shared.pool;
+  const target: Target = tx ?? shared.pool;
   const db = ((table: string) => {
     if (tx) throw new Error('The query builder runs outside transactions; use rows() inside one');
     shared.knex ??= createKnex(shared.connectionString, 2);
@@ -189,8 +189,19 @@ class TxState {
   client: pg.PoolClient;
   done = false;
   savepoints = 0;
+  /**
+   * The statement last sent. A connection runs one statement at a time, so statements sent
+   * together (a `Promise.all` over one transaction) wait here: pg warns of a query sent to a
+   * busy client, and pg 9 refuses it.
+   */
+  #last: Promise<unknown> = Promise.resolve();
   constructor(client: pg.PoolClient) {
     this.client = client;
+  }
+  query(config: pg.QueryConfig | string): Promise<pg.QueryResult> {
+    const sent = this.#last.then(() => this.client.query(config));
+    this.#last = sent.catch(() => {});
+    return sent;
   }
   ensureOpen(): void {
     if (this.done) throw new Error('Transaction query already complete');
@@ -220,7 +231,7 @@ async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | unde
     if (ended) return;
     ended = true;
     try {
-      await client.query(sql);
+      await state.query(sql);
     } catch (error) {
       // The connection is in an unknown state: close it rather than hand it to the next caller.
       client.release(error as Error);
@@ -236,13 +247,13 @@ async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | unde
 async function savepoint(shared: Shared, outer: TxState, work: ((tx: Db) => Promise<unknown>) | undefined): Promise<unknown> {
   outer.ensureOpen();
   const name = `settle_sp_${++outer.savepoints}`;
-  await outer.client.query(`savepoint ${name}`);
+  await outer.query(`savepoint ${name}`);
   const state = outer;
   let ended = false;
   const end = async (sql: string) => {
     if (ended) return;
     ended = true;
-    await outer.client.query(sql);
+    await outer.query(sql);
   };
   const tx = Object.assign(handle(shared, state), {
     commit: () => end(`release savepoint ${name}`),

@@ -39,7 +39,13 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}, se
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
   const web = await startWeb(config, { keyCacheMs: 0, seams });
   const db = createDb(databaseUrl, 4);
+  // pg queues a query sent to a connection still running another, warns once, and pg 9 refuses it.
+  const onWarning = (warning: Error) => {
+    if (/already executing a query/.test(warning.message)) t.fail(`a query was sent to a busy connection: ${warning.stack}`);
+  };
+  process.on('warning', onWarning);
   t.teardown(async () => {
+    process.off('warning', onWarning);
     await web.stop();
     await db.destroy();
   });
