@@ -24,8 +24,9 @@ export async function releaseDeadWorkers(db: Db, silentForMs: number): Promise<n
       `select distinct locked_by as worker_id from graphile_worker.jobs
         where locked_by is not null and locked_at < now() - make_interval(secs => ? / 1000.0)
           and locked_by not in (select worker_id from worker_heartbeats)`, [silentForMs]);
-    const dead = [...silent, ...unknown];
-    if (dead.length) await rows(tx, 'select graphile_worker.force_unlock_workers(?::text[])', [dead.map((d) => d.worker_id)]);
+    // A silent worker's old locks make it an unannounced holder too once its heartbeat is deleted: count it once.
+    const dead = [...new Set([...silent, ...unknown].map((d) => d.worker_id))];
+    if (dead.length) await rows(tx, 'select graphile_worker.force_unlock_workers(?::text[])', [dead]);
     return dead.length;
   });
 }
