@@ -277,12 +277,14 @@ export class Mirror {
     } else {
       this.#status.lagMs = 0;
     }
+    // The rows are in ClickHouse: readers waiting for them go ahead now, not after the position's
+    // own insert (a restart before it is recorded replays these changes; pruning waits for it).
+    this.#advance(pass.snapshot);
     const changed = formatSnapshot(pass.snapshot) !== this.#recorded;
     if (changed && (pass.rows > 0 || this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS)) {
       this.#recordRequested = false;
       await this.#record(pass.snapshot);
     }
-    this.#advance(pass.snapshot);
     return pass.rows;
   }
 
