@@ -251,7 +251,7 @@ const backfill = {
   rebuildSeconds: round(rebuildSeconds, 2),
   rebuildRowsPerSec: Math.round(rebuilt.done / rebuildSeconds),
   rebuildCopySeconds: round((rebuilt.copyMs ?? 0) / 1000, 2),
-  rebuildCopyRowsPerSec: Math.round(rebuilt.done / ((rebuilt.copyMs ?? 1) / 1000)),
+  rebuildCopyRowsPerSec: rebuilt.copyMs === undefined ? NaN : Math.round(rebuilt.done / (rebuilt.copyMs / 1000)),
   rebuildMergeSeconds: round((rebuilt.mergeMs ?? 0) / 1000, 2),
   /** the reporting process's CPU (Node and chdb) per rebuilt row: a figure a busy machine changes less than rows/s */
   rebuildCpuSeconds: round(rebuildCpu, 2),
