@@ -10,6 +10,7 @@
 import { apiPath, appliesTo, type Collection, type FieldSpec, type Version } from './engine/family.ts';
 import { acceptedValues } from './schema/values.ts';
 import { collections } from './families/index.ts';
+import { requestLogs } from './families/request_logs/family.ts';
 import { webhookActionPaths } from './families/webhooks/openapi.ts';
 import { curlSamples, type OperationName } from './openapiSamples.ts';
 
@@ -181,6 +182,21 @@ function operationsOf(collection: Collection, version: Version): Record<string, 
   return { [`/${collection.path}`]: collectionPath, [`/${collection.path}/{id}`]: itemPath };
 }
 
+/**
+ * The request log (CONTRACT §20) lives in the reporting store, not the registry: described like a
+ * read-only collection, but only its list is served (api/http/requestLog.ts).
+ */
+const REQUEST_LOGS: Collection = { path: 'request_logs', family: requestLogs, readOnly: true, newestFirst: true };
+
+function requestLogPaths(version: Version): Record<string, Schema> {
+  const path = `/${REQUEST_LOGS.path}`;
+  const list = operationsOf(REQUEST_LOGS, version)[path] as { get: Schema };
+  list.get.description = 'Every API request of the key\'s environment, newest first, kept 30 days (`SETTLE_REQUEST_LOG_RETENTION`) in the reporting store. \
+Filters, `q`, `fields` aggregates and `group_by` as on other lists (`fields=status,count&group_by=status`); a secret key only. \
+ServiceUnavailable while the reporting process is down (the requests themselves are still logged, and stored once it is back).';
+  return { [path]: list };
+}
+
 /** What every collection shares, once, ahead of the collections (the reference shows it as its first pages). */
 function introduction(version: Version): string {
   const other = version === 'v1' ? 'v2' : 'v1';
@@ -248,12 +264,14 @@ export function openApiDocument(version: Version): Schema {
     Object.assign(paths, operationsOf(collection, version));
   }
   Object.assign(paths, webhookActionPaths(version));
+  schemas[schemaName(REQUEST_LOGS)] = objectSchema(REQUEST_LOGS, version, 'read');
+  Object.assign(paths, requestLogPaths(version));
   return {
     openapi: '3.1.0',
     info: { title: 'Settle payments API', version, description: introduction(version) },
     servers: [{ url: '/' }],
     security: [{ basicAuth: [] }, { bearerAuth: [] }],
-    tags: collections.map((collection) => tagOf(collection, version)),
+    tags: [...collections, REQUEST_LOGS].map((collection) => tagOf(collection, version)),
     paths,
     components: {
       schemas,

@@ -1,11 +1,13 @@
 /**
  * `/openapi.json`: a valid OpenAPI 3.1 document (checked by a standard validator) for each version,
- * generated from the registry, so every collection and field the engine serves is in it.
+ * generated from the registry, so every collection and field the engine serves is in it, and the
+ * request log the reporting store serves.
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
 import { apiPath, appliesTo } from '../api/engine/family.ts';
 import { collections } from '../api/families/index.ts';
+import { requestLogs } from '../api/families/request_logs/family.ts';
 import { startTestApi } from './helpers/api.ts';
 
 const api = await startTestApi(t);
@@ -34,6 +36,9 @@ for (const version of ['v1', 'v2'] as const) {
         if (field.enum) t.ok(node?.enum?.length > 0, `${name}.${path} lists its values`);
       }
     }
+    t.ok(doc.paths['/request_logs']?.get, 'GET /request_logs, served from the reporting store');
+    t.notOk(doc.paths['/request_logs'].post || doc.paths['/request_logs/{id}'], 'only its list');
+    for (const field of requestLogs.fields) t.ok(doc.components.schemas.RequestLogs.properties[apiPath(field, version)!], `RequestLogs.${field.store}`);
   });
 }
 
