@@ -26,11 +26,14 @@ import path from 'node:path';
 import { loadConfig, projectRoot } from '../api/config.ts';
 import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
-import { recordEvents, type EventTenant } from '../api/db/events.ts';
+import { recordEvents, type EventTenant, type Trigger } from '../api/db/events.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { positive } from './harness.ts';
+import { ENTITY_STATUS_TRIGGER } from '../api/families/entities/triggers.ts';
+import { INTENT_STATUS_TRIGGER } from '../api/families/intents/triggers.ts';
+import { TRANSACTION_OPERATION_TRIGGER } from '../api/families/transaction_operations/triggers.ts';
 
 const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REPLAY = positive('BENCH_REPLAY', 100_000);
@@ -98,7 +101,7 @@ async function until(check: () => Promise<boolean> | boolean, what: string, ms =
 }
 
 /** `count` events of `trigger`, committed in transactions of 1,000 through the one event writer. */
-async function commitEvents(db: Db, tenant: EventTenant, trigger: string, count: number, tag: string): Promise<void> {
+async function commitEvents(db: Db, tenant: EventTenant, trigger: Trigger, count: number, tag: string): Promise<void> {
   for (let done = 0; done < count; done += 1000) {
     const n = Math.min(1000, count - done);
     await db.transaction((tx) => recordEvents(tx, tenant, Array.from({ length: n }, (_, i) => ({
@@ -158,7 +161,7 @@ function apiClient(url: string, key: string): Api {
 async function freshDrain(db: Db, url: string, api: Api, receiver: string, tenant: EventTenant, size: number): Promise<number> {
   const route = `/fresh-${size}`;
   const hook = await api.request('POST', '/webhooks', { trigger: 'entity:status', url: receiver + route });
-  await commitEvents(db, tenant, 'entity:status', REPLAY, `fresh${size}`);
+  await commitEvents(db, tenant, ENTITY_STATUS_TRIGGER, REPLAY, `fresh${size}`);
   const started = performance.now();
   const worker = startWorker(url);
   await until(() => (receipts.get(route)?.length ?? 0) >= REPLAY, 'the fresh backlog');
@@ -175,7 +178,7 @@ async function replay(db: Db, url: string, api: Api, receiver: string, tenant: E
   await api.request('PUT', `/webhooks/${hook.id}`, { status: 'disabled' });
   const since = (await db.raw(`select to_char(now() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS') as t`)).rows[0].t;
   const dispatcher = startWorker(url);
-  await commitEvents(db, tenant, 'intent:status', REPLAY, `replay${size}`);
+  await commitEvents(db, tenant, INTENT_STATUS_TRIGGER, REPLAY, `replay${size}`);
   await until(async () => (await count(db, `select count(*) as n from webhook_deliveries where webhook_id = ? and state = 'skipped'`, [hook.id])) >= REPLAY, 'skipped deliveries');
   await dispatcher.stop();
   await api.request('PUT', `/webhooks/${hook.id}`, { status: 'active' });
@@ -196,7 +199,7 @@ async function rateLimitAccuracy(db: Db, url: string, api: Api, receiver: string
   const route = '/limited';
   const hook = await api.request('POST', '/webhooks', { trigger: 'transaction:operation', url: receiver + route, rate_limit: LIMIT });
   const workers = Array.from({ length: 4 }, () => startWorker(url, { WORKER_CONCURRENCY: '10', WORKER_LOCAL_QUEUE: '0' }));
-  await commitEvents(db, tenant, 'transaction:operation', BURST, 'burst');
+  await commitEvents(db, tenant, TRANSACTION_OPERATION_TRIGGER, BURST, 'burst');
   await until(() => (receipts.get(route)?.length ?? 0) > 0, 'the first limited delivery');
   const first = receipts.get(route)![0];
   await new Promise((resolve) => setTimeout(resolve, (LIMIT_SECONDS + 1) * 1000 - (performance.now() - first)));

@@ -55,6 +55,7 @@ import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { verifyServiceSignature } from '../api/webhooks/receiver.ts';
 import { serviceSignature, standardWebhooksSignature } from '../api/webhooks/signature.ts';
+import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
 
 /**
  * The worker settings this benchmark was tuned with (2 cores, one worker process): a local queue
@@ -608,7 +609,7 @@ async function main(): Promise<void> {
       const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
         const drafts = Array.from({ length: count }, () => {
           sequence += 1;
-          return { trigger: 'processing_status', objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
+          return { trigger: PROCESSING_STATUS_TRIGGER, objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
         });
         const ids = await db.transaction((tx) => recordEvents(tx, tenant, drafts));
         const at = performance.now();

@@ -9,6 +9,8 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
+import { TRANSACTION_TRIGGERS } from '../api/families/transactions/triggers.ts';
 
 const tenant: EventTenant = { orgId: 'org_dispatch', environment: 'test' };
 let counter = 0;
@@ -20,7 +22,7 @@ async function setup(t: Test): Promise<Db> {
     ['wh_dispatch', tenant.orgId, tenant.environment]);
   // The queue's first job of a task registers the task: a transaction left open across the
   // first commit would make that commit wait for it.
-  await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: 'payment', objectType: 'transaction', objectId: 'txn_0', value: {} }]));
+  await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: TRANSACTION_TRIGGERS.payment, objectType: 'transaction', objectId: 'txn_0', value: {} }]));
   while (!(await dispatchEventBatch(db, 100)).caughtUp);
   return db;
 }
@@ -28,7 +30,7 @@ async function setup(t: Test): Promise<Db> {
 function drafts(count: number) {
   return Array.from({ length: count }, () => {
     counter += 1;
-    return { trigger: 'processing_status', objectType: 'processing_account', objectId: `acct_${counter}`, value: { n: counter } };
+    return { trigger: PROCESSING_STATUS_TRIGGER, objectType: 'processing_account', objectId: `acct_${counter}`, value: { n: counter } };
   });
 }
 
@@ -97,7 +99,7 @@ t.test('dispatchers running side by side dispatch each event once', { timeout: 3
 
 t.test('an event of a trigger no webhook listens to is passed over, and the position moves past it', { timeout: 30_000 }, async (t) => {
   const db = await setup(t);
-  await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: 'payment', objectType: 'transaction', objectId: 'txn_1', value: {} }]));
+  await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: TRANSACTION_TRIGGERS.payment, objectType: 'transaction', objectId: 'txn_1', value: {} }]));
   const pass = await dispatchEventBatch(db, 10);
   t.same(pass, { taken: 1, caughtUp: true }, 'taken without a delivery');
   t.same(await deliveredEvents(db), []);

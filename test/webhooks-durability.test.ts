@@ -22,8 +22,9 @@ import { startWorker } from '../workers/main.ts';
 import { startTestApi } from './helpers/api.ts';
 import { spawnWorker } from './helpers/processes.ts';
 import { eventually } from './helpers/wait.ts';
+import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
 
-const TRIGGER = 'processing_status';
+const TRIGGER = PROCESSING_STATUS_TRIGGER;
 
 function until(condition: () => boolean | Promise<boolean>, ms: number, every = 25): Promise<boolean> {
   return eventually(condition, Boolean, ms, every);

@@ -9,8 +9,19 @@
 import { newId } from '../ids.ts';
 import type { Db } from './connection.ts';
 
+/**
+ * A webhook trigger's name as a family declares it. Only `trigger()` makes one, and each family
+ * calls it once per trigger it fires, in its own `triggers.ts`; its declaration and its writers use
+ * the constants, so an event can name no trigger a webhook could not subscribe to.
+ */
+export type Trigger = string & { readonly declaredTrigger: true };
+
+export function trigger<const T extends string>(name: T): T & Trigger {
+  return name as T & Trigger;
+}
+
 export interface EventDraft {
-  trigger: string;
+  trigger: Trigger;
   objectType: string;
   objectId: string;
   value: Record<string, unknown>;
@@ -21,15 +32,17 @@ export interface EventTenant {
   environment: string;
 }
 
-export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDraft[]): Promise<string[]> {
-  if (drafts.length === 0) return [];
+/**
+ * The one insert of events, however many: a statement of its own (`recordEvents`) or one
+ * data-modifying CTE of a larger statement (a payment's, api/families/transactions/repository.ts).
+ */
+export function eventsInsert(tenant: EventTenant, drafts: EventDraft[]): { sql: string; bindings: unknown[]; ids: string[] } {
   const ids = drafts.map(() => newId('evt'));
-  // One statement, however many events.
-  await tx.raw(
-    `insert into events (id, org_id, environment, trigger, object_type, object_id, value)
+  return {
+    sql: `insert into events (id, org_id, environment, trigger, object_type, object_id, value)
      select id, ?, ?, trigger, object_type, object_id, value
        from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)`,
-    [
+    bindings: [
       tenant.orgId,
       tenant.environment,
       ids,
@@ -38,6 +51,13 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
       drafts.map((d) => d.objectId),
       drafts.map((d) => JSON.stringify(d.value)),
     ],
-  );
-  return ids;
+    ids,
+  };
+}
+
+export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDraft[]): Promise<string[]> {
+  if (drafts.length === 0) return [];
+  const insert = eventsInsert(tenant, drafts);
+  await tx.raw(insert.sql, insert.bindings);
+  return insert.ids;
 }

@@ -5,7 +5,7 @@
  * fields, events) hang off `rules` and run inside the request's database transaction.
  */
 import type { Db } from '../db/connection.ts';
-import type { EventDraft } from '../db/events.ts';
+import type { EventDraft, Trigger } from '../db/events.ts';
 import type { StoredObject } from '../db/storedRow.ts';
 import type { Principal, Tenant } from '../db/tenant.ts';
 import type { PaymentProcessor } from '../processor.ts';
@@ -105,7 +105,7 @@ export interface Family extends FieldSchema {
    * Webhook triggers this family's changes fire (spec §6): a webhook may subscribe to them. The
    * registry (api/families/index.ts) collects every family's into the webhooks' `trigger` values.
    */
-  triggers?: string[];
+  triggers?: readonly Trigger[];
   /**
    * What a client token may do with this family's objects, by the token's intent kind (`none`: a
    * token made without an intent). The registry turns each into routes over the family's

@@ -59,7 +59,7 @@ export const collectionByPath = new Map(collections.map((c) => [c.path, c]));
 /** Every family behind a collection, once each, in the order of the list above. */
 export const families: Family[] = [...new Set(collections.map((c) => c.family))];
 
-function triggersOf(family: Family): string[] {
+function triggersOf(family: Family): readonly string[] {
   return family.triggers ?? [];
 }
 

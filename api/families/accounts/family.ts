@@ -7,6 +7,7 @@
 import type { Family, FieldSpec, Version } from '../../engine/family.ts';
 import { addressFields, attrsField, idField, timestampFields } from '../common.ts';
 import { accountRules } from './rules.ts';
+import { PROCESSING_STATUS_TRIGGER } from './triggers.ts';
 
 const CUSTOMER = ['customer'];
 const PROCESSING = ['processing'];
@@ -68,5 +69,5 @@ export const accounts: Family = {
   objectName: (version: Version, type: string) => (version === 'v2' ? 'account' : type === 'processing' ? 'processing_account' : 'customer'),
   rules: accountRules,
   /** a processing account's `processing.status` changes (entity verification settles it) */
-  triggers: ['processing_status'],
+  triggers: [PROCESSING_STATUS_TRIGGER],
 };

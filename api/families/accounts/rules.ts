@@ -8,6 +8,7 @@ import { paymentMethods } from '../payment_methods/family.ts';
 import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefault } from './repository.ts';
 import { reopenOnNewEntity, resolveInlineEntity, showEntities, validateEntityReference, verifyAttachedEntity } from './entityLink.ts';
 import { applySettingsTemplate, showSettingsIds } from './settingsLink.ts';
+import { PROCESSING_STATUS_TRIGGER } from './triggers.ts';
 
 /**
  * v1 `default_payment_method` and v2 `account_defaults.paying` are one rule: setting either goes
@@ -86,7 +87,7 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   const status = processingStatus(next);
   if (previous && processingStatus(previous) === status) return [];
   return [{
-    trigger: 'processing_status',
+    trigger: PROCESSING_STATUS_TRIGGER,
     objectType: 'processing_account',
     objectId: next.id,
     value: { status, previous_status: processingStatus(previous) ?? null },

@@ -19,6 +19,7 @@ import { insertItems, lockInvoice } from '../invoices/repository.ts';
 import { transactions } from '../transactions/family.ts';
 import { defaultPayingMethod } from '../transactions/repository.ts';
 import { invoicesForAutopay, mergeInvoiceData } from './repository.ts';
+import { AUTOMATIC_PAYMENT_TRIGGER } from './triggers.ts';
 
 export const AUTOPAY_RETRY_DAYS = 5;
 
@@ -54,7 +55,7 @@ async function attempt(ctx: RuleContext, invoiceId: string, today: string): Prom
     }]);
   } else {
     await recordEvents(ctx.tx, ctx.tenant, [{
-      trigger: 'automatic_payment', objectType: 'transaction', objectId: payment.id,
+      trigger: AUTOMATIC_PAYMENT_TRIGGER, objectType: 'transaction', objectId: payment.id,
       value: { type: 'payment', status: payment.data.status, amount: Number(payment.data.amount) / 100, invoice_id: invoice.id },
     }]);
   }

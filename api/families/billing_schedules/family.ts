@@ -9,6 +9,7 @@ import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { freeTextKind } from '../invoices/kinds.ts';
 import { scheduleRules } from './rules.ts';
+import { AUTOMATIC_PAYMENT_TRIGGER } from './triggers.ts';
 
 export const FREQUENCIES = ['daily', 'weekly', 'biweekly', 'bimonthly', 'monthly', 'quarterly', 'annually'];
 
@@ -51,5 +52,5 @@ export const billingSchedules: Family = {
   objectName: () => 'billing_schedule',
   rules: scheduleRules,
   /** a schedule's automatic payment is made (autopay.ts) */
-  triggers: ['automatic_payment'],
+  triggers: [AUTOMATIC_PAYMENT_TRIGGER],
 };

@@ -8,6 +8,7 @@
 import type { Family, FieldSpec, Version } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { entityRules } from './rules.ts';
+import { ENTITY_STATUS_TRIGGER } from './triggers.ts';
 
 const BUSINESS = ['business'];
 
@@ -78,7 +79,7 @@ export const entities: Family = {
   objectName: (version: Version) => (version === 'v1' ? 'legal_entity' : 'entity'),
   rules: entityRules,
   /** verification moves the entity's status (verification.ts) */
-  triggers: ['entity:status'],
+  triggers: [ENTITY_STATUS_TRIGGER],
 };
 
 /** The v1 view of the same store: businesses only, so a legal entity needs no `type` to be one. */

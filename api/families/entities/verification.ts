@@ -6,10 +6,12 @@
  * (or `denied`). Each change writes its event (`entity:status`, `processing_status`) with it.
  */
 import type { Db } from '../../db/connection.ts';
-import { recordEvents, type EventDraft } from '../../db/events.ts';
+import { recordEvents, type EventDraft, type Trigger } from '../../db/events.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { findEntity, scheduleJob } from './repository.ts';
 import { lockPendingProcessingAccounts, writeAccountData, writeEntityData } from './verificationRepository.ts';
+import { PROCESSING_STATUS_TRIGGER } from '../accounts/triggers.ts';
+import { ENTITY_STATUS_TRIGGER } from './triggers.ts';
 
 export const VERIFY_TASK = 'verify_entity';
 
@@ -21,7 +23,7 @@ export interface VerificationJob {
 
 const jobKey = (entityId: string) => `${VERIFY_TASK}:${entityId}`;
 
-function statusEvent(trigger: string, objectType: string, id: string, status: string, previous: unknown): EventDraft {
+function statusEvent(trigger: Trigger, objectType: string, id: string, status: string, previous: unknown): EventDraft {
   return { trigger, objectType, objectId: id, value: { status, previous_status: previous ?? null } };
 }
 
@@ -35,7 +37,7 @@ export async function startVerification(tx: Db, tenant: Tenant, entityId: string
   const status = entity.data.verification_status ?? 'unverified';
   if (status === 'unverified') {
     await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: 'pending', verification_requested_at: now.toISOString() });
-    await recordEvents(tx, tenant, [statusEvent('entity:status', 'entity', entity.id, 'pending', status)]);
+    await recordEvents(tx, tenant, [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', entity.id, 'pending', status)]);
   }
   // Already decided: the job only brings the newly attached accounts in line.
   const job: VerificationJob = { entity_id: entity.id, org_id: tenant.orgId, environment: tenant.environment };
@@ -64,7 +66,7 @@ export async function settleVerification(db: Db, job: VerificationJob, now: Date
       if (due > now) return due;
       const decided = decide(entity);
       await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: decided });
-      await recordEvents(tx, tenant, [statusEvent('entity:status', 'entity', entity.id, decided, status)]);
+      await recordEvents(tx, tenant, [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', entity.id, decided, status)]);
       status = decided;
     }
     if (status === 'verified' || status === 'rejected') await settleAccounts(tx, tenant, entity.id, status === 'verified' ? 'active' : 'denied');
@@ -78,7 +80,7 @@ async function settleAccounts(tx: Db, tenant: Tenant, entityId: string, to: stri
     const processing = { ...(account.data.processing as Record<string, unknown>), status: to };
     await writeAccountData(tx, tenant, account.id, { ...account.data, processing });
   }
-  await recordEvents(tx, tenant, pending.map((a) => statusEvent('processing_status', 'processing_account', a.id, to, 'pending')));
+  await recordEvents(tx, tenant, pending.map((a) => statusEvent(PROCESSING_STATUS_TRIGGER, 'processing_account', a.id, to, 'pending')));
 }
 
 export async function retryVerificationAt(db: Db, job: VerificationJob, at: Date): Promise<void> {

@@ -17,6 +17,7 @@ import { accounts } from '../accounts/family.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { spendClientToken } from '../transactions/repository.ts';
 import { findIntentIdByTokenHash, lockLink, markLinkFinished, setIntentAccount, type LinkTable } from './repository.ts';
+import { LINK_OBJECTS } from './triggers.ts';
 
 export type EnrollmentTarget = { table: LinkTable; id: string };
 
@@ -40,12 +41,10 @@ export interface AccountEnrollment {
   bank_account?: BankAccountInput;
 }
 
-const OBJECT = { intents: 'intent', payment_activations: 'payment_activation' } as const;
-
 /** The link locked for this change: it must be pending and not past its time. */
 async function lockPendingLink(ctx: RuleContext, target: EnrollmentTarget): Promise<StoredObject> {
   const link = await lockLink(ctx.tx, target.table, ctx.tenant, target.id);
-  if (!link) throw notFound(`No ${OBJECT[target.table]} with id ${target.id}`);
+  if (!link) throw notFound(`No ${LINK_OBJECTS[target.table].name} with id ${target.id}`);
   if (link.data.status !== 'pending' || Date.parse(String(link.data.expires_at)) <= ctx.domain.now().getTime()) {
     throw conflict(`This link is ${link.data.status === 'pending' ? 'expired' : link.data.status}`);
   }
@@ -54,8 +53,8 @@ async function lockPendingLink(ctx: RuleContext, target: EnrollmentTarget): Prom
 
 async function finish(ctx: RuleContext, target: EnrollmentTarget, accountId: string): Promise<void> {
   await markLinkFinished(ctx.tx, target.table, ctx.tenant, target.id, accountId);
-  const object = OBJECT[target.table];
-  await recordEvents(ctx.tx, ctx.tenant, [{ trigger: `${object}:status`, objectType: object, objectId: target.id, value: { status: 'finished', previous_status: 'pending' } }]);
+  const object = LINK_OBJECTS[target.table];
+  await recordEvents(ctx.tx, ctx.tenant, [{ trigger: object.trigger, objectType: object.name, objectId: target.id, value: { status: 'finished', previous_status: 'pending' } }]);
 }
 
 /** The enrollment acts for the link's owner, in the v2 shapes, whoever opened the page. */

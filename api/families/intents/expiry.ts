@@ -7,6 +7,7 @@ import type { Db } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
 import type { Tenant } from '../../engine/family.ts';
 import { lockLink, markLinkExpired, type LinkTable } from './repository.ts';
+import { LINK_OBJECTS } from './triggers.ts';
 
 export interface ExpiryJob {
   table: LinkTable;
@@ -15,7 +16,6 @@ export interface ExpiryJob {
   environment: 'test' | 'live';
 }
 
-const OBJECT: Record<ExpiryJob['table'], string> = { intents: 'intent', payment_activations: 'payment_activation' };
 
 /** Returns true when it expired the row, false when it had finished, gone, or is not due yet. */
 export async function expireLink(db: Db, job: ExpiryJob, now: Date): Promise<boolean> {
@@ -24,9 +24,9 @@ export async function expireLink(db: Db, job: ExpiryJob, now: Date): Promise<boo
     const row = await lockLink(tx, job.table, tenant, job.id);
     if (!row || row.data.status !== 'pending' || Date.parse(String(row.data.expires_at)) > now.getTime()) return false;
     await markLinkExpired(tx, job.table, tenant, row.id);
-    const object = OBJECT[job.table];
+    const object = LINK_OBJECTS[job.table];
     await recordEvents(tx, tenant, [
-      { trigger: `${object}:status`, objectType: object, objectId: row.id, value: { status: 'expired', previous_status: 'pending' } },
+      { trigger: object.trigger, objectType: object.name, objectId: row.id, value: { status: 'expired', previous_status: 'pending' } },
     ]);
     return true;
   });

@@ -10,6 +10,7 @@ import { attrsField, idField, timestampFields } from '../common.ts';
 import { ELEMENT_KINDS, LINK_KINDS } from './kinds.ts';
 import { STATUSES } from './links.ts';
 import { intentRules } from './rules.ts';
+import { INTENT_STATUS_TRIGGER } from './triggers.ts';
 
 const KINDS = [...ELEMENT_KINDS, ...LINK_KINDS];
 
@@ -38,5 +39,5 @@ export const intents: Family = {
   fields,
   objectName: () => 'intent',
   rules: intentRules,
-  triggers: ['intent:status'],
+  triggers: [INTENT_STATUS_TRIGGER],
 };

@@ -8,6 +8,7 @@ import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { STATUSES } from '../intents/links.ts';
 import { paymentActivationRules } from './rules.ts';
+import { PAYMENT_ACTIVATION_STATUS_TRIGGER } from './triggers.ts';
 
 const both = (path: string) => ({ v1: path, v2: path });
 
@@ -35,5 +36,5 @@ export const paymentActivations: Family = {
   fields,
   objectName: () => 'payment_activation',
   rules: paymentActivationRules,
-  triggers: ['payment_activation:status'],
+  triggers: [PAYMENT_ACTIVATION_STATUS_TRIGGER],
 };

@@ -7,6 +7,7 @@
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { paymentLinkRules } from './rules.ts';
+import { PAYMENT_LINK_STATUS_TRIGGER } from './triggers.ts';
 
 export const LINK_TYPES = ['one_time', 'reusable'];
 export const LINK_STATUSES = ['active', 'completed', 'inactive'];
@@ -39,5 +40,5 @@ export const paymentLinks: Family = {
   fields,
   objectName: () => 'payment_link',
   rules: paymentLinkRules,
-  triggers: ['payment_link:status'],
+  triggers: [PAYMENT_LINK_STATUS_TRIGGER],
 };

@@ -13,6 +13,7 @@ import { createInlinePayer, findPayer, resolveBiller } from '../invoices/parties
 import { paymentLinkUrl } from './url.ts';
 import { customerByEmail } from '../accounts/repository.ts';
 import { queuePaymentLinkEmail } from '../intents/outbox.ts';
+import { PAYMENT_LINK_STATUS_TRIGGER } from './triggers.ts';
 
 function accountOf(data: Json, side: 'payer' | 'biller'): string | undefined {
   const party = data[side];
@@ -94,7 +95,7 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
 
 /** `triggered_on.value` of a `<object>:status` trigger is the new status itself (CONTRACT §8). */
 export function linkStatusEvent(id: string, status: string): EventDraft {
-  return { trigger: 'payment_link:status', objectType: 'payment_link', objectId: id, value: status as unknown as Record<string, unknown> };
+  return { trigger: PAYMENT_LINK_STATUS_TRIGGER, objectType: 'payment_link', objectId: id, value: status as unknown as Record<string, unknown> };
 }
 
 function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {

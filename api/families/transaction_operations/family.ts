@@ -5,6 +5,7 @@
  */
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { idField, timestampFields } from '../common.ts';
+import { TRANSACTION_OPERATION_CLEAR_TRIGGER, TRANSACTION_OPERATION_TRIGGER } from './triggers.ts';
 
 export const OPERATION_TYPES = ['authorize', 'process', 'capture', 'void', 'refund', 'decline', 'reject', 'fund', 'clear', 'chargeback'];
 
@@ -27,5 +28,5 @@ export const transactionOperations: Family = {
   fields,
   objectName: () => 'transaction_operation',
   /** an operation is recorded, and clearing completes one (api/families/funding/repository.ts) */
-  triggers: ['transaction:operation', 'transaction:operation:clear'],
+  triggers: [TRANSACTION_OPERATION_TRIGGER, TRANSACTION_OPERATION_CLEAR_TRIGGER],
 };

@@ -9,6 +9,7 @@ import { attrsField, idField, timestampFields } from '../common.ts';
 import { STATUSES, TYPES } from './lifecycle.ts';
 import { paymentSteps } from './payment.ts';
 import { transactionRules } from './rules.ts';
+import { TRANSACTION_TRIGGERS } from './triggers.ts';
 
 const fields: FieldSpec[] = [
   idField,
@@ -65,10 +66,7 @@ export const transactions: Family = {
   fields,
   objectName: () => 'transaction',
   rules: { ...transactionRules, createSteps: paymentSteps },
-  triggers: [
-    'bank_account_reject', 'reject', 'refund', 'void', 'chargeback', 'chargeback_reversal', 'payment', 'processed',
-    'authorized', 'decline', 'deposit', 'reversal', 'credit',
-  ],
+  triggers: Object.values(TRANSACTION_TRIGGERS),
   // made without an intent: one payment or one payment method, whatever the browser sends (CONTRACT §13)
   clientScopes: { checkout_plugin: ['create'], checkout_page: ['create'], payment_form: ['create'], none: ['create'] },
 };

@@ -7,8 +7,10 @@
  *     │          └─────────────────► voided  (void, or automatic-mode expiry)
  *     └────► declined
  */
-import type { EventDraft } from '../../db/events.ts';
+import type { EventDraft, Trigger } from '../../db/events.ts';
 import type { StoredObject } from '../../engine/family.ts';
+import { TRANSFER_TRIGGER } from '../transfers/triggers.ts';
+import { TRANSACTION_TRIGGERS } from './triggers.ts';
 
 export const TYPES = ['payment', 'payout', 'refund', 'deposit', 'withdraw', 'chargeback', 'chargeback_reversal'];
 /** Types only the service creates (funding runs, the card network). */
@@ -30,12 +32,14 @@ export function canTransition(from: string, to: string): boolean {
 }
 
 /** The trigger of a newly created transaction, by type (v1 names for payouts and withdrawals). */
-const CREATE_TRIGGER: Record<string, string> = {
-  payment: 'payment',
-  refund: 'refund',
-  payout: 'credit',
-  deposit: 'deposit',
-  withdraw: 'reversal',
+const CREATE_TRIGGER: Record<string, Trigger> = {
+  payment: TRANSACTION_TRIGGERS.payment,
+  refund: TRANSACTION_TRIGGERS.refund,
+  payout: TRANSACTION_TRIGGERS.credit,
+  deposit: TRANSACTION_TRIGGERS.deposit,
+  withdraw: TRANSACTION_TRIGGERS.reversal,
+  chargeback: TRANSACTION_TRIGGERS.chargeback,
+  chargeback_reversal: TRANSACTION_TRIGGERS.chargebackReversal,
 };
 
 /** Stored minor units as the API shows money (7.99, never 799). */
@@ -43,7 +47,7 @@ function units(minor: unknown): number | null {
   return typeof minor === 'number' ? minor / 100 : minor === null || minor === undefined ? null : Number(minor) / 100;
 }
 
-function event(trigger: string, row: StoredObject, extra: Record<string, unknown> = {}): EventDraft {
+function event(trigger: Trigger, row: StoredObject, extra: Record<string, unknown> = {}): EventDraft {
   return {
     trigger,
     objectType: 'transaction',
@@ -54,15 +58,15 @@ function event(trigger: string, row: StoredObject, extra: Record<string, unknown
 
 export function creationEvents(row: StoredObject): EventDraft[] {
   const status = row.data.status;
-  if (status === 'declined') return [event('decline', row)];
-  const events = [event(CREATE_TRIGGER[row.type] ?? row.type, row)];
-  if (status === 'authorized') events.push(event('authorized', row));
-  if (status === 'processed') events.push(event('processed', row));
+  if (status === 'declined') return [event(TRANSACTION_TRIGGERS.decline, row)];
+  const events = [event(CREATE_TRIGGER[row.type], row)];
+  if (status === 'authorized') events.push(event(TRANSACTION_TRIGGERS.authorized, row));
+  if (status === 'processed') events.push(event(TRANSACTION_TRIGGERS.processed, row));
   const plan = row.data.transfer_plan;
   if (Array.isArray(plan)) {
     for (const entry of plan as Array<Record<string, unknown>>) {
       if (entry.entry_type !== 'transfer') continue;
-      events.push({ trigger: 'transfer', objectType: 'transfer', objectId: String(entry.id), value: { transaction_id: row.id, account_id: entry.account_id, amount: units(entry.amount) } });
+      events.push({ trigger: TRANSFER_TRIGGER, objectType: 'transfer', objectId: String(entry.id), value: { transaction_id: row.id, account_id: entry.account_id, amount: units(entry.amount) } });
     }
   }
   return events;
@@ -70,7 +74,7 @@ export function creationEvents(row: StoredObject): EventDraft[] {
 
 /** A transaction the service makes (deposit, withdrawal, chargeback): its type's trigger only. */
 export function systemCreationEvents(row: StoredObject): EventDraft[] {
-  return [event(CREATE_TRIGGER[row.type] ?? row.type, row)];
+  return [event(CREATE_TRIGGER[row.type], row)];
 }
 
 export function transitionEvents(next: StoredObject, previous: StoredObject): EventDraft[] {
@@ -78,11 +82,11 @@ export function transitionEvents(next: StoredObject, previous: StoredObject): Ev
   const to = next.data.status;
   if (from === to) return [];
   const extra = { previous_status: from };
-  if (to === 'processed') return [event('processed', next, extra)];
-  if (to === 'voided') return [event('void', next, extra)];
+  if (to === 'processed') return [event(TRANSACTION_TRIGGERS.processed, next, extra)];
+  if (to === 'voided') return [event(TRANSACTION_TRIGGERS.void, next, extra)];
   if (to === 'rejected') {
-    const events = [event('reject', next, extra)];
-    if (next.data.payment_method_type === 'bank_account') events.push(event('bank_account_reject', next, extra));
+    const events = [event(TRANSACTION_TRIGGERS.reject, next, extra)];
+    if (next.data.payment_method_type === 'bank_account') events.push(event(TRANSACTION_TRIGGERS.bankAccountReject, next, extra));
     return events;
   }
   return [];

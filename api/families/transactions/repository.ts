@@ -2,9 +2,8 @@
 import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
-import type { EventDraft } from '../../db/events.ts';
+import { eventsInsert, type EventDraft } from '../../db/events.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
-import { newId } from '../../ids.ts';
 import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
@@ -177,6 +176,7 @@ export interface PaymentWrite {
  */
 export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite): Promise<StoredObject> {
   const methods = write.method ? [write.method] : [];
+  const events = eventsInsert(tenant, write.events);
   const found = await rows<StoredObject>(db,
     `with method as (
        insert into payment_methods (id, org_id, environment, type, data)
@@ -184,10 +184,7 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
      txn as (
        insert into transactions (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)
        returning ${ROW}),
-     event as (
-       insert into events (id, org_id, environment, trigger, object_type, object_id, value)
-       select id, ?, ?, trigger, object_type, object_id, value
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)),
+     event as (${events.sql}),
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))
@@ -197,8 +194,7 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
     [
       tenant.orgId, tenant.environment, methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)),
       write.transaction.id, tenant.orgId, tenant.environment, write.transaction.type, JSON.stringify(write.transaction.data),
-      tenant.orgId, tenant.environment, write.events.map(() => newId('evt')), write.events.map((e) => e.trigger), write.events.map((e) => e.objectType),
-      write.events.map((e) => e.objectId), write.events.map((e) => JSON.stringify(e.value)),
+      ...events.bindings,
       write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
       currentAuditSetting(),
     ]);

@@ -6,6 +6,7 @@
  */
 import type { Family, FieldSpec, Version } from '../../engine/family.ts';
 import { idField } from '../common.ts';
+import { TRANSFER_TRIGGER } from './triggers.ts';
 
 const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
 
@@ -28,5 +29,5 @@ export const transferEntries: Family = {
   fields,
   objectName: (version: Version) => (version === 'v1' ? 'transaction_ledger' : 'transfer'),
   /** a split payment's money moves to a receiver (spec §6 rule 4) */
-  triggers: ['transfer'],
+  triggers: [TRANSFER_TRIGGER],
 };

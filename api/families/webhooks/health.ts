@@ -4,9 +4,9 @@
  * again; `triggered_on` is the webhook and `value` its new status. Dispatch never sends it to the
  * webhook it is about.
  */
-import type { EventDraft } from '../../db/events.ts';
+import { trigger, type EventDraft } from '../../db/events.ts';
 
-export const WEBHOOK_STATUS_TRIGGER = 'webhook:status';
+export const WEBHOOK_STATUS_TRIGGER = trigger('webhook:status');
 
 export const WEBHOOK_STATUSES = { active: 'active', disabled: 'disabled' } as const;
 
