@@ -28,6 +28,7 @@ t.test('authorize, capture and refund are operations of their transactions, each
   const events = await api.db('events').where({ trigger: 'transaction:operation', object_id: auth.id });
   t.equal(events.length, 2, 'one event per operation');
   t.match(events.map((e: any) => e.value.type).sort(), ['authorize', 'capture']);
+  t.same(events.map((e: any) => e.id).filter((id: string) => !/^evt_[0-9A-Za-z]{24}$/.test(id)), [], 'written by the database, with ids of the one format: evt_ and 24 base62');
 });
 
 t.test('a decline is a failed operation; the worker\'s steps are operations too', async (t) => {
