@@ -32,10 +32,14 @@ export interface KeySettings {
   authorize_and_capture?: boolean;
 }
 
+/** What identifies a key or client token in listings, `keys revoke`, the audit history and the request log, without revealing it. */
+export function shownPrefix(secret: string): string {
+  return secret.slice(0, secret.length - 24);
+}
+
 function newSecret(environment: Environment): { secret: string; prefix: string } {
   const secret = `${environment === 'test' ? 'test_' : ''}secret_key_${randomBase62(32)}`;
-  // The prefix identifies a key in listings and `keys revoke` without revealing it.
-  return { secret, prefix: secret.slice(0, secret.length - 24) };
+  return { secret, prefix: shownPrefix(secret) };
 }
 
 /** `scopes`: what a restricted key may do (api/scopes.ts); absent, everything. */

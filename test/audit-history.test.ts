@@ -103,6 +103,30 @@ t.test('a client token, the console and the CLI are actors of their own', async 
   t.notOk(JSON.stringify(history).includes('hash'), 'nor its hash');
 });
 
+async function postForm(path: string, form: Record<string, string>): Promise<{ status: number; requestId: string | null }> {
+  const res = await fetch(api.url + path, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+  await res.arrayBuffer();
+  return { status: res.status, requestId: res.headers.get('x-request-id') };
+}
+
+t.test('a hosted page is the actor of what its form changes: the page, and the link or client token in its address', async (t) => {
+  const link = (await api.request('POST', '/intents', { version: 'v2', json: { type: 'payouts_enrollment_link', payouts_enrollment_link: { entity_name: 'Jango' } } })).body;
+  const enrolled = await postForm(`/enroll/${link.id}`, { name: 'Ann Payee', routing_number: '036001808', account_number: '123456789' });
+  t.equal(enrolled.status, 200);
+  const finished = (await historyOf(link.id)).at(-1)!;
+  t.match(finished, { action: 'update', actor: { type: 'client_token', key_prefix: link.id, name: 'page:enroll' }, request_id: enrolled.requestId, changes: { status: ['pending', 'finished'] } });
+  t.match(finished.ip, /127\.0\.0\.1/);
+  const payee = (await api.request('GET', `/intents/${link.id}`, { version: 'v2' })).body.account_id;
+  t.match((await historyOf(payee))[0], { action: 'create', actor: { type: 'client_token', name: 'page:enroll' }, request_id: enrolled.requestId });
+
+  const token = (await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { processing_account_plugin: {} } } })).body.id as string;
+  const opened = await postForm(`/elements/processing-account/${token}`, { name: 'Framed Shop', legal_name: 'Framed Shop LLC', tax_id: '361234567', routing_number: '036001808', account_number: '555123456' });
+  t.equal(opened.status, 200);
+  const [event] = (await api.request('GET', `/audit_events?request_id=${opened.requestId}&object_type=account`)).body.values;
+  t.match(event, { action: 'create', actor: { type: 'client_token', key_prefix: token.slice(0, token.length - 24), name: 'page:processing_account' } });
+  t.notOk(JSON.stringify(event).includes(token), 'not the token itself');
+});
+
 t.test('a worker job is the actor of what it changes: an expired authorization is voided by expire_authorization', async (t) => {
   const customer = (await api.request('POST', '/customers', { json: { name: 'Waits' } })).body;
   const token = (await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { payment_form: { payment: { amount: 5, status: 'authorized', customer_id: customer.id } } } } })).body.id;

@@ -6,7 +6,9 @@
  */
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
+import { HOSTED_PAGES, runAsPage } from '../http/auditActor.ts';
 import type { RequestState } from '../http/state.ts';
+import { shownPrefix } from '../keys.ts';
 import { ASSETS, assetUrl, serveAsset } from './assets.ts';
 import { findCheckout } from './checkoutToken.ts';
 import { pluginView, renderCheckout, renderClosed, renderPaymentPage } from './checkoutPage.ts';
@@ -82,7 +84,8 @@ export function browserRoutes(): Router {
     sendHtml(ctx, page.status, page.html, PLUGIN_CSP);
   });
   router.post('/elements/processing-account/:token', async (ctx) => {
-    const page = await submitProcessingAccountFrame(ctx as Context & { state: RequestState }, ctx.params.token);
+    const token = ctx.params.token;
+    const page = await runAsPage(ctx, HOSTED_PAGES.processingAccount, shownPrefix(token), () => submitProcessingAccountFrame(ctx, token));
     sendHtml(ctx, page.status, page.html, PLUGIN_CSP);
   });
   // Enrollment pages post a plain form back to themselves (form-action 'self').
@@ -92,7 +95,8 @@ export function browserRoutes(): Router {
     sendHtml(ctx, page.status, page.html, ENROLL_CSP);
   });
   router.post('/enroll/:id', async (ctx) => {
-    const page = await submitEnrollPage(ctx as Context & { state: RequestState }, ctx.params.id);
+    const id = ctx.params.id;
+    const page = await runAsPage(ctx, HOSTED_PAGES.enroll, id, () => submitEnrollPage(ctx, id));
     sendHtml(ctx, page.status, page.html, ENROLL_CSP);
   });
   router.get('/pay/:id', async (ctx) => {

@@ -1,7 +1,7 @@
 /**
  * The actor of an authenticated request, for the audit history: the secret key (or the console
- * signed in with one) or the client token, with the request's id and address. Every transaction
- * the request opens carries it (api/db/auditContext.ts).
+ * signed in with one) or the client token, with the request's id and address; and that of a
+ * hosted page's change. Every transaction the request opens carries it (api/db/auditContext.ts).
  */
 import type { Context, Next } from 'koa';
 import { runAudited, type AuditActor } from '../db/auditContext.ts';
@@ -20,4 +20,17 @@ function actorOf(ctx: Context & { state: RequestState }): AuditActor {
 
 export async function auditActor(ctx: Context & { state: RequestState }, next: Next): Promise<void> {
   await runAudited({ actor: actorOf(ctx), request_id: ctx.state.requestId, ip: ctx.ip }, next);
+}
+
+/** The hosted pages that change objects (api/browser), as their audit events name them. */
+export const HOSTED_PAGES = { enroll: 'page:enroll', processingAccount: 'page:processing_account' } as const;
+export type HostedPage = (typeof HOSTED_PAGES)[keyof typeof HOSTED_PAGES];
+
+/**
+ * A hosted page's change: no key signs it, so the page and the capability in its address act —
+ * a client token (by its prefix) or an enrollment link (by its id) — as a client token does
+ * through the API, with the request's id and address.
+ */
+export function runAsPage<T>(ctx: Context & { state: RequestState }, page: HostedPage, capability: string, work: () => Promise<T>): Promise<T> {
+  return runAudited({ actor: { type: 'client_token', key_prefix: capability, name: page }, request_id: ctx.state.requestId, ip: ctx.ip }, work);
 }

@@ -8,7 +8,7 @@ import { unauthorized } from '../errors.ts';
 import { findActiveAccessToken } from '../db/accessTokens.ts';
 import { clientTokenScopes } from '../families/index.ts';
 import { forbidden } from '../errors.ts';
-import { hashKey, isClientToken, keyEnvironment } from '../keys.ts';
+import { hashKey, isClientToken, keyEnvironment, shownPrefix } from '../keys.ts';
 import { grants, neededScope, readableTypes } from '../scopes.ts';
 import type { RequestState } from './state.ts';
 
@@ -35,8 +35,7 @@ export function createAuthenticator(cacheMs: number) {
     if (!secret) throw unauthorized('Missing API key: use HTTP Basic with the secret key as username, or Bearer');
     if (!keyEnvironment(secret) || secret.length > 128) throw unauthorized('Invalid API key');
     const hash = hashKey(secret);
-    // What identifies the credential in the audit history and the request log, never the secret.
-    ctx.state.keyPrefix = secret.slice(0, secret.length - 24);
+    ctx.state.keyPrefix = shownPrefix(secret);
     if (isClientToken(secret)) return authenticateClient(ctx, next, hash);
     const cacheKey = hash.toString('hex');
     const now = Date.now();
