@@ -11,17 +11,21 @@
  *
  * A payment that needs more (a client token, a split, a payment link, invoice allocations, a
  * default method of the payer that must be found first is fine) goes through the generic
- * pipeline in rules.ts instead: `plan` answers null.
+ * pipeline in rules.ts instead: `plan` answers null. Both check their parties, choose the
+ * processing account and finish the row with the same rules' functions (`requireAccount`,
+ * `chosenProcessing`, `requireMethod`, `finishCreate`): only how the parties are read differs.
  */
 import type { Collection, CreateSteps, RuleContext, StoredObject } from '../../engine/family.ts';
 import { decodeCreate, prepareNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { invalidAttributes } from '../../errors.ts';
 import type { EventDraft } from '../../db/events.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { creationEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
-import { decideStatus, hasInlineMethod, inlineMethodBody, methodFacts, partiesFromInput, storeParties, timedJobs, typedNumber, type Parties } from './rules.ts';
+import {
+  chosenProcessing, finishCreate, hasInlineMethod, inlineMethodBody, namedMethodId, partiesFromInput, partyFields, requireAccount, requireMethod,
+  requireNamedMethod, requireProcessing, timedJobs, typedNumber,
+} from './rules.ts';
 
 interface PaymentPlan {
   write: repo.PaymentWrite;
@@ -40,19 +44,13 @@ function isPlainPayment(ctx: RuleContext, row: StoredObject): boolean {
   return !(isPlainObject(method) && method.account_defaults !== undefined);
 }
 
-function requireAccount(found: StoredObject | undefined, field: string, processing: boolean): StoredObject {
-  if (!found) throw invalidAttributes({ [field]: 'No account with this id' });
-  if (processing && found.type !== 'processing') throw invalidAttributes({ [field]: 'Must be a processing account' });
-  return found;
-}
-
 async function plan(ctx: RuleContext & { collection: Collection }, body: Json): Promise<PaymentPlan | null> {
   const row = decodeCreate(ctx, body);
   if (!isPlainPayment(ctx, row)) return null;
   const data: Json = { ...row.data };
   const given = partiesFromInput(ctx, row.type, data);
   const inline = hasInlineMethod(data);
-  const methodId = given.methodId ?? (isPlainObject(data.payment_method) && !inline ? String(data.payment_method.id) : undefined);
+  const methodId = inline ? given.methodId : namedMethodId(given, data);
 
   // 1. read: every party in one round trip
   const read = await repo.readPaymentParties(ctx.tx, ctx.tenant, {
@@ -62,9 +60,9 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
     defaultProcessing: !given.processingId,
     payingMethodOf: !inline && !methodId ? given.customerId : undefined,
   });
-  const v1 = ctx.version === 'v1';
-  const customer = given.customerId ? requireAccount(read.customer, v1 ? 'customer_id' : 'sender[account_id]', false) : undefined;
-  if (given.processingId) requireAccount(read.processing, v1 ? 'processing_id' : 'receiver[account_id]', true);
+  const fields = partyFields(ctx);
+  const customer = given.customerId ? requireAccount(read.customer, 'customer', fields.customer) : undefined;
+  if (given.processingId) requireAccount(read.processing, 'processing', fields.processing);
   ctx.knownAccounts = new Set([customer?.id, read.processing?.id].filter((id): id is string => !!id));
 
   // 2. decide: the method by its own family's rules, then the processor on the typed number
@@ -78,25 +76,14 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
     number = typedNumber(method, data.payment_method as Json);
     events.push(...prepared.events);
   } else if (methodId) {
-    method = read.method;
-    if (!method) throw invalidAttributes({ [v1 ? 'payment_method_id' : 'method_id']: 'No payment method with this id' });
+    method = requireNamedMethod(ctx, read.method);
   } else {
     method = read.payingMethod;
   }
-  if (!method) throw invalidAttributes({ [v1 ? 'payment_method' : 'sender']: 'A payment method is required' });
-  const primary = customer?.data.primary_processing_id;
-  const processingId = given.processingId ?? (typeof primary === 'string' ? primary : read.defaultProcessing?.id);
-  if (!processingId) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
-  if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
-
-  const parties: Parties = { customerId: given.customerId, processingId, methodId: method.id };
-  storeParties(data, row.type, parties);
-  Object.assign(data, decideStatus(ctx, { ...row, data }, method, false, number));
-  Object.assign(data, methodFacts(ctx, method, number));
-  if (data.funding_timing === undefined) data.funding_timing = 'standard';
-  data.risk_flag = 'allowed';
-  data.transfer_plan = [];
-  const transaction = { ...row, data };
+  method = requireMethod(ctx, method);
+  const processingId = requireProcessing(chosenProcessing(given, customer, read.defaultProcessing?.id));
+  const parties = { customerId: given.customerId, processingId, methodId: method.id };
+  const transaction = finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
   events.push(...creationEvents(transaction));
   return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) } };
 }

@@ -119,32 +119,69 @@ export function hasInlineMethod(data: Data): boolean {
   return isPlainObject(data.payment_method) && !('id' in data.payment_method && Object.keys(data.payment_method).length === 1);
 }
 
+/** Where the client's version names a transaction's parties, for the errors about them. */
+export function partyFields(ctx: RuleContext): { customer: string; processing: string; methodId: string; method: string } {
+  const v1 = ctx.version === 'v1';
+  return {
+    customer: v1 ? 'customer_id' : 'sender[account_id]',
+    processing: v1 ? 'processing_id' : 'receiver[account_id]',
+    methodId: v1 ? 'payment_method_id' : 'method_id',
+    method: v1 ? 'payment_method' : 'sender',
+  };
+}
+
+/** The stored method a transaction names by id (v1 `payment_method_id`, v2 `method_id`, or `payment_method: {id}`). */
+export function namedMethodId(parties: Parties, data: Data): string | undefined {
+  return parties.methodId ?? (isPlainObject(data.payment_method) ? String(data.payment_method.id) : undefined);
+}
+
+/** A named method, found: it must exist in the tenant. */
+export function requireNamedMethod(ctx: RuleContext, found: StoredObject | null | undefined): StoredObject {
+  if (!found) throw invalidAttributes({ [partyFields(ctx).methodId]: 'No payment method with this id' });
+  return found;
+}
+
+/** A transaction needs a method: named, typed in, or the payer's default. */
+export function requireMethod(ctx: RuleContext, method: StoredObject | null | undefined): StoredObject {
+  if (!method) throw invalidAttributes({ [partyFields(ctx).method]: 'A payment method is required' });
+  return method;
+}
+
 async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties: Parties): Promise<Resolved> {
   if (hasInlineMethod(data)) return createInlineMethod(ctx, data.payment_method as Json, parties.customerId);
-  const methodId = parties.methodId ?? (isPlainObject(data.payment_method) ? String(data.payment_method.id) : undefined);
-  if (methodId) {
-    const method = await repo.findMethod(ctx.tx, ctx.tenant, methodId);
-    if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method_id' : 'method_id']: 'No payment method with this id' });
-    return { method };
-  }
+  const methodId = namedMethodId(parties, data);
+  if (methodId) return { method: requireNamedMethod(ctx, await repo.findMethod(ctx.tx, ctx.tenant, methodId)) };
   if (type === 'payment' && parties.customerId) return { method: await repo.defaultPayingMethod(ctx.tx, ctx.tenant, parties.customerId) };
   return { method: null };
 }
 
-async function checkAccount(ctx: RuleContext, id: string | undefined, kind: 'customer' | 'processing', field: string): Promise<StoredObject | null> {
-  if (!id) return null;
-  const account = await repo.findAccount(ctx.tx, ctx.tenant, id);
-  if (!account) throw invalidAttributes({ [field]: 'No account with this id' });
-  if (kind === 'processing' && account.type !== 'processing') throw invalidAttributes({ [field]: 'Must be a processing account' });
-  return account;
+/** An account a transaction names, found: it must exist, and a receiver must be a processing account. */
+export function requireAccount(found: StoredObject | null | undefined, kind: 'customer' | 'processing', field: string): StoredObject {
+  if (!found) throw invalidAttributes({ [field]: 'No account with this id' });
+  if (kind === 'processing' && found.type !== 'processing') throw invalidAttributes({ [field]: 'Must be a processing account' });
+  return found;
 }
 
-/** A payment with no receiver goes to the payer's primary processing account, else the environment's default. */
-async function resolveProcessing(ctx: RuleContext, parties: Parties, customer: StoredObject | null): Promise<string | undefined> {
+async function checkAccount(ctx: RuleContext, id: string | undefined, kind: 'customer' | 'processing', field: string): Promise<StoredObject | null> {
+  if (!id) return null;
+  return requireAccount(await repo.findAccount(ctx.tx, ctx.tenant, id), kind, field);
+}
+
+/** The receiver of a payment that names none: the payer's primary processing account, else `environmentDefault`. */
+export function chosenProcessing(parties: Parties, customer: StoredObject | null | undefined, environmentDefault?: string): string | undefined {
   if (parties.processingId) return parties.processingId;
   const primary = customer?.data.primary_processing_id;
-  if (typeof primary === 'string') return primary;
-  return (await defaultProcessingAccount(ctx.tx, ctx.tenant))?.id;
+  return typeof primary === 'string' ? primary : environmentDefault;
+}
+
+/** A transaction is made for a processing account, named or chosen. */
+export function requireProcessing(id: string | undefined): string {
+  if (!id) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
+  return id;
+}
+
+async function resolveProcessing(ctx: RuleContext, parties: Parties, customer: StoredObject | null): Promise<string | undefined> {
+  return chosenProcessing(parties, customer) ?? (await defaultProcessingAccount(ctx.tx, ctx.tenant))?.id;
 }
 
 interface Link {
@@ -273,25 +310,35 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     parties = { customerId: gathered.customerId, methodId: method.id, processingId: await resolveProcessing(ctx, parties, null) };
     if (!parties.processingId) throw invalidAttributes({ receiver: { account_id: 'Required' } });
   } else {
-    const customer = await checkAccount(ctx, parties.customerId, 'customer', ctx.version === 'v1' ? 'customer_id' : 'sender[account_id]');
-    await checkAccount(ctx, parties.processingId, 'processing', ctx.version === 'v1' ? 'processing_id' : 'receiver[account_id]');
+    const fields = partyFields(ctx);
+    const customer = await checkAccount(ctx, parties.customerId, 'customer', fields.customer);
+    await checkAccount(ctx, parties.processingId, 'processing', fields.processing);
     ({ method, number } = await resolveMethod(ctx, row.type, data, parties));
     if (!method && isRelease(row.type)) method = await defaultFundingMethod(ctx, parties.processingId);
-    if (!method) throw invalidAttributes({ [ctx.version === 'v1' ? 'payment_method' : 'sender']: 'A payment method is required' });
-    parties = { ...parties, methodId: method.id, processingId: await resolveProcessing(ctx, parties, customer) };
-    if (!parties.processingId) throw invalidAttributes({ processing_id: 'No processing account: name one or create one first' });
+    method = requireMethod(ctx, method);
+    parties = { ...parties, methodId: method.id, processingId: requireProcessing(await resolveProcessing(ctx, parties, customer)) };
     if (row.type === 'payment') plan = await planSplit(ctx, data);
-    if (isRelease(row.type)) await planRelease(ctx, row.type, data, parties.processingId, method);
+    if (isRelease(row.type)) await planRelease(ctx, row.type, data, parties.processingId!, method);
   }
+  return finishCreate(ctx, row, data, parties, method, { automatic, number, plan });
+}
+
+/**
+ * The last step of every new transaction, whichever way its parties were found: the amount
+ * required, both versions' party fields stored, the processor's decision, what the row records of
+ * its method, and its transfer plan.
+ */
+export function finishCreate(ctx: RuleContext, row: StoredObject, data: Data, parties: Parties, method: StoredObject | null,
+  decided: { automatic: boolean; number?: string; plan: Json[] }): StoredObject {
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
   storeParties(data, row.type, parties);
-  Object.assign(data, decideStatus(ctx, { ...row, data }, method, automatic, number));
-  if (method) Object.assign(data, methodFacts(ctx, method, number));
+  Object.assign(data, decideStatus(ctx, { ...row, data }, method, decided.automatic, decided.number));
+  if (method) Object.assign(data, methodFacts(ctx, method, decided.number));
   if (row.type === 'payment' && data.funding_timing === undefined) data.funding_timing = 'standard';
   if (row.type === 'payment') data.risk_flag = 'allowed';
   delete data.ledger;
   delete data.transfers;
-  data.transfer_plan = plan;
+  data.transfer_plan = decided.plan;
   return { ...row, data };
 }
 
