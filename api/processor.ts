@@ -16,7 +16,8 @@ export interface CardAuthorization {
 
 /** The processor behind payments: it decides cards and knows which bank debits will bounce. */
 export interface PaymentProcessor {
-  authorizeCard: (cardNumber: string) => CardAuthorization;
+  /** asynchronous, so a processor across a network fits; the sandbox answers at once */
+  authorizeCard: (cardNumber: string) => Promise<CardAuthorization>;
   /** whether the bank refuses a debit from this account shortly after it is processed */
   bankWillReject: (accountNumber: string) => boolean;
 }

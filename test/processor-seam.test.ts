@@ -7,11 +7,11 @@ import type { PaymentProcessor } from '../api/processor.ts';
 import { startTestApi } from './helpers/api.ts';
 
 const decliningEverything: PaymentProcessor = {
-  authorizeCard: () => ({ approved: false, statusCode: 'insufficient_bal', message: 'Declined: insufficient funds' }),
+  authorizeCard: async () => ({ approved: false, statusCode: 'insufficient_bal', message: 'Declined: insufficient funds' }),
   bankWillReject: () => false,
 };
 const approvingEverything: PaymentProcessor = {
-  authorizeCard: () => ({ approved: true, statusCode: 'approved', message: 'Approved' }),
+  authorizeCard: async () => ({ approved: true, statusCode: 'approved', message: 'Approved' }),
   bankWillReject: () => false,
 };
 

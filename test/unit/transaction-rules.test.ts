@@ -27,7 +27,7 @@ t.test('bank accounts starting 000 are rejected after processing', async (t) => 
 });
 
 t.test('the sandbox processor approves 4000 0000 0000 0259 and 2685 with the dispute each will raise', async (t) => {
-  t.same(sandboxProcessor.authorizeCard('4000000000000259'), { approved: true, statusCode: 'approved', message: 'Approved', dispute: 'chargeback' });
-  t.equal(sandboxProcessor.authorizeCard('4000000000002685').dispute, 'chargeback_reversal');
-  t.same(sandboxProcessor.authorizeCard('4242424242424242'), { approved: true, statusCode: 'approved', message: 'Approved' }, 'no dispute');
+  t.same(await sandboxProcessor.authorizeCard('4000000000000259'), { approved: true, statusCode: 'approved', message: 'Approved', dispute: 'chargeback' });
+  t.equal((await sandboxProcessor.authorizeCard('4000000000002685')).dispute, 'chargeback_reversal');
+  t.same(await sandboxProcessor.authorizeCard('4242424242424242'), { approved: true, statusCode: 'approved', message: 'Approved' }, 'no dispute');
 });

@@ -83,7 +83,7 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   method = requireMethod(ctx, method);
   const processingId = requireProcessing(chosenProcessing(given, customer, read.defaultProcessing?.id));
   const parties = { customerId: given.customerId, processingId, methodId: method.id };
-  const transaction = finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
+  const transaction = await finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
   events.push(...creationEvents(transaction));
   return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) } };
 }

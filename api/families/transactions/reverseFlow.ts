@@ -36,7 +36,7 @@ async function partMethod(ctx: RuleContext, accountId: string, methodId: unknown
   if (!method) throw partError(i, ['sender', 'method_id'], typeof methodId === 'string' ? 'No payment method with this id' : 'The sender has no default payment method');
   if (method.data.account_id !== accountId) throw partError(i, ['sender', 'method_id'], 'Must be a payment method of the sender');
   if (method.type === 'card') {
-    const outcome = ctx.domain.processor.authorizeCard(ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number)));
+    const outcome = await ctx.domain.processor.authorizeCard(ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number)));
     if (!outcome.approved) throw partError(i, ['sender', 'method_id'], outcome.message);
   }
   return method;

@@ -267,14 +267,14 @@ async function planSplit(ctx: RuleContext, data: Data): Promise<Json[]> {
  * The processor's answer for a new transaction. `number` is the method's plain number when the
  * caller holds it (an inline method just typed in); a stored method's sealed number is opened.
  */
-export function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject | null, automatic: boolean, number?: string): Json {
+export async function decideStatus(ctx: RuleContext, row: StoredObject, method: StoredObject | null, automatic: boolean, number?: string): Promise<Json> {
   const requested = row.data.status;
   if (requested !== undefined && requested !== null && requested !== 'authorized') {
     throw invalidAttributes({ status: 'Only authorized may be requested when creating a transaction' });
   }
   let dispute: Json = {};
   if (row.type === 'payment' && method?.type === 'card') {
-    const outcome = ctx.domain.processor.authorizeCard(number ?? plainNumber(ctx, method));
+    const outcome = await ctx.domain.processor.authorizeCard(number ?? plainNumber(ctx, method));
     if (!outcome.approved) return { status: 'declined', status_code: outcome.statusCode, status_message: outcome.message };
     if (outcome.dispute) dispute = { sandbox_chargeback: outcome.dispute };
   }
@@ -328,11 +328,11 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
  * required, both versions' party fields stored, the processor's decision, what the row records of
  * its method, and its transfer plan.
  */
-export function finishCreate(ctx: RuleContext, row: StoredObject, data: Data, parties: Parties, method: StoredObject | null,
-  decided: { automatic: boolean; number?: string; plan: Json[] }): StoredObject {
+export async function finishCreate(ctx: RuleContext, row: StoredObject, data: Data, parties: Parties, method: StoredObject | null,
+  decided: { automatic: boolean; number?: string; plan: Json[] }): Promise<StoredObject> {
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
   storeParties(data, row.type, parties);
-  Object.assign(data, decideStatus(ctx, { ...row, data }, method, decided.automatic, decided.number));
+  Object.assign(data, await decideStatus(ctx, { ...row, data }, method, decided.automatic, decided.number));
   if (method) Object.assign(data, methodFacts(ctx, method, decided.number));
   if (row.type === 'payment' && data.funding_timing === undefined) data.funding_timing = 'standard';
   if (row.type === 'payment') data.risk_flag = 'allowed';

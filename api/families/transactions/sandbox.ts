@@ -40,7 +40,7 @@ export function disputeOutcome(cardNumber: string): 'chargeback' | 'chargeback_r
 }
 
 export const sandboxProcessor: PaymentProcessor = {
-  authorizeCard(cardNumber) {
+  async authorizeCard(cardNumber) {
     const outcome = cardOutcome(cardNumber);
     const dispute = outcome.approved ? disputeOutcome(cardNumber) : null;
     return dispute ? { ...outcome, dispute } : outcome;
