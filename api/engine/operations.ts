@@ -256,8 +256,23 @@ async function prepareAll<T, R>(items: T[], prepare: (item: T) => Promise<R>): P
  */
 export async function createNested(ctx: RuleContext, family: Family, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  const row = await prepareCreate(op, body, extra);
-  const [inserted] = await objects.insertObjects(ctx.tx, family.table, ctx.tenant, [row]);
+  return writeCreated(op, await prepareCreate(op, body, extra));
+}
+
+/**
+ * Creates an object the service makes on its own (an automatic payment) from stored values, typed
+ * as stored (money in minor units), never an API body: decoded with the family's defaults, then
+ * the same prepare, validate, insert, afterWrite and events as any create, in the caller's
+ * transaction.
+ */
+export async function createFromValues(ctx: RuleContext, family: Family, type: string, values: Record<string, unknown>): Promise<StoredObject> {
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const decoded = decodeCreate(op, { type }, new Map(Object.entries(values)));
+  return writeCreated(op, await completeCreate(op, decoded));
+}
+
+async function writeCreated(op: OperationContext, row: StoredObject): Promise<StoredObject> {
+  const [inserted] = await objects.insertObjects(op.tx, op.collection.family.table, op.tenant, [row]);
   await afterWrite(op, [[inserted, null]]);
   await emit(op, [[inserted, null]]);
   return inserted;

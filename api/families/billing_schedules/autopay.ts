@@ -9,7 +9,7 @@
 import type { Db } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
 import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
-import { createNested } from '../../engine/operations.ts';
+import { createFromValues } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { ApiError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
@@ -36,14 +36,15 @@ async function attempt(ctx: RuleContext, invoiceId: string, today: string): Prom
   const methodId = party(invoice, 'payer').method_id ?? (await defaultPayingMethod(ctx.tx, ctx.tenant, payer))?.id;
   const balance = Number((invoice.data.totals as Json).balance_due);
   if (!methodId || balance <= 0) return null;
-  const body = {
-    type: 'payment', amount: balance / 100, customer_id: payer, processing_id: party(invoice, 'biller').account_id,
-    payment_method_id: methodId, allocations: [{ entry_type: 'payment', invoice_id: invoice.id }],
+  // Stored values (the balance in minor units, as the invoice holds it), through the one create.
+  const values = {
+    amount: balance, customer_id: payer, processing_id: party(invoice, 'biller').account_id, payment_method_id: methodId,
+    allocations: [{ entry_type: 'payment', invoice_id: invoice.id }], trigger: 'automatic',
   };
   let payment: StoredObject;
   try {
     // A savepoint: a refused attempt (an expired method) leaves the day's mark in place.
-    payment = await ctx.tx.transaction((sp) => createNested({ ...ctx, tx: sp }, transactions, body, new Map([['trigger', 'automatic']])));
+    payment = await ctx.tx.transaction((sp) => createFromValues({ ...ctx, tx: sp }, transactions, 'payment', values));
   } catch (error) {
     if (error instanceof ApiError && error.status === 400) return null;
     throw error;
