@@ -279,10 +279,13 @@ export class Mirror {
     }
     // The rows are in ClickHouse: readers waiting for them go ahead now, not after the position's
     // own insert (a restart before it is recorded replays these changes; pruning waits for it).
-    this.#advance(pass.snapshot);
+    const released = this.#advance(pass.snapshot);
     const changed = formatSnapshot(pass.snapshot) !== this.#recorded;
     if (changed && (pass.rows > 0 || this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS)) {
       this.#recordRequested = false;
+      // Embedded chdb runs one statement at a time, in the order they come: the released readers
+      // send their queries first (within this turn of the event loop), then the position follows.
+      if (released > 0) await new Promise((resolve) => setImmediate(resolve));
       await this.#record(pass.snapshot);
     }
     return pass.rows;
@@ -328,9 +331,16 @@ export class Mirror {
     }
   }
 
-  #advance(position: Snapshot): void {
+  /** Moves the position on; the number of waiting readers it released. */
+  #advance(position: Snapshot): number {
     this.#status.position = position;
-    for (const waiter of this.#waiters) if (covers(position, waiter.target)) waiter.resolve(true);
+    let released = 0;
+    for (const waiter of this.#waiters) {
+      if (!covers(position, waiter.target)) continue;
+      waiter.resolve(true);
+      released += 1;
+    }
+    return released;
   }
 
   #noteLag(rows: number, lagMs: number): void {
