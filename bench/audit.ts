@@ -3,13 +3,15 @@
  * Settle without the feature, in the same run:
  * - create customer and a card payment (POST /transactions with an inline card) with the audit
  *   triggers on, and with them disabled (goal: at most 10 % slower), rounds alternated so the
- *   neighbours' load falls on both alike;
+ *   neighbours' load falls on both alike, with the CPU per request of the web process plus
+ *   Postgres (where the triggers run), which moves less with the neighbours than req/s;
  * - get-by-id (GET /customers/:id) on a web process that logs every request to the reporting
  *   process, and on one that logs none (REPORTING_URL=off) (goal: at most 5 % slower);
  * - request-log ingestion into the reporting store: batches of 2,000 rows posted by 4 senders, as
  *   web processes ship them (goal: at least 20,000 rows/s).
  *
- * Postgres as in `npm test`. Results: the table on stdout, JSON in bench/results/audit.json.
+ * Postgres as in `npm test`; BENCH_ROUNDS alternated rounds per comparison (default 2). Results:
+ * the table on stdout, JSON in bench/results/audit.json.
  */
 // @ts-ignore -- autocannon ships no type declarations
 import autocannon from 'autocannon';
@@ -18,9 +20,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../api/db/connection.ts';
 import { freePort } from '../api/db/embedded.ts';
-import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
+import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
 
-const ROUNDS = 2;
+/** BENCH_ROUNDS: alternated rounds per comparison (default 2); more beat a noisy machine. */
+const ROUNDS = positive('BENCH_ROUNDS', 2);
 const AUDITED = ['accounts', 'billing_charges', 'billing_schedules', 'entities', 'intents', 'invoice_items', 'invoices', 'payment_activations',
   'payment_links', 'payment_methods', 'stakeholders', 'transactions', 'webhooks', 'api_keys'];
 
@@ -44,19 +47,44 @@ async function setAudit(on: boolean): Promise<void> {
   }
 }
 
+/** The fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [11] utime, [12] stime, [13] cutime, [14] cstime. */
+function statFields(pid: number | string): string[] {
+  return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+}
+
 /** CPU ms (user + system) a process has used so far, from /proc (USER_HZ 100). */
 function cpuMs(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const fields = statFields(pid);
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/** `pids`: the processes whose CPU per request is measured (the web process, the reporting process). */
-async function load(url: string, options: Record<string, unknown>, pids: number[] = []): Promise<{ reqPerSec: number; p99Ms: number; bad: number; cpuMsPerRequest: number[] }> {
+/**
+ * CPU ms Postgres has used so far: the postmaster, its live children (backends, WAL writer,
+ * checkpointer, autovacuum) and the children it has reaped. Every database of the server counts:
+ * the embedded one the bench starts serves only the bench.
+ */
+function postgresCpuMs(postmaster: number): number {
+  const own = statFields(postmaster);
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = statFields(entry);
+      if (Number(fields[1]) === postmaster) ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ticks * 10;
+}
+
+/** `meters`: cumulative CPU ms of what is measured per request (the web process, reporting, Postgres). */
+async function load(url: string, options: Record<string, unknown>, meters: Array<() => number> = []): Promise<{ reqPerSec: number; p99Ms: number; bad: number; cpuMsPerRequest: number[] }> {
   const go = (duration: number) => autocannon({ url, connections: CONNECTIONS, duration, timeout: 10, ...options });
   if (WARMUP_SECONDS > 0) await go(WARMUP_SECONDS);
-  const cpuBefore = pids.map(cpuMs);
+  const cpuBefore = meters.map((meter) => meter());
   const result = await go(SECONDS);
-  const cpuMsPerRequest = pids.map((pid, i) => (result.requests.total ? (cpuMs(pid) - cpuBefore[i]!) / result.requests.total : 0));
+  const cpuMsPerRequest = meters.map((meter, i) => (result.requests.total ? (meter() - cpuBefore[i]!) / result.requests.total : 0));
   return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, bad: result.non2xx + result.errors, cpuMsPerRequest };
 }
 
@@ -69,10 +97,11 @@ interface Row {
   bad: number;
 }
 
+const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
 function row(scenario: string, feature: number[], without: number[], goalPercent: number, bad: number): Row {
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const f = mean(feature);
-  const w = mean(without);
+  const f = meanOf(feature);
+  const w = meanOf(without);
   return { scenario, feature: Math.round(f), without: Math.round(w), slowerPercent: Math.round((1 - f / w) * 1000) / 10, goalPercent, bad };
 }
 
@@ -80,6 +109,10 @@ const rows: Row[] = [];
 const post = (body: unknown) => ({ method: 'POST', headers, body: JSON.stringify(body) });
 const card = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
 const customer = await (await fetch(`${plain}/customers`, post({ name: 'Bench payer' }))).json() as { id: string };
+const backend = Number((await db.raw('select pg_backend_pid() as pid')).rows[0].pid);
+const postmaster = Number(statFields(backend)[1]);
+/** CPU ms per request of the web process plus Postgres, where the triggers run: audited, and not. */
+const auditCpu: Array<{ scenario: string; on: number; off: number }> = [];
 // Alternated rounds, off first, so the neighbours' load falls on both alike.
 for (const [scenario, url, options] of [
   ['create customer', `${plain}/customers`, post({ name: 'Bench customer', email: 'bench@example.com' })],
@@ -87,18 +120,22 @@ for (const [scenario, url, options] of [
 ] as const) {
   const on: number[] = [];
   const off: number[] = [];
+  const cpu = { on: [] as number[], off: [] as number[] };
   let bad = 0;
   for (let round = 0; round < ROUNDS; round++) {
     for (const audit of [false, true]) {
       await setAudit(audit);
       process.stderr.write(`${scenario}, audit ${audit ? 'on' : 'off'}, round ${round + 1}: `);
-      const measured = await load(url, options);
+      const measured = await load(url, options, [() => cpuMs(unlogged.pid!), () => postgresCpuMs(postmaster)]);
       (audit ? on : off).push(measured.reqPerSec);
+      const [web, postgres] = measured.cpuMsPerRequest as [number, number];
+      (audit ? cpu.on : cpu.off).push(web + postgres);
       bad += measured.bad;
-      process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s\n`);
+      process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s, web ${web.toFixed(3)} + Postgres ${postgres.toFixed(3)} CPU ms/req, load ${os.loadavg()[0].toFixed(2)}\n`);
     }
   }
   rows.push(row(`${scenario} (audit)`, on, off, 10, bad));
+  auditCpu.push({ scenario, on: meanOf(cpu.on), off: meanOf(cpu.off) });
 }
 await setAudit(true);
 
@@ -113,7 +150,7 @@ for (let round = 0; round < ROUNDS; round++) {
   // The order alternates too, so a neighbour's burst or the mirror's catching up is not always on one side.
   for (const [base, pid, into, side] of round % 2 ? [...runs].reverse() : runs) {
     process.stderr.write(`get-by-id, ${base === plain ? 'no request log' : 'request log'}, round ${round + 1}: `);
-    const measured = await load(`${base}/customers/${customer.id}`, { headers }, [pid, reporting.pid!]);
+    const measured = await load(`${base}/customers/${customer.id}`, { headers }, [() => cpuMs(pid), () => cpuMs(reporting.pid!)]);
     into.push(measured.reqPerSec);
     webCpu[side].push(measured.cpuMsPerRequest[0]!);
     reportingCpu[side].push(measured.cpuMsPerRequest[1]!);
@@ -122,7 +159,6 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 rows.push(row('get-by-id (request log)', logged, notLogged, 5, badGets));
-const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 // Ingestion: what the web processes' shippers send, straight to the reporting process.
 const INGEST_ROWS = 200_000;
@@ -157,7 +193,10 @@ for (const r of rows) {
   console.log([r.scenario.padEnd(26), String(r.feature).padStart(10), String(r.without).padStart(13), `${r.slowerPercent.toFixed(1)} %`.padStart(6),
     `${r.slowerPercent <= r.goalPercent ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, r.bad].join('  '));
 }
+for (const { scenario, on, off } of auditCpu) {
+  console.log(`\n${scenario}, web + Postgres CPU per request: ${on.toFixed(3)} ms audited, ${off.toFixed(3)} ms not (${((on / off - 1) * 100).toFixed(1)} %)`);
+}
 console.log(`\nget-by-id, the web process's CPU per request: ${meanOf(webCpu.logged).toFixed(3)} ms logging, ${meanOf(webCpu.notLogged).toFixed(3)} ms not (${((meanOf(webCpu.logged) / meanOf(webCpu.notLogged) - 1) * 100).toFixed(1)} %); the reporting process's: ${meanOf(reportingCpu.logged).toFixed(3)} ms logging, ${meanOf(reportingCpu.notLogged).toFixed(3)} ms not`);
 console.log(`\nrequest-log ingestion: ${INGEST_ROWS} rows in ${ingestSeconds.toFixed(2)} s = ${ingestRate} rows/s (${ingestRate >= 20_000 ? 'PASS' : 'MISS'}, goal >= 20000)`);
 fs.mkdirSync(resultsDir, { recursive: true });
-fs.writeFileSync(path.join(resultsDir, 'audit.json'), JSON.stringify({ rows, webCpuMsPerGet: { logged: meanOf(webCpu.logged), notLogged: meanOf(webCpu.notLogged) }, reportingCpuMsPerGet: { logged: meanOf(reportingCpu.logged), notLogged: meanOf(reportingCpu.notLogged) }, ingestion: { rows: INGEST_ROWS, seconds: ingestSeconds, rowsPerSecond: ingestRate }, load1: os.loadavg()[0] }, null, 2));
+fs.writeFileSync(path.join(resultsDir, 'audit.json'), JSON.stringify({ rows, auditCpuMsPerRequest: auditCpu, webCpuMsPerGet: { logged: meanOf(webCpu.logged), notLogged: meanOf(webCpu.notLogged) }, reportingCpuMsPerGet: { logged: meanOf(reportingCpu.logged), notLogged: meanOf(reportingCpu.notLogged) }, ingestion: { rows: INGEST_ROWS, seconds: ingestSeconds, rowsPerSecond: ingestRate }, load1: os.loadavg()[0] }, null, 2));
