@@ -23,15 +23,19 @@
  * `max` (a backlog of BENCH_BACKLOG outstanding kept topped up in batches of 200: sustained
  * deliveries/s; latency there is queueing, about backlog ÷ rate); for Settle also `80% of max`
  * (open loop at 0.8 × the measured max). Each phase has a warm-up, then a timed window; only
- * events committed in the window count for latency.
+ * events committed in the window count for latency. Last for Settle, `drain` (BENCH_DRAIN events,
+ * default 10,000): the events are committed while no worker runs (nothing dispatches them), then
+ * one worker is started and drains them, dispatching as it goes; the rate and CPU run from its
+ * first receipt to its last, and the summary sets it beside the bare sender.
  *
  * Postgres: DATABASE_URL when set, else an embedded server in a temp dir; a fresh database is
  * created, migrated and dropped afterwards.
  *
  * Env: BENCH_ROWS (tenant sizes, default 10000,1000000), BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS (default 3), BENCH_BACKLOG
- * (default 500), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
+ * (default 500), BENCH_DRAIN (events of the drain phase, default 10000; 0 skips it), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max phase: buffers per delivery by table
- * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps),
+ * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
+ * and the bare sender only),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
@@ -85,6 +89,7 @@ function positive(name: string, fallback: number, zeroOk = false): number {
 const SECONDS = positive('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', 3, true);
 const BACKLOG = positive('BENCH_BACKLOG', 500);
+const DRAIN = positive('BENCH_DRAIN', 10_000, true);
 const ONLY = process.env.BENCH_ONLY ?? '';
 const PG_STATS = process.env.BENCH_PG_STATS === '1';
 const LOW_RATE = 200;
@@ -369,6 +374,29 @@ async function drive(options: {
   return measured;
 }
 
+/**
+ * The drain phase: `count` events already committed with no worker running; `start` launches the
+ * worker. Measured from its first receipt (start-up excluded) to its last; the worker is stopped after.
+ */
+async function drainBacklog(count: number, done: () => number, start: () => ChildProcess): Promise<Measured> {
+  const baseline = done();
+  const worker = start();
+  const until = Date.now() + 600_000;
+  while (done() === baseline && Date.now() < until) await sleep(2);
+  const first = { at: performance.now(), done: done(), worker: cpuSeconds(worker.pid), postgres: postgresCpuSeconds(), machine: machineBusySeconds() };
+  while (done() - baseline < count && Date.now() < until) await sleep(2);
+  if (done() - baseline < count) throw new Error(`drain: ${count - (done() - baseline)} still outstanding after 600 s`);
+  const elapsed = (performance.now() - first.at) / 1000;
+  const measured: Measured = {
+    donePerSec: (done() - first.done) / elapsed,
+    workerCpuCores: (cpuSeconds(worker.pid) - first.worker) / elapsed,
+    postgresCpuCores: (postgresCpuSeconds() - first.postgres) / elapsed,
+    machineCpuCores: (machineBusySeconds() - first.machine) / elapsed,
+  };
+  await stopChild(worker);
+  return measured;
+}
+
 function table(head: string[], rows: Array<Array<string | number>>): string {
   const cells = [head, ...rows.map((r) => r.map(String))];
   const widths = head.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
@@ -602,9 +630,6 @@ async function main(): Promise<void> {
 
     // ---- Settle ---------------------------------------------------------------------------------
     if (ONLY !== 'anchor') {
-      const worker = startChild('worker', [path.join(projectRoot, 'workers/main.ts')], workerEnv);
-      const up = Date.now() + 30_000;
-      while (Number((await db('worker_heartbeats').count({ n: '*' }))[0].n) === 0 && Date.now() < up) await sleep(50);
 
       const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
         const drafts = Array.from({ length: count }, () => {
@@ -616,61 +641,73 @@ async function main(): Promise<void> {
         if (inWindow) for (const id of ids) if (!seen.has(id)) committedAt.set(id, at);
         return ids.length;
       };
-      const settlePhase = async (phase: string, rate: number | null) => {
+      const settlePhase = async (phase: string, rate: number | null, worker: ChildProcess) => {
         process.stderr.write(`${size} rows, settle ${phase}: `);
         latencies = [];
         committedAt.clear();
         const measured = await drive({ rate, produce: produceEvents, done: () => received, workerPid: worker.pid });
         return phaseResult('settle', phase, rate, measured, latencies);
       };
-      await settlePhase(`${LOW_RATE}/s`, LOW_RATE);
-      const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
-      const receivedBefore = received;
-      const max = await settlePhase('max', null);
-      if (stats) console.error(await stats.report(received - receivedBefore));
-      await settlePhase('80% of max', Math.round(max.donePerSec * 0.8));
+      if (ONLY !== 'drain') {
+        const worker = startChild('worker', [path.join(projectRoot, 'workers/main.ts')], workerEnv);
+        const up = Date.now() + 30_000;
+        while (Number((await db('worker_heartbeats').count({ n: '*' }))[0].n) === 0 && Date.now() < up) await sleep(50);
+        await settlePhase(`${LOW_RATE}/s`, LOW_RATE, worker);
+        const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
+        const receivedBefore = received;
+        const max = await settlePhase('max', null, worker);
+        if (stats) console.error(await stats.report(received - receivedBefore));
+        await settlePhase('80% of max', Math.round(max.donePerSec * 0.8), worker);
+        await stopChild(worker);
+      }
+      if (DRAIN > 0) {
+        process.stderr.write(`${size} rows, settle drain of ${DRAIN}: `);
+        for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
+        phaseResult('settle', 'drain', null, await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], workerEnv)), []);
+      }
       logged = Number((await db('webhook_logs').count({ n: '*' }))[0].n) - size;
-      await stopChild(worker);
     }
 
     // ---- the anchors: graphile-worker no-op jobs, same database and settings; the bare sender ---
     if (ONLY !== 'settle') {
-      const anchor = startChild('noop-worker', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'noop-worker' }, true);
-      let anchorDone = 0;
-      const pendingLatencies: Array<(values: number[]) => void> = [];
-      anchor.on('message', (message: { done?: number; latencies?: number[] }) => {
-        if (message.done !== undefined) anchorDone = message.done;
-        if (message.latencies) pendingLatencies.shift()?.(message.latencies);
-      });
-      const anchorUp = Date.now() + 30_000;
-      while (anchorDone === 0 && Date.now() < anchorUp) {
-        await db.raw(`select graphile_worker.add_job('noop', json_build_object('b', -1))`);
-        await sleep(100);
-      }
-      await sleep(300);
-      const produceJobs = async (count: number, inWindow: boolean): Promise<number> => {
-        const id = inWindow ? batch++ : -1;
-        await db.raw(
-          `select graphile_worker.add_jobs(array(
-             select row('noop', json_build_object('b', ?::int), null, null, null, null, null, null)::graphile_worker.job_spec
-               from generate_series(1, ?::int)))`,
-          [id, count]);
-        if (id >= 0) anchor.send({ batch: id, committedAt: epochNow() });
-        return count;
-      };
-      const anchorPhase = async (phase: string, rate: number | null) => {
-        process.stderr.write(`${size} rows, anchor ${phase}: `);
-        const first = batch;
-        const measured = await drive({ rate, produce: produceJobs, done: () => anchorDone, workerPid: anchor.pid });
-        const values = await new Promise<number[]>((resolve) => {
-          pendingLatencies.push(resolve);
-          anchor.send({ latencies: { from: first, to: batch } });
+      if (ONLY !== 'drain') {
+        const anchor = startChild('noop-worker', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'noop-worker' }, true);
+        let anchorDone = 0;
+        const pendingLatencies: Array<(values: number[]) => void> = [];
+        anchor.on('message', (message: { done?: number; latencies?: number[] }) => {
+          if (message.done !== undefined) anchorDone = message.done;
+          if (message.latencies) pendingLatencies.shift()?.(message.latencies);
         });
-        return phaseResult('anchor', phase, rate, measured, values);
-      };
-      await anchorPhase(`${LOW_RATE}/s`, LOW_RATE);
-      await anchorPhase('max', null);
-      await stopChild(anchor);
+        const anchorUp = Date.now() + 30_000;
+        while (anchorDone === 0 && Date.now() < anchorUp) {
+          await db.raw(`select graphile_worker.add_job('noop', json_build_object('b', -1))`);
+          await sleep(100);
+        }
+        await sleep(300);
+        const produceJobs = async (count: number, inWindow: boolean): Promise<number> => {
+          const id = inWindow ? batch++ : -1;
+          await db.raw(
+            `select graphile_worker.add_jobs(array(
+               select row('noop', json_build_object('b', ?::int), null, null, null, null, null, null)::graphile_worker.job_spec
+                 from generate_series(1, ?::int)))`,
+            [id, count]);
+          if (id >= 0) anchor.send({ batch: id, committedAt: epochNow() });
+          return count;
+        };
+        const anchorPhase = async (phase: string, rate: number | null) => {
+          process.stderr.write(`${size} rows, anchor ${phase}: `);
+          const first = batch;
+          const measured = await drive({ rate, produce: produceJobs, done: () => anchorDone, workerPid: anchor.pid });
+          const values = await new Promise<number[]>((resolve) => {
+            pendingLatencies.push(resolve);
+            anchor.send({ latencies: { from: first, to: batch } });
+          });
+          return phaseResult('anchor', phase, rate, measured, values);
+        };
+        await anchorPhase(`${LOW_RATE}/s`, LOW_RATE);
+        await anchorPhase('max', null);
+        await stopChild(anchor);
+      }
 
       // The bare sender runs for the window; nothing to produce or drain.
       process.stderr.write(`${size} rows, bare sender max: `);
@@ -696,7 +733,7 @@ async function main(): Promise<void> {
     ['rows', 'phase', 'system', 'offered/s', 'done/s', 'p50 ms', 'p99 ms', 'max ms', 'worker CPU', 'postgres CPU', 'CPU ms/item', 'machine CPU'],
     results.map((r) => [
       r.rows, r.phase, SYSTEMS[r.system],
-      r.offeredPerSec ?? `backlog ${BACKLOG}`, r.donePerSec.toFixed(0), r.p50Ms.toFixed(1), r.p99Ms.toFixed(1), r.maxMs.toFixed(1),
+      r.offeredPerSec ?? (r.phase === 'drain' ? `${DRAIN} waiting` : `backlog ${BACKLOG}`), r.donePerSec.toFixed(0), r.p50Ms.toFixed(1), r.p99Ms.toFixed(1), r.maxMs.toFixed(1),
       `${(r.workerCpuCores * 100).toFixed(0)} %`, `${(r.postgresCpuCores * 100).toFixed(0)} %`,
       (((r.workerCpuCores + r.postgresCpuCores) / r.donePerSec) * 1000).toFixed(2), `${(r.machineCpuCores * 100).toFixed(0)} %`,
     ]),
@@ -709,6 +746,12 @@ async function main(): Promise<void> {
     const max = find(size, 'settle', 'max');
     const anchorMax = find(size, 'anchor', 'max');
     const bareMax = find(size, 'bare', 'max');
+    const drain = find(size, 'settle', 'drain');
+    if (drain) {
+      const perDelivery = ((drain.workerCpuCores + drain.postgresCpuCores) / drain.donePerSec) * 1000;
+      const drainOfBare = bareMax ? ` = ${(drain.donePerSec / bareMax.donePerSec).toFixed(3)} of the bare sender's ${bareMax.donePerSec.toFixed(0)}/s (target >= 0.15)` : '';
+      console.log(`\n${size} rows: drain of a ${DRAIN}-event backlog by one worker ${drain.donePerSec.toFixed(0)}/s, ${perDelivery.toFixed(2)} CPU ms per delivery${drainOfBare}`);
+    }
     if (!max || !low) continue;
     const throughput = max.donePerSec >= 1500 && badSignatures === 0 ? 'PASS' : 'MISS';
     const latency = low.p99Ms < 100 ? 'PASS' : 'MISS';
@@ -716,7 +759,7 @@ async function main(): Promise<void> {
     const ofBare = bareMax ? `${((max.donePerSec / bareMax.donePerSec) * 100).toFixed(1)} % of the bare sender's ${bareMax.donePerSec.toFixed(0)}/s` : '';
     console.log(`\n${size} rows: ${max.donePerSec.toFixed(0)} deliveries/s at max${ofAnchor || ofBare ? ` = ${[ofAnchor, ofBare].filter(Boolean).join(', ')}` : ''}`);
     console.log(`  targets: >= 1500 deliveries/s at max: ${throughput} (${max.donePerSec.toFixed(0)}); p99 commit-to-receipt < 100 ms at ${LOW_RATE}/s: ${latency} (${low.p99Ms.toFixed(1)} ms)`);
-    summary[size] = { throughput, latency, deliveriesPerSec: max.donePerSec, p99MsAt200: low.p99Ms, anchorPerSec: anchorMax?.donePerSec, barePerSec: bareMax?.donePerSec };
+    summary[size] = { throughput, latency, deliveriesPerSec: max.donePerSec, p99MsAt200: low.p99Ms, drainPerSec: drain?.donePerSec, anchorPerSec: anchorMax?.donePerSec, barePerSec: bareMax?.donePerSec };
   }
   if (sizes.length > 1) {
     const first = find(sizes[0]!, 'settle', 'max');
