@@ -14,7 +14,7 @@
  * busy dispatcher find the outbox emptied by it.
  */
 import { rows, type Db } from '../../api/db/connection.ts';
-import { deliveryJobs, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
+import { deliveriesInsert, deliveryJobs, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { attemptLogId, LOGGED_URL } from './deliveries.ts';
 
@@ -57,6 +57,14 @@ function batchSql(windowOpen: boolean): string {
 }
 
 /** The log of an event a disabled webhook `w` misses (`e` the event): no attempt, nothing sent. */
+/** The batch's events with each webhook of their trigger in `status` (never the webhook an event is about), as deliveries' rows of a first series. */
+function subscribers(status: 'active' | 'disabled'): string {
+  return `(select e.org_id, e.environment, w.id as webhook_id, e.id as event_id, 0 as series
+             from batch e join webhooks w
+               on w.org_id = e.org_id and w.environment = e.environment
+              and w.data->>'trigger' = e.trigger and w.data->>'status' = '${status}' and w.id <> e.object_id)`;
+}
+
 const SKIPPED_LOG = `jsonb_build_object('webhook_id', w.id, 'event_id', e.id, 'trigger', e.trigger,
   'triggered_on', jsonb_build_object('id', e.object_id, 'object', e.object_type), 'url', ${LOGGED_URL}, 'attempt', 0, 'status', ?::text,
   'http_status', null, 'oauth_status', null, 'duration_ms', null, 'response', null, 'error', 'the webhook is disabled', 'next_attempt_at', null)`;
@@ -91,22 +99,8 @@ export async function dispatchEventBatch(db: Db, limit: number): Promise<Dispatc
     const found = await rows<{ taken: number }>(tx,
       `with batch as ${batchSql(windowOpen)},
        upto as (select coalesce(?::pg_snapshot, pg_current_snapshot()) as snapshot),
-       created as (
-         insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, next_attempt_at)
-         select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, now()
-           from batch e join webhooks w
-             on w.org_id = e.org_id and w.environment = e.environment
-            and w.data->>'trigger' = e.trigger and w.data->>'status' = 'active' and w.id <> e.object_id
-         on conflict (webhook_id, event_id, series) do nothing
-         returning id, org_id, environment, webhook_id, event_id),
-       skipped as (
-         insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, state, finished_at)
-         select 'whd_' || substr(md5(w.id || e.id), 1, 24), e.org_id, e.environment, w.id, e.id, 'skipped', now()
-           from batch e join webhooks w
-             on w.org_id = e.org_id and w.environment = e.environment
-            and w.data->>'trigger' = e.trigger and w.data->>'status' = 'disabled' and w.id <> e.object_id
-         on conflict (webhook_id, event_id, series) do nothing
-         returning id, org_id, environment, webhook_id, event_id),
+       created as (${deliveriesInsert(subscribers('active'), 'pending')}),
+       skipped as (${deliveriesInsert(subscribers('disabled'), 'skipped')}),
        skipped_logs as (
          insert into webhook_logs (id, org_id, environment, data)
          select ${attemptLogId('s.id', '0')}, s.org_id, s.environment, ${SKIPPED_LOG}

@@ -13,6 +13,23 @@ export const JOB_PAYLOAD = `json_build_object('delivery_id', d.id, 'org_id', d.o
   'event_id', e.id, 'trigger', e.trigger, 'object_type', e.object_type, 'object_id', e.object_id, 'value', e.value,
   'event_created_at', e.created_at, 'sequence', e.seq)`;
 
+/**
+ * The one insert of deliveries, for dispatch (a first series, `pending` or `skipped` while the
+ * webhook is disabled) and for resends (a later series): `source` is SQL yielding `org_id`,
+ * `environment`, `webhook_id`, `event_id` and `series` rows, in the order they are to be taken.
+ * A delivery's id follows from its webhook, event and series, so a dispatch pass that runs again
+ * makes none twice. Returns the new rows' id, tenant, webhook, event and series.
+ */
+export function deliveriesInsert(source: string, state: 'pending' | 'skipped'): string {
+  const due = state === 'pending' ? 'now(), null' : 'null, now()';
+  return `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, state, next_attempt_at, finished_at)
+    select 'whd_' || substr(md5(s.webhook_id || ':' || s.event_id || ':' || s.series::text), 1, 24), s.org_id, s.environment, s.webhook_id,
+           s.event_id, s.series, '${state}', ${due}
+      from ${source} s
+    on conflict (webhook_id, event_id, series) do nothing
+    returning id, org_id, environment, webhook_id, event_id, series`;
+}
+
 /** A delivery job's payload (JOB_PAYLOAD): the delivery and its event. */
 export interface DeliveryJob {
   delivery_id: string;

@@ -8,7 +8,7 @@
 import { rows, type Db } from '../../db/connection.ts';
 import type { Tenant } from '../../engine/family.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { enqueueDeliveries } from './deliveryJobs.ts';
+import { deliveriesInsert, enqueueDeliveries } from './deliveryJobs.ts';
 
 export interface ResendFilter {
   eventId?: string;
@@ -44,14 +44,13 @@ export async function resendEvents(db: Db, tenant: Tenant, webhookId: string, fi
     if (eventIds.length > RESEND_MAX_EVENTS) {
       throw invalidAttributes({ until: `More than ${RESEND_MAX_EVENTS} events in the window: resend a narrower one` });
     }
-    const created = await rows<{ id: string; event_id: string; series: number }>(tx,
-      `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, next_attempt_at)
-       select 'whd_' || substr(md5(?::text || c.event_id || s.series::text), 1, 24), ?, ?, ?, c.event_id, s.series, now()
-         from unnest(?::text[]) with ordinality as c(event_id, n)
-         cross join lateral (select coalesce(max(series) + 1, 0) as series from webhook_deliveries d where d.webhook_id = ? and d.event_id = c.event_id) s
-        order by c.n
-       returning id, event_id, series`,
-      [webhookId, tenant.orgId, tenant.environment, webhookId, eventIds, webhookId]);
+    // Each chosen event's next series, in the order chosen (its jobs are taken in that order).
+    const next = `(select ?::text as org_id, ?::text as environment, ?::text as webhook_id, c.event_id, s.series
+                     from unnest(?::text[]) with ordinality as c(event_id, n)
+                     cross join lateral (select coalesce(max(series) + 1, 0) as series from webhook_deliveries d where d.webhook_id = ? and d.event_id = c.event_id) s
+                    order by c.n)`;
+    const created = await rows<{ id: string; event_id: string; series: number }>(tx, deliveriesInsert(next, 'pending'),
+      [tenant.orgId, tenant.environment, webhookId, eventIds, webhookId]);
     await enqueueDeliveries(tx, created.map((d) => d.id));
     return created;
   });
