@@ -33,7 +33,7 @@
  *
  * Env: BENCH_ROWS (tenant sizes, default 10000,1000000), BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS (default 3), BENCH_BACKLOG
  * (default 500), BENCH_DRAIN (events of the drain phase, default 10000; 0 skips it), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
- * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max phase: buffers per delivery by table
+ * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases: buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
  * and the bare sender only),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
@@ -663,7 +663,10 @@ async function main(): Promise<void> {
       if (DRAIN > 0) {
         process.stderr.write(`${size} rows, settle drain of ${DRAIN}: `);
         for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
+        const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
+        const receivedBefore = received;
         phaseResult('settle', 'drain', null, await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], workerEnv)), []);
+        if (stats) console.error(await stats.report(received - receivedBefore));
       }
       logged = Number((await db('webhook_logs').count({ n: '*' }))[0].n) - size;
     }

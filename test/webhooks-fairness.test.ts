@@ -322,3 +322,28 @@ t.test('tenant slots: over the limit an org waits while its attempts are young, 
   t.equal(slots.nextDeferred('org_b'), '17', 'the oldest deferred job is brought forward first');
   t.ok(await new TenantSlots(0).acquire('org_b'), 'limit 0: no limit');
 });
+
+t.test('tenant slots: an org alone in the worker whose receivers have answered goes past its limit up to the slow budget, and is held to its limit once another org arrives', async (t) => {
+  let now = 0;
+  const slots = new TenantSlots(2, () => now, 8); // slow budget: 6 of 8
+  const first = await Promise.all([slots.acquire('org_a'), slots.acquire('org_a')]);
+  t.equal(slots.hasRoom('org_a'), false, 'at its limit before any of its receivers has answered');
+  now = 50;
+  for (const slot of first) slot!.release();
+  const alone = await Promise.all(Array.from({ length: 6 }, () => slots.acquire('org_a')));
+  t.ok(alone.every(Boolean), 'six attempts in flight at once, past the limit of 2');
+  t.equal(slots.hasRoom('org_a'), false, 'not past the slow budget');
+  const other = await slots.acquire('org_b');
+  t.ok(other, 'another org arriving has room at once');
+  alone.pop()!.release();
+  t.equal(slots.hasRoom('org_a'), false, 'with another org here, the first is held to its limit again');
+  const waiting = slots.acquire('org_a');
+  alone.pop()!.release();
+  alone.pop()!.release();
+  alone.pop()!.release();
+  t.equal(alone.pop()!.release(), false, 'back under its limit, an ended attempt hands its slot to the waiting one');
+  t.ok(await waiting);
+  now = 1050;
+  other!.release();
+  t.equal(await slots.acquire('org_a'), null, 'alone again, but its attempt in flight is old (a slow receiver): defer');
+});

@@ -15,6 +15,15 @@
  * `slowBudget` attempts of any org are in flight here. The rest of the worker's concurrency stays
  * free for orgs whose receivers answer, however many orgs hang (deferred deliveries also queue
  * behind fresh ones: deliveryJobs' priority).
+ *
+ * The limit keeps room for other orgs; an org alone in the process (no other org's attempts in
+ * flight, waiting or deferred here) whose receivers answer (one answered within RESPONSIVE_MS in
+ * the last ANSWERED_MEMORY_MS, none in flight longer) goes past it, up to `slowBudget`: one
+ * org's backlog otherwise drained eight attempts at a time, each holding its slot through the
+ * durable commit of its opening, in batches of four, at twice the CPU per delivery. Another org
+ * arriving finds room at once (its own limit), and from then on the first is held to its limit
+ * again; if its receivers turn slow it is held too, and those in flight give their job slots back
+ * within a second (deliver.ts, DETACH_AFTER_MS).
  */
 
 /** How long the org's oldest attempt in flight may have run for a new one to wait for a slot. */
@@ -25,6 +34,9 @@ const DEFERRED_REMEMBERED = 10_000;
 const SLOW_ATTEMPT_MS = 1000;
 /** …for this long, unless one of its attempts answers quickly first. */
 const SLOW_MEMORY_MS = 60_000;
+
+/** An org that answered an attempt within RESPONSIVE_MS this recently may go past its limit while alone. */
+const ANSWERED_MEMORY_MS = 1000;
 
 /** Attempts of slow orgs may fill the worker's concurrency up to this, leaving a quarter (at least one slot) to the rest. */
 export function slowBudget(capacity: number): number {
@@ -53,6 +65,7 @@ export class TenantSlots {
   private readonly waiting = new Map<string, Array<(slot: TenantSlot | null) => void>>();
   private readonly deferred = new Map<string, Set<string>>();
   private readonly slowUntil = new Map<string, number>();
+  private readonly answeredAt = new Map<string, number>();
   private inFlight = 0;
   /** attempts of any org in flight up to which a slow org may start one; 0: no such limit */
   private readonly budget: number;
@@ -79,7 +92,7 @@ export class TenantSlots {
     if (this.budget > 0 && this.inFlight >= this.budget && this.slow(org)) return Promise.resolve(null);
     if (this.limit <= 0) return Promise.resolve(this.take(org));
     const running = this.running.get(org);
-    if (!running || running.size < this.limit) return Promise.resolve(this.take(org));
+    if (!running || running.size < this.limit || this.alone(org)) return Promise.resolve(this.take(org));
     const oldest = Math.min(...[...running].map((taken) => taken.startedAt));
     const patience = RESPONSIVE_MS - (this.now() - oldest);
     if (patience <= 0) return Promise.resolve(null);
@@ -116,11 +129,14 @@ export class TenantSlots {
         released = true;
         running.delete(taken);
         this.inFlight -= 1;
-        if (this.now() - taken.startedAt > SLOW_ATTEMPT_MS) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
+        const took = this.now() - taken.startedAt;
+        if (took > SLOW_ATTEMPT_MS) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
         else this.slowUntil.delete(org);
+        if (took <= RESPONSIVE_MS) this.answeredAt.set(org, this.now());
+        else this.answeredAt.delete(org);
         if (running.size === 0) this.running.delete(org);
         const queue = this.waiting.get(org);
-        const next = queue?.shift();
+        const next = running.size < this.limit || this.alone(org) ? queue?.shift() : undefined;
         if (queue?.length === 0) this.waiting.delete(org);
         if (next) {
           next(this.take(org));
@@ -134,7 +150,18 @@ export class TenantSlots {
   /** Whether an attempt of `org` would get a slot at once. */
   hasRoom(org: string): boolean {
     if (this.budget > 0 && this.inFlight >= this.budget && this.slow(org)) return false;
-    return this.limit <= 0 || (this.running.get(org)?.size ?? 0) < this.limit;
+    return this.limit <= 0 || (this.running.get(org)?.size ?? 0) < this.limit || this.alone(org);
+  }
+
+  /** Whether `org` may go past its limit: no other org has attempts here, and its receivers answer (see above). */
+  private alone(org: string): boolean {
+    if (this.budget <= 0 || this.inFlight >= this.budget || this.slow(org)) return false;
+    const answered = this.answeredAt.get(org);
+    if (answered === undefined || this.now() - answered > ANSWERED_MEMORY_MS) return false;
+    for (const held of [this.running, this.waiting, this.deferred]) {
+      for (const other of held.keys()) if (other !== org) return false;
+    }
+    return true;
   }
 
   /** A job this process deferred for `org` (oldest first when brought forward). */
