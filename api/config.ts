@@ -74,7 +74,7 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** WEBHOOK_DISABLE_AFTER: a webhook whose schedule keeps running out for this long is disabled. Default 5d. */
   webhookDisableAfterMs: number;
-  /** WEBHOOK_TENANT_CONCURRENCY: deliveries of one org in flight at once per worker process; more wait their turn (0: no limit). Default a quarter of WORKER_CONCURRENCY, at least 1. */
+  /** WEBHOOK_TENANT_CONCURRENCY: deliveries of one org in flight at once per worker process; more wait their turn (0: no limit); an org alone in the process whose receivers answer may reach three quarters of WORKER_CONCURRENCY. Default a quarter of WORKER_CONCURRENCY, at least 1. */
   webhookTenantConcurrency: number;
   /** WEBHOOK_DNS_TIMEOUT: how long a delivery waits for its host name to resolve. Default 3s. */
   webhookDnsTimeoutMs: number;
