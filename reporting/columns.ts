@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { COLUMNS, type FieldSpec, type FieldType } from '../api/engine/family.ts';
-import { transactions } from '../api/families/transactions/family.ts';
+import { transactionShape } from '../api/families/transactions/fields.ts';
 
 export interface MirrorColumn {
   /** ClickHouse column name */
@@ -35,7 +35,7 @@ export function columnName(store: string): string {
 
 function mirroredFields(): FieldSpec[] {
   const seen = new Set<string>();
-  return transactions.fields.filter((field) => {
+  return transactionShape.fields.filter((field) => {
     if (field.writeOnly || UNMIRRORED_TYPES.has(field.type) || seen.has(field.store)) return false;
     seen.add(field.store);
     return true;

@@ -10,7 +10,7 @@ import { aggregateTerms } from '../api/engine/operations.ts';
 import type { Json } from '../api/engine/view.ts';
 import { toApi } from '../api/schema/values.ts';
 import { badRequest } from '../api/errors.ts';
-import { transactions } from '../api/families/transactions/family.ts';
+import { transactionShape } from '../api/families/transactions/fields.ts';
 import type { ListQuery, Operand } from '../api/query/ast.ts';
 import { AGGREGATES } from '../api/query/toSql.ts';
 import { ClickHouseCompiler, type Exact, type Typed } from './compiler.ts';
@@ -52,7 +52,7 @@ export interface ReportSource {
   final: boolean;
 }
 
-const MIRROR: ReportSource = { family: transactions, final: true };
+const MIRROR: ReportSource = { family: transactionShape, final: true };
 
 export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR): CompiledReport {
   const { query, version } = request;

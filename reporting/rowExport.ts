@@ -6,7 +6,7 @@
  */
 import { apiPath, appliesTo, type Tenant, type Version } from '../api/engine/family.ts';
 import { badRequest } from '../api/errors.ts';
-import { transactions } from '../api/families/transactions/family.ts';
+import { transactionShape } from '../api/families/transactions/fields.ts';
 import type { ListQuery } from '../api/query/ast.ts';
 import { COLUMN_BY_STORE } from './columns.ts';
 import { ClickHouseCompiler } from './compiler.ts';
@@ -34,7 +34,7 @@ function quoted(name: string): string {
 function exportColumn(path: string, version: Version): string | null {
   if (path === 'object') return `'transaction' AS object`;
   if (path === 'id') return 'id';
-  const field = transactions.fields.find((f) => apiPath(f, version) === path && !f.writeOnly);
+  const field = transactionShape.fields.find((f) => apiPath(f, version) === path && !f.writeOnly);
   const column = field && COLUMN_BY_STORE.get(field.store);
   if (!field || !column) return null;
   const types = field.types ? `type IN (${field.types.map((t) => `'${t}'`).join(', ')})` : null;
@@ -49,7 +49,7 @@ function exportColumn(path: string, version: Version): string | null {
 /** The columns of `*`: every default, mirrored field of the version, in declaration order. */
 function defaultPaths(version: Version): string[] {
   const paths = ['id', 'object'];
-  for (const field of transactions.fields) {
+  for (const field of transactionShape.fields) {
     const path = apiPath(field, version);
     if (!path || field.writeOnly || field.nonDefault || paths.includes(path) || !COLUMN_BY_STORE.get(field.store)) continue;
     paths.push(path);
@@ -59,7 +59,7 @@ function defaultPaths(version: Version): string[] {
 
 export function compileRowExport(request: RowExportRequest, table: string, limit: number): CompiledExport {
   const { query, version } = request;
-  const compiler = new ClickHouseCompiler(transactions, version);
+  const compiler = new ClickHouseCompiler(transactionShape, version);
   const params = compiler.params;
   const paths: string[] = [];
   for (const term of query.fields ?? [{ expr: null, source: '*' }]) {

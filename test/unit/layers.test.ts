@@ -78,6 +78,13 @@ t.test('no reporting module reaches api/http/ or api/server.ts', async (t) => {
   t.same(webOnlyReached(roots), [], 'none reached (each entry: the chain of imports that reaches it)');
 });
 
+t.test('the reporting process compiles reports without loading any family\'s rules', async (t) => {
+  const graph = importGraph(sourceFiles('reporting'));
+  t.ok(graph.has('api/families/transactions/fields.ts'), 'it reads the transaction table\'s shape');
+  const rules = [...graph.keys()].filter((file) => /^api\/families\/[^/]+\/(rules|payment)\.ts$/.test(file));
+  t.same(rules.map((file) => chain(graph, file)), [], 'no rules.ts or payment.ts reached (each entry: the chain of imports that reaches it)');
+});
+
 /** Every api/ module with the api/ modules and other project files it imports. */
 function apiImports(): Map<string, string[]> {
   return new Map(sourceFiles('api').map((file) => [file, relativeImports(file)]));
