@@ -12,7 +12,7 @@
 import http from 'node:http';
 import t, { type Test } from 'tap';
 import { startTestApi, type TestApi } from './helpers/api.ts';
-import { spawnWorker, type SpawnedWorker } from './helpers/processes.ts';
+import { spawnAnnouncedWorker, type SpawnedWorker } from './helpers/processes.ts';
 import { eventually } from './helpers/wait.ts';
 
 const PAYMENTS = Number(process.env.WEBHOOK_CRASH_PAYMENTS ?? 240);
@@ -47,17 +47,9 @@ async function startSlowReceiver(t: Test, delayMs: number, hold: (index: number)
   return state;
 }
 
-async function heartbeats(api: TestApi): Promise<number> {
-  return Number((await api.db('worker_heartbeats').count({ n: '*' }))[0].n);
-}
-
 /** A worker process, once it has announced itself. */
-async function startedWorker(t: Test, api: TestApi, env: Record<string, string>): Promise<SpawnedWorker> {
-  const before = await heartbeats(api);
-  const worker = spawnWorker(t, { DATABASE_URL: api.databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: `${DEAD_AFTER_MS}ms`, LOG_LEVEL: 'warn', ...env });
-  const announced = await eventually(() => heartbeats(api), (n) => n > before, 30_000, 50);
-  if (announced <= before) throw new Error(`the worker did not start:\n${worker.output()}`);
-  return worker;
+function startedWorker(t: Test, api: TestApi, env: Record<string, string>): Promise<SpawnedWorker> {
+  return spawnAnnouncedWorker(t, api.db, { DATABASE_URL: api.databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: `${DEAD_AFTER_MS}ms`, LOG_LEVEL: 'warn', ...env });
 }
 
 async function kill(worker: SpawnedWorker): Promise<number> {

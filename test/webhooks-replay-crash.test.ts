@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
-import { spawnWorker, type SpawnedWorker } from './helpers/processes.ts';
+import { spawnAnnouncedWorker, type SpawnedWorker } from './helpers/processes.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -13,12 +13,8 @@ const EVENTS = 200;
 const api = await startTestApi(t);
 const receiver = await startReceiver(t);
 
-async function started(): Promise<SpawnedWorker> {
-  const seen = async () => Number((await api.db('worker_heartbeats').count({ n: '*' }))[0].n);
-  const before = await seen();
-  const worker = spawnWorker(t, { DATABASE_URL: api.databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: '2000ms', WORKER_POLL_INTERVAL: '100', LOG_LEVEL: 'warn' });
-  if ((await eventually(seen, (n) => n > before, 30_000, 50)) <= before) throw new Error(`the worker did not start:\n${worker.output()}`);
-  return worker;
+function started(): Promise<SpawnedWorker> {
+  return spawnAnnouncedWorker(t, api.db, { DATABASE_URL: api.databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: '2000ms', WORKER_POLL_INTERVAL: '100', LOG_LEVEL: 'warn' });
 }
 
 t.test('a worker killed mid-replay: nothing missed stays undelivered, nothing arrives twice but the attempt in flight', { timeout: 120_000 }, async (t) => {

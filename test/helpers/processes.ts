@@ -4,6 +4,8 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { projectRoot } from '../../api/config.ts';
+import type { Db } from '../../api/db/connection.ts';
+import { eventually } from './wait.ts';
 
 export interface SpawnedWorker {
   child: ChildProcess;
@@ -34,6 +36,23 @@ export function spawnWorker(t: Test, env: Record<string, string>): SpawnedWorker
     clearTimeout(timer);
   });
   return { child, output: () => output, exited };
+}
+
+async function announcedWorkers(db: Db): Promise<string[]> {
+  return (await db.raw('select worker_id from worker_heartbeats')).rows.map((row: { worker_id: string }) => row.worker_id);
+}
+
+/**
+ * `spawnWorker`, resolved once the worker has announced itself: a worker id `db` had not seen.
+ * (Not a count of announcements: a new worker's first beat also deletes a dead one's, which can
+ * leave fewer than before.)
+ */
+export async function spawnAnnouncedWorker(t: Test, db: Db, env: Record<string, string>): Promise<SpawnedWorker> {
+  const before = new Set(await announcedWorkers(db));
+  const worker = spawnWorker(t, env);
+  const isNew = (ids: string[]) => ids.some((id) => !before.has(id));
+  if (!isNew(await eventually(() => announcedWorkers(db), isNew, 30_000, 50))) throw new Error(`the worker did not start:\n${worker.output()}`);
+  return worker;
 }
 
 /** Whether nothing listens on 127.0.0.1:`port`: a server of our own can bind it. */
