@@ -4,7 +4,7 @@
  * and the bare Koa anchor (bench/anchor-server.ts) each in a child process, so neither shares an
  * event loop with the load generator (autocannon); the measuring loop (warm-up, then a timed run
  * per scenario and server); the tables and the JSON results file. Next to req/s and latency each
- * run records the server's CPU ms per request and the load average: on a shared machine req/s
+ * run records the server's CPU ms per request (and the embedded PostgreSQL's) and the load average: on a shared machine req/s
  * moves with the neighbours' load, CPU per request much less.
  *
  * Env: BENCH_SECONDS (per scenario and server, default 10), BENCH_WARMUP_SECONDS (default 2),
@@ -128,6 +128,7 @@ export async function startServers(bench: string, settleEnv: Record<string, stri
     const server = embedded;
     cleanups.push(() => server.stop());
     serverUrl = embedded.url('postgres');
+    postmasterPid = Number(fs.readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
   }
   const adminUrl = serverUrl;
   const database = `settle_bench_${process.pid}_${Date.now().toString(36)}`;
@@ -224,6 +225,8 @@ export interface Measurement {
    * Null where /proc is not there.
    */
   cpuMsPerRequest: number | null;
+  /** The embedded PostgreSQL's CPU (postmaster and backends) per request over the run; null with DATABASE_URL. */
+  postgresCpuMsPerRequest: number | null;
   /** the 1-minute load average when the timed run ended */
   load1: number;
   requests: number;
@@ -233,6 +236,23 @@ export interface Measurement {
 }
 
 const serverPids: Partial<Record<ServerName, number>> = {};
+/** The embedded server's postmaster, when this run started one. */
+let postmasterPid: number | undefined;
+
+/** CPU ms of the postmaster and its children (the backends) so far; null without an embedded server. */
+function postgresCpuMs(): number | null {
+  if (postmasterPid === undefined) return null;
+  let total = cpuMs(postmasterPid) ?? 0;
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmasterPid) total += cpuMs(Number(entry)) ?? 0;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
 
 /** CPU time the process has used so far, in ms (Linux /proc; null elsewhere). */
 function cpuMs(pid: number | undefined): number | null {
@@ -261,15 +281,20 @@ export async function measure(servers: Record<ServerName, string>, scenarios: Sc
       const url = servers[server] + target.path;
       if (WARMUP_SECONDS > 0) await run(url, target.options, WARMUP_SECONDS);
       const cpuBefore = cpuMs(serverPids[server]);
+      const postgresBefore = postgresCpuMs();
       const result = await run(url, target.options, SECONDS);
       const cpuAfter = cpuMs(serverPids[server]);
+      const postgresAfter = postgresCpuMs();
+      const perRequest = (before: number | null, after: number | null) =>
+        before === null || after === null || result.requests.total === 0 ? null : Math.round(((after - before) / result.requests.total) * 1000) / 1000;
       const measurement: Measurement = {
         scenario: scenario.name,
         server,
         reqPerSec: result.requests.average,
         p50Ms: result.latency.p50,
         p99Ms: result.latency.p99,
-        cpuMsPerRequest: cpuBefore === null || cpuAfter === null || result.requests.total === 0 ? null : Math.round(((cpuAfter - cpuBefore) / result.requests.total) * 1000) / 1000,
+        cpuMsPerRequest: perRequest(cpuBefore, cpuAfter),
+        postgresCpuMsPerRequest: perRequest(postgresBefore, postgresAfter),
         load1: Math.round(os.loadavg()[0] * 100) / 100,
         requests: result.requests.total,
         non2xx: result.non2xx,
@@ -332,11 +357,11 @@ function table(head: string[], rows: Array<Array<string | number>>): string {
 export function report(bench: string, measurements: Measurement[], summaries: Summary[], targets: Targets, extra: Record<string, unknown> = {}): void {
   console.log(`\n${bench}: ${CONNECTIONS} connections, ${SECONDS} s per run (after ${WARMUP_SECONDS} s warm-up), Node ${process.version}, ${os.cpus().length} CPUs\n`);
   console.log(table(
-    ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', '% of anchor', 'CPU ms/req', 'load', 'non-2xx'],
+    ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', '% of anchor', 'CPU ms/req', 'PG CPU ms/req', 'load', 'non-2xx'],
     measurements.map((m) => {
       const summary = summaries.find((s) => s.scenario === m.scenario)!;
       return [m.scenario, m.server, m.reqPerSec.toFixed(0), m.p50Ms.toFixed(1), m.p99Ms.toFixed(1), m.server === 'settle' ? `${summary.percentOfAnchor.toFixed(1)} %` : '',
-        m.cpuMsPerRequest?.toFixed(3) ?? '-', m.load1.toFixed(2), m.non2xx + m.errors];
+        m.cpuMsPerRequest?.toFixed(3) ?? '-', m.postgresCpuMsPerRequest?.toFixed(3) ?? '-', m.load1.toFixed(2), m.non2xx + m.errors];
     }),
   ));
   console.log(`\ntargets: Settle throughput >= ${targets.ratio * 100} % of the anchor, Settle p99 < ${targets.p99Ms} ms\n`);
