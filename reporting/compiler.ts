@@ -9,28 +9,18 @@ import { badRequest, invalidAttributes, type ApiError } from '../api/errors.ts';
 import type { Family, FieldSpec, FieldType, Version } from '../api/engine/family.ts';
 import { fieldsOf } from '../api/schema/fields.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
-import { AGGREGATES } from '../api/query/toSql.ts';
+import { AGGREGATE_FUNCTIONS, type ExactMoney } from '../api/query/aggregates.ts';
 import { ATTRS_STORE, COLUMN_BY_STORE } from './columns.ts';
 import { flip, isLiteralLike, toDate } from '../api/query/operands.ts';
 
 export type ValueType = FieldType | 'date' | 'text' | 'aggregate';
-
-/** How a selected value comes back and is turned into its API form. */
-export type Exact =
-  /** Int64 money as text */
-  | 'money'
-  /** [sum as text, count] of Int64 money */
-  | 'money_avg'
-  /** [count, sum as text, sum of squares as text] of Int64 money */
-  | 'money_variance'
-  | 'money_stddev';
 
 export interface Typed {
   sql: string;
   type: ValueType;
   field?: FieldSpec;
   /** the SELECT expression when the value must travel exactly (money), and how to decode it */
-  exact?: { sql: string; kind: Exact };
+  exact?: ExactMoney;
 }
 
 type Category = 'number' | 'text' | 'time' | 'boolean' | 'other';
@@ -106,8 +96,6 @@ const FUNCTIONS: Record<string, FunctionSpec> = {
   unix_timestamp: { args: 'time', type: 'number', sql: (a) => `toUnixTimestamp(${asTime(a)})` },
   date: { args: 'time', type: 'date', sql: (a) => `toDate(${asTime(a)})` },
 };
-
-const NUMERIC_AGGREGATES = new Set(['sum', 'avg', 'stddev', 'variance']);
 
 /** The text a client wrote for an operand, for error details. */
 function describe(node: Operand): string {
@@ -254,7 +242,7 @@ export class ClickHouseCompiler {
 
   private call(node: Call, allowAggregates: boolean): Typed {
     const fn = node.fn.toLowerCase();
-    if (AGGREGATES.has(fn)) return this.aggregate(node, fn, allowAggregates);
+    if (AGGREGATE_FUNCTIONS[fn]) return this.aggregate(node, fn, allowAggregates);
     const spec = FUNCTIONS[fn];
     if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
     const arg = this.singleArg(node);
@@ -272,29 +260,17 @@ export class ClickHouseCompiler {
   private aggregate(node: Call, fn: string, allowAggregates: boolean): Typed {
     if (!allowAggregates) throw badRequest(`Aggregate ${fn}() is not allowed here`, { [fn]: 'Aggregates are allowed in fields only' });
     if (fn === 'count' && node.args.length === 0) return { sql: 'count()', type: 'aggregate' };
+    const aggregate = AGGREGATE_FUNCTIONS[fn];
     const arg = this.singleArg(node);
     const kind = category(arg.type);
-    if (NUMERIC_AGGREGATES.has(fn) && kind !== 'number') throw wrongArgument(node, 'number');
+    if (aggregate.numeric && kind !== 'number') throw wrongArgument(node, 'number');
     if (kind === 'other') throw wrongArgument(node, 'any');
-    const x = arg.sql;
-    const some = (sql: string) => `if(count(${x}) > 0, ${sql}, NULL)`;
     const money = arg.type === 'money';
-    switch (fn) {
-      case 'count':
-        return { sql: `count(${x})`, type: 'aggregate' };
-      case 'min':
-      case 'max':
-        return { sql: some(`${fn}(${x})`), type: arg.type, field: arg.field, exact: money ? { sql: some(`toString(${fn}(${x}))`), kind: 'money' } : undefined };
-      case 'sum':
-        return { sql: some(`sum(${x})`), type: money ? 'money' : 'aggregate', exact: money ? { sql: some(`toString(sum(${x}))`), kind: 'money' } : undefined };
-      case 'avg':
-        return { sql: `avg(${x})`, type: money ? 'money' : 'aggregate', exact: money ? { sql: `tuple(toString(sum(${x})), count(${x}))`, kind: 'money_avg' } : undefined };
-      default: {
-        const sql = fn === 'stddev' ? `stddevSamp(${x})` : `varSamp(${x})`;
-        const squares = `tuple(count(${x}), toString(sum(toInt128(${x}))), toString(sum(toInt128(${x}) * ${x})))`;
-        return { sql, type: money ? 'money' : 'aggregate', exact: money ? { sql: squares, kind: fn === 'stddev' ? 'money_stddev' : 'money_variance' } : undefined };
-      }
-    }
+    const exact = money ? aggregate.clickhouseMoney?.(arg.sql) : undefined;
+    const sql = aggregate.clickhouse(arg.sql);
+    if (aggregate.answers === 'count') return { sql, type: 'aggregate' };
+    if (aggregate.answers === 'argument') return { sql, type: arg.type, field: arg.field, exact };
+    return { sql, type: money ? 'money' : 'aggregate', exact };
   }
 
   private singleArg(node: Call): Typed {

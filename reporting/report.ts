@@ -12,8 +12,8 @@ import { toApi } from '../api/schema/values.ts';
 import { badRequest } from '../api/errors.ts';
 import { transactionShape } from '../api/families/transactions/fields.ts';
 import type { ListQuery, Operand } from '../api/query/ast.ts';
-import { AGGREGATES } from '../api/query/toSql.ts';
-import { ClickHouseCompiler, type Exact, type Typed } from './compiler.ts';
+import { AGGREGATES, exactMoneyColumn, type ExactMoney } from '../api/query/aggregates.ts';
+import { ClickHouseCompiler, type Typed } from './compiler.ts';
 import type { ReportingStore } from './store.ts';
 
 export interface ReportRequest {
@@ -78,10 +78,9 @@ export function compileReport(request: ReportRequest, table: string, source: Rep
     const alias = `_c${i}`;
     const group = groups.get(expressionKey(term.expr));
     const typed = group ? { ...group.typed, sql: group.alias } : compiler.operand(term.expr, true);
-    const exactSql = group && typed.type === 'money' ? `toString(${group.alias})` : typed.exact?.sql;
-    const kind: Exact | undefined = group && typed.type === 'money' ? 'money' : typed.exact?.kind;
-    select.push(`${exactSql ?? outputSql(typed)} AS ${alias}`);
-    return { key: term.source, alias, decode: decoder(typed, kind, version) };
+    const exact = group && typed.type === 'money' ? exactMoneyColumn(group.alias) : typed.exact;
+    select.push(`${exact?.sql ?? outputSql(typed)} AS ${alias}`);
+    return { key: term.source, alias, decode: decoder(typed, exact, version) };
   });
 
   const order = query.orderBy.map((term) => {
@@ -132,10 +131,10 @@ export async function runReport(store: ReportingStore, request: ReportRequest): 
 
 // ---------- values: the same API forms as the Postgres path, money exact from integers ----------
 
-function decoder(typed: Typed, exact: Exact | undefined, version: Version): (raw: unknown) => unknown {
+function decoder(typed: Typed, exact: ExactMoney | undefined, version: Version): (raw: unknown) => unknown {
   return (raw) => {
     if (raw === null || raw === undefined) return null;
-    if (exact) return exactMoney(exact, raw);
+    if (exact) return exact.decode(raw);
     if (typed.type === 'datetime') raw = new Date(`${String(raw).replace(' ', 'T')}Z`);
     if (typed.field && typed.type !== 'aggregate') return toApi(typed.field, version, raw);
     if (raw instanceof Date) return toApi({ store: '', type: 'datetime' }, version, raw);
@@ -145,29 +144,4 @@ function decoder(typed: Typed, exact: Exact | undefined, version: Version): (raw
   };
 }
 
-/**
- * Minor units → the API's number. A sum, minimum or maximum is exact cents; an average, standard
- * deviation or variance is computed from the exact integer sums and only then converted, in major
- * units (the variance in units squared), not rounded to the cent (as the Postgres path answers).
- */
-function exactMoney(kind: Exact, raw: unknown): number | null {
-  switch (kind) {
-    case 'money':
-      return Number(BigInt(String(raw))) / 100;
-    case 'money_avg': {
-      const [sum, count] = raw as [string, number | string];
-      const n = BigInt(count);
-      return n === 0n ? null : Number(BigInt(sum)) / Number(n) / 100;
-    }
-    default: {
-      const [count, sum, squares] = raw as [number | string, string, string];
-      const n = BigInt(count);
-      if (n < 2n) return null;
-      // Sample variance = (n·Σx² − (Σx)²) / (n(n−1)): the numerator exact, so no cancellation.
-      const numerator = n * BigInt(squares) - BigInt(sum) ** 2n;
-      const varianceMinor = Number(numerator) / Number(n * (n - 1n));
-      return kind === 'money_variance' ? varianceMinor / 10_000 : Math.sqrt(varianceMinor) / 100;
-    }
-  }
-}
 

@@ -6,6 +6,7 @@
 import { badRequest, type ApiError } from '../errors.ts';
 import type { CompareOp, ExportFormat, Expr, ListQuery, Literal, Operand, OrderTerm, SelectTerm } from './ast.ts';
 import { parseOperand, parseQ } from './q.ts';
+import { AGGREGATES } from './aggregates.ts';
 
 const DEFAULT_LIMIT = 1000;
 const MAX_LIMIT = 10000;
@@ -23,7 +24,7 @@ const FORMATS = new Set<ExportFormat>(['json', 'csv', 'parquet']);
  * expression to sort by, and a misspelt direction (`descending(x)`) should fail here, clearly.
  */
 const FUNCTIONS = new Set([
-  'sum', 'avg', 'count', 'min', 'max', 'stddev', 'variance',
+  ...AGGREGATES,
   'lower', 'upper', 'length', 'abs', 'ceil', 'floor', 'round', 'year', 'month', 'monthname', 'day',
   'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'hour', 'minute', 'second',
   'unix_timestamp', 'date',

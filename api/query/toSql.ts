@@ -8,6 +8,7 @@ import { badRequest, invalidAttributes } from '../errors.ts';
 import { COLUMNS, fieldsOf, type FieldSchema, type FieldSpec, type FieldType, type Version } from '../schema/fields.ts';
 import type { Call, Expr, Literal, Operand } from './ast.ts';
 import { flip, isLiteralLike, toDate } from './operands.ts';
+import { AGGREGATE_FUNCTIONS } from './aggregates.ts';
 
 /** What an operand evaluates to: SQL plus the type the comparison coerces literals to. */
 interface Typed extends Sql {
@@ -17,7 +18,6 @@ interface Typed extends Sql {
 
 type ValueType = FieldType | 'date' | 'text' | 'aggregate';
 
-export const AGGREGATES = new Set(['sum', 'avg', 'count', 'min', 'max', 'stddev', 'variance']);
 
 /** Postgres SQL of each scalar function of CONTRACT §6 and the type it yields. */
 const FUNCTIONS: Record<string, { sql: (arg: string) => string; type: ValueType }> = {
@@ -175,20 +175,18 @@ export class SqlCompiler {
 
   private call(node: Call, allowAggregates: boolean): Typed {
     const fn = node.fn.toLowerCase();
-    if (AGGREGATES.has(fn)) {
+    const aggregate = AGGREGATE_FUNCTIONS[fn];
+    if (aggregate) {
       if (!allowAggregates) throw badRequest(`Aggregate ${fn}() is not allowed here`, { [fn]: 'Aggregates are allowed in fields only' });
       if (fn === 'count' && node.args.length === 0) return { sql: 'count(*)', bindings: [], type: 'aggregate' };
       const arg = this.singleArg(node, false);
       requireArgType(fn, arg);
-      const sqlFn = fn === 'stddev' ? 'stddev_samp' : fn === 'variance' ? 'var_samp' : fn;
-      // Sums, minima and maxima of money are exact cents; an average, deviation or variance of
-      // money is a plain number in major units (squared for the variance), never rounded to the cent.
-      if (arg.type === 'money' && MONEY_STATISTICS[fn]) {
-        // Over double precision: numeric's results keep too few digits (a square root to the cent).
-        return { sql: `${sqlFn}((${arg.sql})::float8) / ${MONEY_STATISTICS[fn]}`, bindings: arg.bindings, type: 'aggregate' };
-      }
-      const type: ValueType = (fn === 'min' || fn === 'max') ? arg.type : fn === 'count' ? 'aggregate' : arg.type === 'money' ? 'money' : 'aggregate';
-      return { sql: `${sqlFn}(${arg.sql})`, bindings: arg.bindings, type, field: arg.field };
+      const money = arg.type === 'money';
+      const sql = aggregate.postgres(arg.sql, money);
+      // A statistic of money is already a plain number in major units.
+      if (money && aggregate.answers === 'statistic') return { sql, bindings: arg.bindings, type: 'aggregate' };
+      const type: ValueType = aggregate.answers === 'argument' ? arg.type : aggregate.answers === 'sum' && money ? 'money' : 'aggregate';
+      return { sql, bindings: arg.bindings, type, field: arg.field };
     }
     const spec = FUNCTIONS[fn];
     if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
@@ -241,9 +239,7 @@ export class SqlCompiler {
 }
 
 const DATE_FUNCTIONS = new Set(['year', 'month', 'monthname', 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'hour', 'minute', 'second', 'unix_timestamp', 'date']);
-const NUMERIC_FUNCTIONS = new Set(['abs', 'ceil', 'floor', 'round', 'sum', 'avg', 'stddev', 'variance']);
-/** Divisors taking statistics of minor units to major units (the variance is in units squared). */
-const MONEY_STATISTICS: Record<string, string> = { avg: '100.0', stddev: '100.0', variance: '10000.0' };
+const NUMERIC_FUNCTIONS = new Set(['abs', 'ceil', 'floor', 'round', ...Object.keys(AGGREGATE_FUNCTIONS).filter((fn) => AGGREGATE_FUNCTIONS[fn].numeric)]);
 
 const NUMERIC_TYPES = new Set<ValueType>(['integer', 'number', 'money', 'aggregate']);
 
