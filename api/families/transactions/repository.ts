@@ -70,15 +70,20 @@ export async function findMethod(db: Db, tenant: Tenant, id: string): Promise<St
   return found[0] ?? null;
 }
 
-/** The account's default paying method (v2 account_defaults.paying payments/all; v1 default_payment_method). */
-export async function defaultPayingMethod(db: Db, tenant: Tenant, accountId: string): Promise<StoredObject | null> {
+/** The account's default paying method (v2 account_defaults.paying payments/all; v1 default_payment_method), as SQL selecting `extra` before the row. */
+function payingMethodSql(tenant: Tenant, accountId: string, extra = ''): Sql {
   const scope = tenantScan(tenant);
-  const found = await rows<StoredObject>(db,
-    `select ${ROW} from payment_methods
-      where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
-      order by created_at limit 1`,
-    [...scope.bindings, accountId]);
-  return found[0] ?? null;
+  return {
+    sql: `select ${extra}${ROW} from payment_methods
+           where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
+           order by created_at, id limit 1`,
+    bindings: [...scope.bindings, accountId],
+  };
+}
+
+export async function defaultPayingMethod(db: Db, tenant: Tenant, accountId: string): Promise<StoredObject | null> {
+  const { sql, bindings } = payingMethodSql(tenant, accountId);
+  return (await rows<StoredObject>(db, sql, bindings))[0] ?? null;
 }
 
 export async function findAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
@@ -145,12 +150,8 @@ export async function readPaymentParties(db: Db, tenant: Tenant, wanted: Parties
     parts.push({ sql: `(select 'defaultProcessing' as role, ${ROW} from accounts where ${scope.sql} and type = 'processing' order by created_at, id limit 1)`, bindings: scope.bindings });
   }
   if (wanted.payingMethodOf) {
-    parts.push({
-      sql: `(select 'payingMethod' as role, ${ROW} from payment_methods
-              where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
-              order by created_at limit 1)`,
-      bindings: [...scope.bindings, wanted.payingMethodOf],
-    });
+    const paying = payingMethodSql(tenant, wanted.payingMethodOf, `'payingMethod' as role, `);
+    parts.push({ sql: `(${paying.sql})`, bindings: paying.bindings });
   }
   if (parts.length === 0) return {};
   const found = await rows<StoredObject & { role: keyof PaymentParties }>(db, parts.map((p) => p.sql).join(' union all '), parts.flatMap((p) => p.bindings));
