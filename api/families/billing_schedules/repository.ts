@@ -52,7 +52,8 @@ export interface ScheduleInvoiceTotals {
 export async function invoiceTotalsOfSchedules(db: Db, tenant: Tenant, scheduleIds: string[]): Promise<ScheduleInvoiceTotals[]> {
   if (scheduleIds.length === 0) return [];
   const scope = tenantScan(tenant);
-  return rows<ScheduleInvoiceTotals>(db,
+  // Sums of bigint come back as text: numbers here, as the type says (cents stay exact far past any total).
+  const found = await rows<Record<keyof ScheduleInvoiceTotals, string>>(db,
     `select data->>'billing_schedule_id' as billing_schedule_id,
             coalesce(sum((data->'totals'->>'total')::bigint), 0)::bigint as total,
             coalesce(sum((data->'totals'->>'paid')::bigint), 0)::bigint as paid,
@@ -60,6 +61,7 @@ export async function invoiceTotalsOfSchedules(db: Db, tenant: Tenant, scheduleI
        from invoices where ${scope.sql} and data->>'billing_schedule_id' = any(?::text[])
       group by 1`,
     [...scope.bindings, scheduleIds]);
+  return found.map((r) => ({ billing_schedule_id: r.billing_schedule_id, total: Number(r.total), paid: Number(r.paid), balance_due: Number(r.balance_due) }));
 }
 
 export async function invoicesOfSchedules(db: Db, tenant: Tenant, scheduleIds: string[]): Promise<StoredObject[]> {
