@@ -17,10 +17,10 @@
  * behind fresh ones: deliveryJobs' priority).
  *
  * The limit keeps room for other orgs; an org alone in the process (no other org's attempts in
- * flight, waiting or deferred here) whose receivers answer (one answered within RESPONSIVE_MS in
+ * flight or waiting here) whose receivers answer (one answered within RESPONSIVE_MS in
  * the last ANSWERED_MEMORY_MS, none in flight longer) goes past it, up to `slowBudget`: one
  * org's backlog otherwise drained eight attempts at a time, each holding its slot through the
- * durable commit of its opening, in batches of four, at twice the CPU per delivery. Another org
+ * durable commit of its opening, in batches of four, at 1.6 times the CPU per delivery. Another org
  * arriving finds room at once (its own limit), and from then on the first is held to its limit
  * again; if its receivers turn slow it is held too, and those in flight give their job slots back
  * within a second (deliver.ts, DETACH_AFTER_MS).
@@ -158,7 +158,8 @@ export class TenantSlots {
     if (this.budget <= 0 || this.inFlight >= this.budget || this.slow(org)) return false;
     const answered = this.answeredAt.get(org);
     if (answered === undefined || this.now() - answered > ANSWERED_MEMORY_MS) return false;
-    for (const held of [this.running, this.waiting, this.deferred]) {
+    // Deferred jobs do not count: some ran in another process and are never forgotten here.
+    for (const held of [this.running, this.waiting]) {
       for (const other of held.keys()) if (other !== org) return false;
     }
     return true;
