@@ -39,7 +39,7 @@ t.test('a secret key creates, updates and deletes: each is an event with its req
   const history = await historyOf(id);
   t.same(history.map((e) => e.action), ['create', 'update', 'delete']);
   const [created, updated, deleted] = history;
-  t.match(created, { object: 'audit_event', id: /^aud_/, actor: { type: 'secret_key', key_prefix: keyPrefix }, object_type: 'account', object_id: id, request_id: 'lb-create-1' });
+  t.match(created, { object: 'audit_event', id: /^aud_[0-9A-Za-z]{24}$/, actor: { type: 'secret_key', key_prefix: keyPrefix }, object_type: 'account', object_id: id, request_id: 'lb-create-1' });
   t.match(created.ip, /127\.0\.0\.1/);
   t.same(created.changes.name, [null, 'Ann']);
   t.same(updated.changes, { name: ['Ann', 'Ann B'] }, 'an update shows only what changed');
