@@ -316,9 +316,10 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     ({ method, number } = await resolveMethod(ctx, row.type, data, parties));
     if (!method && isRelease(row.type)) method = await defaultFundingMethod(ctx, parties.processingId);
     method = requireMethod(ctx, method);
-    parties = { ...parties, methodId: method.id, processingId: requireProcessing(await resolveProcessing(ctx, parties, customer)) };
+    const processingId = requireProcessing(await resolveProcessing(ctx, parties, customer));
+    parties = { ...parties, methodId: method.id, processingId };
     if (row.type === 'payment') plan = await planSplit(ctx, data);
-    if (isRelease(row.type)) await planRelease(ctx, row.type, data, parties.processingId!, method);
+    if (isRelease(row.type)) await planRelease(ctx, row.type, data, processingId, method);
   }
   return finishCreate(ctx, row, data, parties, method, { automatic, number, plan });
 }
