@@ -132,7 +132,8 @@ t.test('fields=*,health: last success, failed attempts since, failing_since and 
   status = 500;
   await fireEvents(2);
   await eventually(() => logStatuses(hook.id), (s) => s.filter((x) => x === 'failed').length === 2);
-  const read = (await api.request('GET', `/webhooks/${hook.id}?fields=*,health`)).body;
+  // The streak is noted after the failed attempt's log is completed: wait for it, not for the log.
+  const read = await eventually(async () => (await api.request('GET', `/webhooks/${hook.id}?fields=*,health`)).body, (body) => body.failing_since != null);
   t.match(read.health, { last_delivered_at: /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/, failed_attempts: 2 });
   t.match(read.failing_since, /^\d{4}-/, 'the streak started when the first schedule ran out');
   t.equal((await api.request('GET', `/webhooks/${hook.id}`)).body.health, undefined, 'health only when asked for');
