@@ -77,7 +77,9 @@ async function expectRetained(t: Test): Promise<void> {
 }
 
 t.test('the worker schedules retention and its run deletes expired rows, in batches, keeping what must stay', async (t) => {
-  const [known] = await rows<{ identifier: string }>(db, "select identifier from graphile_worker._private_known_crontabs where identifier = 'retention'");
+  // graphile-worker records its schedules once its cron has started, a moment after the runner.
+  const [known] = await eventually(() => rows<{ identifier: string }>(db, "select identifier from graphile_worker._private_known_crontabs where identifier = 'retention'"),
+    (found) => found.length > 0, 15_000, 20);
   t.equal(known?.identifier, 'retention', 'the worker registered the retention schedule');
   await seed();
   const run = await runScheduledTask();
