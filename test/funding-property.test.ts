@@ -23,6 +23,8 @@
 import { randomInt } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { rows } from '../api/db/connection.ts';
+import { loadConfig } from '../api/config.ts';
+import { createDomainServices } from '../api/domain.ts';
 import { fundAccount } from '../api/families/funding/run.ts';
 import { startTestApi, startTestWorker, type ApiResponse } from './helpers/api.ts';
 import { eventually } from './helpers/wait.ts';
@@ -54,6 +56,7 @@ const chance = (p: number) => random() < p;
 const draws = (n: number) => Array.from({ length: n }, () => random());
 
 const api = await startTestApi(t);
+const domain = createDomainServices(loadConfig({ DATABASE_URL: api.databaseUrl }));
 await startTestWorker(t, api.databaseUrl, { WORKER_POLL_INTERVAL: '100' });
 
 const DAY = 86_400_000;
@@ -573,7 +576,7 @@ async function burst(): Promise<string> {
     const outcomes: number[] = [];
     for (let i = 0; i < 2; i++) {
       ops.push(async () => {
-        const outcome = await fundAccount(api.db, tenant, account.id, asOf);
+        const outcome = await fundAccount(api.db, domain, tenant, account.id, asOf);
         outcomes.push(outcome.funded);
         return `fundAccount ${account.style}: ${outcome.funded} funded`;
       });

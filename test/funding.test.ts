@@ -1,11 +1,14 @@
 /** Funding (CONTRACT §14): fees, funding runs by style on the test clock, balances, releases, voids, disputes, operations. */
 import t from 'tap';
 import { startTestApi, startTestWorker, type ApiResponse } from './helpers/api.ts';
+import { loadConfig } from '../api/config.ts';
+import { createDomainServices } from '../api/domain.ts';
 import { fundAccount } from '../api/families/funding/run.ts';
 import { rows } from '../api/db/connection.ts';
 import { eventually } from './helpers/wait.ts';
 
 const api = await startTestApi(t);
+const domain = createDomainServices(loadConfig({ DATABASE_URL: api.databaseUrl }));
 await startTestWorker(t, api.databaseUrl);
 
 const DAY = 86_400_000;
@@ -212,7 +215,7 @@ t.test('two funding runs of the same account at once fund each transaction once'
   const [{ org_id: orgId }] = await rows<{ org_id: string }>(api.db, 'select org_id from accounts where id = ?', [m.accountId]);
   const tenant = { orgId, environment: 'test' as const };
   const later = new Date(Date.now() + 3 * DAY);
-  const outcomes = await Promise.all([fundAccount(api.db, tenant, m.accountId, later), fundAccount(api.db, tenant, m.accountId, later)]);
+  const outcomes = await Promise.all([fundAccount(api.db, domain, tenant, m.accountId, later), fundAccount(api.db, domain, tenant, m.accountId, later)]);
   t.same(outcomes.map((o) => o.funded).sort(), [0, 5]);
   const deposits = await transactionsOf(m, 'deposit');
   t.equal(deposits.length, 1);
@@ -379,7 +382,7 @@ t.test('a request that locks a payment and then its account never deadlocks with
         { type: 'refund', amount: 1, ledger: [{ assoc_transaction_id: paid.id }] },
         { type: 'deposit', processing_id: m.accountId, amount: 0.01 },
       ] }),
-      fundAccount(api.db, tenant, m.accountId, later),
+      fundAccount(api.db, domain, tenant, m.accountId, later),
     ]);
     outcomes.push(`${request.status === 'fulfilled' ? request.value.status : 'failed'}/${run.status === 'fulfilled' ? 'ok' : String((run.reason as { code?: string }).code)}`);
   }
@@ -398,4 +401,38 @@ t.test('a deposit the bank refuses gives the money back and holds what it paid o
   t.equal((await m.get(`/transactions/${deposit.body.id}`)).body.status, 'rejected');
   t.same(await balance(m), { pending: 0, available: 96.8, held: 0, funded: 0, withdrawn: 0 }, 'the money is available again');
   t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held', 'and the payment waits for the next release');
+});
+
+t.test('a funding run\'s deposit and a requested deposit are shown alike: the funding method sends, the processing account receives', async (t) => {
+  const automatic = await merchant({ funding_delay: 0 });
+  await pay(automatic, 20);
+  await advance(automatic, 2);
+  const [run] = (await automatic.get('/transactions?type=deposit', 'v2')).body.values;
+  const manual = await merchant({ funding_style: 'manual', funding_delay: 0 });
+  await pay(manual, 20);
+  await advance(manual, 2);
+  const requested = (await manual.post('/transactions', { type: 'deposit', receiver: { account_id: manual.accountId } }, 'v2')).body;
+  const method = async (m: Merchant) => (await m.get(`/payment_methods?account_id=${m.accountId}`, 'v2')).body.values[0].id;
+  t.match(run, { type: 'deposit', sender: { account_id: null, method_id: await method(automatic) }, receiver: { account_id: automatic.accountId, method_id: null }, trigger: 'automatic' });
+  t.match(requested, { type: 'deposit', sender: { account_id: null, method_id: await method(manual) }, receiver: { account_id: manual.accountId, method_id: null } });
+  const v1 = (await automatic.get(`/transactions/${run.id}`)).body;
+  t.match(v1, { processing_id: automatic.accountId, payment_method_id: await method(automatic), customer_id: null });
+  const events = (await rows<{ trigger: string }>(api.db, 'select trigger from events where object_id = ? order by id', [run.id])).map((e) => e.trigger);
+  t.same(events.filter((e) => e !== 'transaction:operation'), ['deposit'], 'one creation event, its type\'s (beside its operation\'s)');
+});
+
+t.test('a chargeback books its payment\'s customer as receiver, and both ledgers show it; a client cannot mark a transaction as made by the service', async (t) => {
+  const m = await merchant({ funding_delay: 0 });
+  const disputed = await pay(m, 30, { type: 'card', card: { card_number: '4000 0000 0000 2685', expiry: '12/35', card_code: '123' } });
+  const [reversal] = await eventually(() => transactionsOf(m, 'chargeback_reversal'), (list) => list.length > 0, 10_000);
+  const [chargeback] = await transactionsOf(m, 'chargeback');
+  const v2 = (await m.get(`/transactions/${chargeback.id}`, 'v2')).body;
+  t.match(v2, { sender: { account_id: m.accountId }, receiver: { account_id: m.customerId, method_id: disputed.payment_method_id } });
+  t.match((await m.get(`/transactions/${reversal.id}`, 'v2')).body, { sender: { account_id: m.customerId }, receiver: { account_id: m.accountId } }, 'the reversal brings the money back in');
+  const original = (await m.get(`/transactions/${disputed.id}?fields=*,ledger`)).body.ledger;
+  t.same(original.map((e: any) => [e.entry_type, e.amount, e.assoc_transaction_id]), [['chargeback', -30, chargeback.id]]);
+  t.same(chargeback.ledger.map((e: any) => [e.entry_type, e.amount, e.assoc_transaction_id]).sort(), [['chargeback', 30, disputed.id], ['chargeback_reversal', 30, reversal.id]].sort());
+  const posed = await m.post('/transactions', { type: 'payment', amount: 1, customer_id: m.customerId, processing_id: m.accountId, payment_method: CARD, made_by: 'card_network' });
+  const stored = posed.status === 200 ? await api.db('transactions').where({ id: posed.body.id }).first() : null;
+  t.ok(posed.status === 400 || stored?.data.made_by === undefined, `a client's made_by is refused or ignored (${posed.status})`);
 });

@@ -82,10 +82,10 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
     expire_intent: expireIntent(db, clock),
     send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker'), { clock }),
     retention: retentionTask(db, config),
-    funding_day: fundingDay(db, clock),
-    fund_instant: fundInstantTask(db, clock),
-    sandbox_chargeback: sandboxChargeback(db, clock),
-    sandbox_chargeback_reversal: sandboxChargebackReversal(db),
+    funding_day: fundingDay(db, domain, clock),
+    fund_instant: fundInstantTask(db, domain, clock),
+    sandbox_chargeback: sandboxChargeback(db, domain, clock),
+    sandbox_chargeback_reversal: sandboxChargebackReversal(db, domain),
     billing_day: billingDay(db, domain, gate && ((tenant, work) => gate.around(tenant, work))),
   };
   const gated = <T>(payload: unknown, work: () => Promise<T>): Promise<T> => {

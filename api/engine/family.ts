@@ -9,6 +9,7 @@ import type { EventDraft, Trigger } from '../db/events.ts';
 import type { StoredObject } from '../db/storedRow.ts';
 import type { Principal, Tenant } from '../db/tenant.ts';
 import type { PaymentProcessor } from '../processor.ts';
+import type { ProcessorDecisions } from '../processorDecisions.ts';
 import type { FieldSchema, FieldSpec, Version } from '../schema/fields.ts';
 
 // A family's author imports the whole declaration from here; each type lives on the lowest floor
@@ -54,6 +55,8 @@ export interface RuleContext {
   knownAccounts?: Set<string>;
   /** Rows this request created, by id: their children are what the request wrote, no need to read them back. */
   createdNow?: Set<string>;
+  /** The processor's answers for the cards this create charges, asked outside any database transaction. */
+  decisions?: ProcessorDecisions;
 }
 
 /**

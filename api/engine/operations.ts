@@ -205,7 +205,11 @@ function typeForCreate(ctx: OperationContext, body: Json): string {
  */
 export function decodeCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): StoredObject {
   if (!isPlainObject(body)) throw invalidAttributes({ body: 'Must be an object' });
-  const type = typeForCreate(ctx, body);
+  return decodeTyped(ctx, typeForCreate(ctx, body), body, extra);
+}
+
+/** `decodeCreate` for a type already stored-named (`withdraw`, never v1's `reversal`). */
+function decodeTyped(ctx: OperationContext, type: string, body: Json, extra?: Map<string, unknown>): StoredObject {
   const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create');
   for (const [store, value] of extra ?? []) values.set(store, value);
   const now = ctx.domain.now();
@@ -264,12 +268,16 @@ export async function createNested(ctx: RuleContext, family: Family, body: unkno
  * Creates an object the service makes on its own (an automatic payment) from stored values, typed
  * as stored (money in minor units), never an API body: decoded with the family's defaults, then
  * the same prepare, validate, insert, afterWrite and events as any create, in the caller's
- * transaction.
+ * transaction. A card it charges is decided outside that transaction: the caller runs it under
+ * `decidedOutside` with `ctx.decisions`.
  */
 export async function createFromValues(ctx: RuleContext, family: Family, type: string, values: Record<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  const decoded = decodeCreate(op, { type }, new Map(Object.entries(values)));
-  return writeCreated(op, await completeCreate(op, decoded));
+  if (!family.types.includes(type)) throw new Error(`${family.name} has no type ${type}`);
+  const decoded = decodeTyped(op, type, {}, new Map(Object.entries(values)));
+  const created = await writeCreated(op, await completeCreate(op, decoded));
+  ctx.decisions?.settle();
+  return created;
 }
 
 async function writeCreated(op: OperationContext, row: StoredObject): Promise<StoredObject> {
@@ -332,6 +340,7 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
   const inserted = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, prepared);
   await afterWrite(ctx, inserted.map((row) => [row, null]));
   await emit(ctx, inserted.map((row) => [row, null]));
+  ctx.decisions?.settle();
   const shaped = await shape(ctx, inserted, query.fields);
   return answerOf(ctx, inserted, many ? { object: 'list', values: shaped } : shaped[0]);
 }

@@ -13,6 +13,7 @@ import { badRequest, errorResponse, forbidden, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
+import { decidedOutside, ProcessorDecisions } from '../processorDecisions.ts';
 import { completeInTransaction } from './idempotency.ts';
 import { aggregateAsCsv, listAsCsv } from './csvExport.ts';
 import { answeredByReporting, exportFromReporting, queryReporting } from './reportingProxy.ts';
@@ -74,8 +75,10 @@ function answer(ctx: Ctx, outcome: operations.WriteAnswer): void {
 }
 
 /**
- * A single create of a family with explicit steps (a payment): plan on the pool, outside any
- * transaction; then one write statement, which commits on its own unless the answer must join it.
+ * The create service. A family with explicit steps (a payment) plans on the pool, outside any
+ * transaction, asking the processor as it goes; then one write statement commits on its own unless
+ * the answer must join it. Every other create runs the generic pipeline in one transaction, and
+ * the cards it charges are decided outside it (`decidedOutside`).
  */
 async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void> {
   // A client token acts once: a list would let one browser credential make many objects.
@@ -83,8 +86,13 @@ async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void>
   const collection = collectionOf(ctx);
   const steps = collection.family.rules?.createSteps;
   const { db } = ctx.state.services;
-  const planned = steps && !collection.readOnly && input.object !== 'list' ? await steps.plan(operationContext(ctx, db), input) : null;
-  if (!steps || !planned) return write(ctx, (op) => operations.create(op, input, query));
+  const { processor } = ctx.state.services.domain;
+  const onPool = { ...operationContext(ctx, db), decisions: new ProcessorDecisions(processor, { direct: true }) };
+  const planned = steps && !collection.readOnly && input.object !== 'list' ? await steps.plan(onPool, input) : null;
+  if (!steps || !planned) {
+    const decisions = new ProcessorDecisions(processor);
+    return decidedOutside(decisions, () => write(ctx, (op) => operations.create({ ...op, decisions }, input, query)));
+  }
   const store = async (tx: Db) => {
     const op = operationContext(ctx, tx);
     const created = await steps.write(op, planned);

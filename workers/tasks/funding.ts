@@ -1,6 +1,7 @@
 /** Funding work in the worker: the daily run, instant funding and the sandbox card network's disputes. */
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
+import type { DomainServices } from '../../api/engine/family.ts';
 import { chargeBack, reverseChargeback } from '../../api/families/funding/chargebacks.ts';
 import { fundInstant, runFundingDayForAll } from '../../api/families/funding/run.ts';
 import { timedRuns } from '../../api/metrics.ts';
@@ -14,10 +15,10 @@ function transactionIdOf(payload: unknown): string {
   return id;
 }
 
-export function fundingDay(db: Db, clock: () => Date): Task {
+export function fundingDay(db: Db, domain: DomainServices, clock: () => Date): Task {
   return async () => {
     try {
-      await runFundingDayForAll(db, clock());
+      await runFundingDayForAll(db, domain, clock());
       timedRuns.inc({ task: 'funding_day', result: 'ok' });
     } catch (error) {
       timedRuns.inc({ task: 'funding_day', result: 'failed' });
@@ -26,20 +27,20 @@ export function fundingDay(db: Db, clock: () => Date): Task {
   };
 }
 
-export function fundInstantTask(db: Db, clock: () => Date): Task {
+export function fundInstantTask(db: Db, domain: DomainServices, clock: () => Date): Task {
   return async (payload) => {
-    await fundInstant(db, transactionIdOf(payload), clock());
+    await fundInstant(db, domain, transactionIdOf(payload), clock());
   };
 }
 
-export function sandboxChargeback(db: Db, clock: () => Date): Task {
+export function sandboxChargeback(db: Db, domain: DomainServices, clock: () => Date): Task {
   return async (payload) => {
-    await chargeBack(db, transactionIdOf(payload), clock());
+    await chargeBack(db, domain, transactionIdOf(payload), clock());
   };
 }
 
-export function sandboxChargebackReversal(db: Db): Task {
+export function sandboxChargebackReversal(db: Db, domain: DomainServices): Task {
   return async (payload) => {
-    await reverseChargeback(db, transactionIdOf(payload));
+    await reverseChargeback(db, domain, transactionIdOf(payload));
   };
 }

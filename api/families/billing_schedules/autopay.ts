@@ -12,6 +12,7 @@ import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../en
 import { createFromValues } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { ApiError } from '../../errors.ts';
+import { decidedOutside, ProcessorDecisions } from '../../processorDecisions.ts';
 import { newId } from '../../ids.ts';
 import { calendarDate } from '../invoices/kinds.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
@@ -69,9 +70,10 @@ export async function collectAutomaticPayments(db: Db, domain: DomainServices, t
   const from = calendarDate(new Date(asOf.getTime() - AUTOPAY_RETRY_DAYS * 86_400_000));
   const attempted: string[] = [];
   for (const invoice of await invoicesForAutopay(db, tenant, from, today, today)) {
-    const id = await db.transaction((tx) => attempt({
-      tx, tenant, version: 'v1', domain, principal: { kind: 'secret', keyId: 'automatic_payments', settings: {} },
-    }, invoice.id, today));
+    const decisions = new ProcessorDecisions(domain.processor);
+    const id = await decidedOutside(decisions, () => db.transaction((tx) => attempt({
+      tx, tenant, version: 'v1', domain, decisions, principal: { kind: 'secret', keyId: 'automatic_payments', settings: {} },
+    }, invoice.id, today)));
     if (id) attempted.push(id);
   }
   return attempted;

@@ -86,34 +86,6 @@ export async function markFunded(db: Db, ids: string[]): Promise<void> {
   await rows(db, `update transactions set data = data || '{"funding_status": "funded"}'::jsonb, modified_at = now() where id = any(?::text[])`, [ids]);
 }
 
-export interface FundingTransfer {
-  kind: 'deposit' | 'withdraw';
-  amount: number;
-  accountId: string;
-  method: StoredObject | null;
-  description: string;
-  /** transactions this one funds, with the net each contributes */
-  items: Array<{ id: string; net: number }>;
-}
-
-/** A deposit (or withdrawal) to the funding method, listing what it funds in its transfers. */
-export async function insertFundingTransfer(db: Db, tenant: Tenant, transfer: FundingTransfer): Promise<StoredObject> {
-  const processing = { account_id: transfer.accountId, method_id: null };
-  const bank = { account_id: null, method_id: transfer.method?.id ?? null };
-  const data = {
-    amount: transfer.amount, currency: 'USD', status: 'processed', status_code: 'approved', status_message: 'Approved',
-    description: transfer.description, processing_id: transfer.accountId, customer_id: null, payment_method_id: transfer.method?.id ?? null,
-    sender: transfer.kind === 'deposit' ? processing : bank, receiver: transfer.kind === 'deposit' ? bank : processing,
-    payment_method: transfer.method ? { object: 'payment_method', id: transfer.method.id, type: transfer.method.type } : null,
-    payment_method_type: transfer.method?.type ?? null, trigger: 'automatic', attrs: {},
-  };
-  const [row] = await insertObjects(db, 'transactions', tenant, [{ id: newId('txn'), type: transfer.kind, data, created_at: new Date(), modified_at: new Date() }]);
-  await insertTransfers(db, tenant, transfer.items.map((item) => ({
-    id: newId('trf'), transaction_id: row.id, account_id: transfer.accountId, assoc_transaction_id: item.id, entry_type: transfer.kind, amount: item.net,
-  })));
-  return row;
-}
-
 /**
  * One operation row per transaction and step (`clear`, `fund`), each with its
  * `transaction:operation` event, and `transaction:operation:clear` for each clear, in one statement.

@@ -13,12 +13,12 @@
  * update of their `funding_status`, so two workers running the same day, or a run retried after
  * a crash, fund each transaction exactly once.
  */
-import { recordEvents } from '../../db/events.ts';
 import type { Db } from '../../db/connection.ts';
-import type { DomainServices, Tenant } from '../../engine/family.ts';
+import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
-import { systemCreationEvents } from '../transactions/lifecycle.ts';
-import { bucketTotal, postLegs, postingExists, type Leg } from './ledger.ts';
+import { createSystemTransaction } from '../transactions/systemMade.ts';
+import { fundingLegs, grossOf, netOf } from './amounts.ts';
+import { bucketTotal, postLegs, postingExists } from './ledger.ts';
 import * as repo from './repository.ts';
 
 export interface FundingOutcome {
@@ -29,17 +29,6 @@ export interface FundingOutcome {
 
 const NONE: FundingOutcome = { cleared: 0, funded: 0, deposits: [] };
 
-/** Money a transaction moves into its processing account, before fees (the SQL `ledger_gross`). */
-export function grossOf(type: string, amount: number): number {
-  if (type === 'payment' || type === 'chargeback_reversal') return amount;
-  if (type === 'refund' || type === 'payout' || type === 'chargeback') return -amount;
-  return 0;
-}
-
-export function netOf(item: { type: string; amount: number; fee: number }): number {
-  return grossOf(item.type, item.amount) - item.fee;
-}
-
 export function isoDate(at: Date): string {
   return at.toISOString().slice(0, 10);
 }
@@ -48,20 +37,26 @@ function sum(values: number[]): number {
   return values.reduce((a, b) => a + b, 0);
 }
 
-/** The legs of money leaving the available balance for the funding method (negative: coming back from it). */
-export function fundingLegs(accountId: string, amount: number): Leg[] {
-  return [{ accountId, bucket: 'available', amount: -amount }, { accountId, bucket: amount >= 0 ? 'funded' : 'withdrawn', amount }];
+/** The funding run acting on a tenant's processing accounts. */
+function runContext(tx: Db, domain: DomainServices, tenant: Tenant): RuleContext {
+  return { tx, tenant, version: 'v1', domain, principal: { kind: 'secret', keyId: 'funding_run', settings: {} } };
 }
 
 /**
- * A deposit (positive) or withdrawal (negative) to the funding method, its ledger posting (keyed
- * `fund:<id>` unless a key is given) and its event.
+ * A deposit (positive) or withdrawal (negative) to the funding method, through the one create
+ * service (its row, transfer rows listing what it funds, and event), then its ledger posting
+ * (keyed `fund:<id>` unless a key is given).
  */
-async function moveFunds(tx: Db, tenant: Tenant, accountId: string, method: repo.FundingTransfer['method'], amount: number, items: Array<{ id: string; net: number }>, description: string, posting?: string): Promise<string> {
+async function moveFunds(ctx: RuleContext, accountId: string, method: StoredObject | null, amount: number, items: Array<{ id: string; net: number }>, description: string, posting?: string): Promise<string> {
   const kind = amount >= 0 ? 'deposit' : 'withdraw';
-  const row = await repo.insertFundingTransfer(tx, tenant, { kind, amount: Math.abs(amount), accountId, method, description, items });
-  await postLegs(tx, tenant, row.id, posting ?? `fund:${row.id}`, fundingLegs(accountId, amount));
-  await recordEvents(tx, tenant, systemCreationEvents(row));
+  const row = await createSystemTransaction(ctx, {
+    type: kind, madeBy: 'funding_run', amount: Math.abs(amount), customerId: null, processingId: accountId,
+    method: method && { id: method.id, type: method.type },
+    methodFacts: { payment_method: method && { object: 'payment_method', id: method.id, type: method.type }, payment_method_type: method?.type ?? null, card_brand: null },
+    statusCode: 'approved', statusMessage: 'Approved', description,
+    entries: items.map((item) => ({ entry_type: kind, account_id: accountId, assoc_transaction_id: item.id, amount: item.net })),
+  });
+  await postLegs(ctx.tx, ctx.tenant, row.id, posting ?? `fund:${row.id}`, fundingLegs(accountId, amount));
   return row.id;
 }
 
@@ -75,8 +70,9 @@ export interface FundOptions {
 }
 
 /** One account's run for the date of `asOf`. */
-export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asOf: Date, options: FundOptions = {}): Promise<FundingOutcome> {
+export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant, accountId: string, asOf: Date, options: FundOptions = {}): Promise<FundingOutcome> {
   return db.transaction(async (tx) => {
+    const ctx = runContext(tx, domain, tenant);
     const account = await repo.lockProcessingAccount(tx, tenant, accountId);
     if (!account) return NONE;
     const funding = ((account.data.processing as Record<string, unknown> | undefined)?.funding ?? {}) as Record<string, unknown>;
@@ -107,18 +103,18 @@ export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asO
     if (style === 'itemized') {
       for (const item of items) {
         const net = netOf(item);
-        const depositId = net === 0 ? undefined : await moveFunds(tx, tenant, accountId, method, net, [{ id: item.id, net }], description);
+        const depositId = net === 0 ? undefined : await moveFunds(ctx, accountId, method, net, [{ id: item.id, net }], description);
         if (depositId) deposits.push(depositId);
         funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
       }
       // What no item explains (a bank rejection after payout) is settled on its own; instant
       // funding of one transaction leaves the account's other money to its own style.
       const rest = options.only ? 0 : await bucketTotal(tx, tenant, accountId, 'available');
-      if (rest !== 0) deposits.push(await moveFunds(tx, tenant, accountId, method, rest, [], `Adjustment of ${isoDate(asOf)}`));
+      if (rest !== 0) deposits.push(await moveFunds(ctx, accountId, method, rest, [], `Adjustment of ${isoDate(asOf)}`));
     } else {
       const listed = items.map((item) => ({ id: item.id, net: style === 'gross' ? grossOf(item.type, item.amount) : netOf(item) }));
       const amount = style === 'gross' ? sum(listed.map((l) => l.net)) : await bucketTotal(tx, tenant, accountId, 'available');
-      const depositId = amount === 0 ? undefined : await moveFunds(tx, tenant, accountId, method, amount, listed, description);
+      const depositId = amount === 0 ? undefined : await moveFunds(ctx, accountId, method, amount, listed, description);
       if (depositId) deposits.push(depositId);
       for (const item of items) funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
     }
@@ -133,7 +129,7 @@ export async function fundAccount(db: Db, tenant: Tenant, accountId: string, asO
  * withdrawn, with anything else left in the available balance (a rejection after payout) — one
  * withdrawal (or deposit) of the available balance, before that day's deposits.
  */
-export async function settleGrossMonth(db: Db, tenant: Tenant, accountId: string, asOf: Date): Promise<string | null> {
+export async function settleGrossMonth(db: Db, domain: DomainServices, tenant: Tenant, accountId: string, asOf: Date): Promise<string | null> {
   if (asOf.getUTCDate() !== 1) return null;
   const month = isoDate(new Date(Date.UTC(asOf.getUTCFullYear(), asOf.getUTCMonth() - 1, 1))).slice(0, 7);
   const posting = `fees:${accountId}:${month}`;
@@ -143,7 +139,7 @@ export async function settleGrossMonth(db: Db, tenant: Tenant, accountId: string
     const method = await repo.fundingMethod(tx, tenant, accountId);
     const owed = -(await bucketTotal(tx, tenant, accountId, 'available'));
     if (owed === 0 || !method) return null;
-    return moveFunds(tx, tenant, accountId, method, -owed, [], `Fees of ${month}`, posting);
+    return moveFunds(runContext(tx, domain, tenant), accountId, method, -owed, [], `Fees of ${month}`, posting);
   });
 }
 
@@ -156,12 +152,12 @@ export interface FundingDayResult {
 
 const ACCOUNTS_AT_ONCE = 3;
 
-async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayResult> {
+async function runFor(db: Db, domain: DomainServices, asOf: Date, tenant?: Tenant): Promise<FundingDayResult> {
   const result: FundingDayResult = { accounts: 0, cleared: 0, funded: 0, deposits: [] };
   const tenantOf = (row: { org_id: string; environment: 'test' | 'live' }): Tenant => ({ orgId: row.org_id, environment: row.environment });
   if (asOf.getUTCDate() === 1) {
     for (const gross of await repo.grossAccounts(db, tenant)) {
-      const id = await settleGrossMonth(db, tenantOf(gross), gross.account_id, asOf);
+      const id = await settleGrossMonth(db, domain, tenantOf(gross), gross.account_id, asOf);
       if (id) result.deposits.push(id);
     }
   }
@@ -170,7 +166,7 @@ async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayRe
   // database and this process busy.
   const fundNext = async (): Promise<void> => {
     for (let due = queue.shift(); due; due = queue.shift()) {
-      const outcome = await fundAccount(db, tenantOf(due), due.account_id, asOf);
+      const outcome = await fundAccount(db, domain, tenantOf(due), due.account_id, asOf);
       result.accounts += 1;
       result.cleared += outcome.cleared;
       result.funded += outcome.funded;
@@ -185,18 +181,18 @@ async function runFor(db: Db, asOf: Date, tenant?: Tenant): Promise<FundingDayRe
 }
 
 /** A tenant's funding day (the test clock's step). */
-export function runFundingDay(db: Db, _domain: DomainServices, tenant: Tenant, asOf: Date): Promise<FundingDayResult> {
-  return runFor(db, asOf, tenant);
+export function runFundingDay(db: Db, domain: DomainServices, tenant: Tenant, asOf: Date): Promise<FundingDayResult> {
+  return runFor(db, domain, asOf, tenant);
 }
 
 /** Every tenant's funding day (the worker's daily run). */
-export function runFundingDayForAll(db: Db, asOf: Date): Promise<FundingDayResult> {
-  return runFor(db, asOf);
+export function runFundingDayForAll(db: Db, domain: DomainServices, asOf: Date): Promise<FundingDayResult> {
+  return runFor(db, domain, asOf);
 }
 
 /** `funding_timing: instant`: the transaction is funded as soon as it is processed, by its own deposit. */
-export async function fundInstant(db: Db, transactionId: string, now: Date): Promise<FundingOutcome> {
+export async function fundInstant(db: Db, domain: DomainServices, transactionId: string, now: Date): Promise<FundingOutcome> {
   const found = await repo.transactionAccount(db, transactionId);
   if (!found?.account_id) return NONE;
-  return fundAccount(db, { orgId: found.org_id, environment: found.environment }, found.account_id, now, { only: [transactionId] });
+  return fundAccount(db, domain, { orgId: found.org_id, environment: found.environment }, found.account_id, now, { only: [transactionId] });
 }

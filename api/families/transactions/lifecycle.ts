@@ -15,6 +15,13 @@ import { TRANSACTION_TRIGGERS } from './triggers.ts';
 export const TYPES = ['payment', 'payout', 'refund', 'deposit', 'withdraw', 'chargeback', 'chargeback_reversal'];
 /** Types only the service creates (funding runs, the card network). */
 export const SYSTEM_TYPES = ['chargeback', 'chargeback_reversal'];
+
+/** Who made a transaction the service makes on its own (stored as `made_by`; no client can set it). */
+export type SystemMaker = 'funding_run' | 'card_network';
+
+export function isSystemMade(row: StoredObject): boolean {
+  return typeof row.data.made_by === 'string';
+}
 export const STATUSES = ['processing', 'authorized', 'processed', 'voided', 'declined', 'rejected'];
 
 /** Status changes a client may ask for by PUT, and what the worker does on its own. */

@@ -11,6 +11,7 @@ import { isPlainObject, type Json } from '../../engine/view.ts';
 import { parseMoney } from '../../schema/values.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { newId } from '../../ids.ts';
+import { authorizeCard } from './decide.ts';
 import * as repo from './repository.ts';
 
 export function isReverseFlow(ctx: RuleContext, type: string, data: Json): boolean {
@@ -36,7 +37,7 @@ async function partMethod(ctx: RuleContext, accountId: string, methodId: unknown
   if (!method) throw partError(i, ['sender', 'method_id'], typeof methodId === 'string' ? 'No payment method with this id' : 'The sender has no default payment method');
   if (method.data.account_id !== accountId) throw partError(i, ['sender', 'method_id'], 'Must be a payment method of the sender');
   if (method.type === 'card') {
-    const outcome = await ctx.domain.processor.authorizeCard(ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number)));
+    const outcome = await authorizeCard(ctx, ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number)));
     if (!outcome.approved) throw partError(i, ['sender', 'method_id'], outcome.message);
   }
   return method;

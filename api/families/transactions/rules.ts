@@ -14,9 +14,10 @@ import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyClientIntent } from './clientIntent.ts';
+import { authorizeCard } from './decide.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
 import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
-import { canTransition, creationEvents, statusCodeFor, SYSTEM_TYPES, transitionEvents } from './lifecycle.ts';
+import { canTransition, creationEvents, isSystemMade, statusCodeFor, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
 type Data = Json;
@@ -55,7 +56,7 @@ export function storeParties(data: Data, type: string, parties: Parties): void {
   data.payment_method_id = parties.methodId ?? null;
   const customerSide = { account_id: parties.customerId ?? null, method_id: parties.methodId ?? null };
   const processingSide = { account_id: parties.processingId ?? null, method_id: null };
-  const inbound = type === 'payment' || type === 'deposit';
+  const inbound = type === 'payment' || type === 'deposit' || type === 'chargeback_reversal';
   data.sender = inbound ? customerSide : processingSide;
   data.receiver = inbound ? processingSide : customerSide;
 }
@@ -237,7 +238,8 @@ async function planRefund(ctx: RuleContext, data: Data, links: Link[]): Promise<
     }
     total += amount;
     mine.set(found.id, (mine.get(found.id) ?? 0) + amount);
-    plan.push({ id: newId('trf'), entry_type: 'refund', assoc_transaction_id: found.id, amount, account_id: found.data.customer_id ?? null });
+    // The original's ledger shows the refund too, as money going back out (`mirror`).
+    plan.push({ id: newId('trf'), entry_type: 'refund', assoc_transaction_id: found.id, amount, mirror: -amount, account_id: found.data.customer_id ?? null });
   }
   if (typeof data.amount === 'number' && data.amount !== total) throw invalidAttributes({ amount: 'Must equal the sum of the linked amounts' });
   // Only a refund that passed every check holds back money for the request's later items.
@@ -274,7 +276,7 @@ export async function decideStatus(ctx: RuleContext, row: StoredObject, method: 
   }
   let dispute: Json = {};
   if (row.type === 'payment' && method?.type === 'card') {
-    const outcome = await ctx.domain.processor.authorizeCard(number ?? plainNumber(ctx, method));
+    const outcome = await authorizeCard(ctx, number ?? plainNumber(ctx, method));
     if (!outcome.approved) return { status: 'declined', status_code: outcome.statusCode, status_message: outcome.message };
     if (outcome.dispute) dispute = { sandbox_chargeback: outcome.dispute };
   }
@@ -286,7 +288,19 @@ export async function decideStatus(ctx: RuleContext, row: StoredObject, method: 
   return { status: 'processed', status_code: 'approved', status_message: 'Approved', ...dispute };
 }
 
+/**
+ * A transaction the service makes on its own (systemMade.ts): its typed input names its parties,
+ * status and transfer rows; both versions' party fields are stored as for any transaction.
+ */
+function finishSystemCreate(row: StoredObject): StoredObject {
+  const data: Data = { ...row.data };
+  const id = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  storeParties(data, row.type, { customerId: id(data.customer_id), processingId: id(data.processing_id), methodId: id(data.payment_method_id) });
+  return { ...row, data };
+}
+
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
+  if (isSystemMade(row)) return finishSystemCreate(row);
   if (SYSTEM_TYPES.includes(row.type)) throw invalidAttributes({ type: 'Chargebacks come from the card network; they cannot be created' });
   const data: Data = { ...row.data };
   const { automatic } = await applyClientIntent(ctx, row.type, data);
@@ -296,6 +310,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   let plan: Json[] = [];
   let method: StoredObject | null;
   let number: string | undefined;
+  let partsCharged = false;
   if (links.length) {
     const refund = await planRefund(ctx, data, links);
     plan = refund.plan;
@@ -304,6 +319,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     method = parties.methodId ? await repo.findMethod(ctx.tx, ctx.tenant, parties.methodId) : null;
   } else if (isReverseFlow(ctx, row.type, data)) {
     const gathered = await planReverseFlow(ctx, data);
+    partsCharged = true;
     plan = gathered.plan;
     method = gathered.method;
     await checkAccount(ctx, parties.processingId, 'processing', 'receiver[account_id]');
@@ -321,7 +337,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     if (row.type === 'payment') plan = await planSplit(ctx, data);
     if (isRelease(row.type)) await planRelease(ctx, row.type, data, processingId, method);
   }
-  return finishCreate(ctx, row, data, parties, method, { automatic, number, plan });
+  return finishCreate(ctx, row, data, parties, method, { automatic, number, plan, partsCharged });
 }
 
 /**
@@ -330,10 +346,11 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
  * its method, and its transfer plan.
  */
 export async function finishCreate(ctx: RuleContext, row: StoredObject, data: Data, parties: Parties, method: StoredObject | null,
-  decided: { automatic: boolean; number?: string; plan: Json[] }): Promise<StoredObject> {
+  decided: { automatic: boolean; number?: string; plan: Json[]; partsCharged?: boolean }): Promise<StoredObject> {
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
   storeParties(data, row.type, parties);
-  Object.assign(data, await decideStatus(ctx, { ...row, data }, method, decided.automatic, decided.number));
+  // A reverse-flow payment's cards were each decided for their part: the whole is not asked again.
+  Object.assign(data, await decideStatus(ctx, { ...row, data }, decided.partsCharged ? null : method, decided.automatic, decided.number));
   if (method) Object.assign(data, methodFacts(ctx, method, decided.number));
   if (row.type === 'payment' && data.funding_timing === undefined) data.funding_timing = 'standard';
   if (row.type === 'payment') data.risk_flag = 'allowed';
@@ -372,13 +389,14 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
     return;
   }
   await applyAllocations(ctx, next);
-  if (isRelease(next.type)) await postRelease(ctx, next);
+  // A funding run posts its own deposits' ledger legs; a requested release posts here.
+  if (isRelease(next.type) && !isSystemMade(next)) await postRelease(ctx, next);
   const plan = (Array.isArray(data.transfer_plan) ? data.transfer_plan : []) as Json[];
   await repo.insertTransfers(ctx.tx, ctx.tenant, plan.flatMap((entry): repo.TransferRow[] => {
     const own = { id: String(entry.id), transaction_id: next.id, account_id: (entry.account_id as string) ?? null, assoc_transaction_id: (entry.assoc_transaction_id as string) ?? null, entry_type: String(entry.entry_type), amount: Number(entry.amount) };
-    if (entry.entry_type !== 'refund') return [own];
-    // The original's ledger shows the refund too, as money going back out.
-    return [own, { ...own, id: newId('trf'), transaction_id: own.assoc_transaction_id!, assoc_transaction_id: next.id, amount: -own.amount }];
+    if (typeof entry.mirror !== 'number') return [own];
+    // The associated transaction's ledger shows the entry too (a refund: money going back out).
+    return [own, { ...own, id: newId('trf'), transaction_id: own.assoc_transaction_id!, assoc_transaction_id: next.id, amount: entry.mirror }];
   }));
   for (const job of timedJobs(ctx, next)) await repo.scheduleJob(ctx.tx, job.task, job.payload, job.runAt, job.key);
 }
@@ -402,7 +420,8 @@ export function timedJobs(ctx: RuleContext, next: StoredObject): repo.JobDraft[]
 
 function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
   if (!next) return [];
-  return previous ? transitionEvents(next, previous) : creationEvents(next);
+  if (previous) return transitionEvents(next, previous);
+  return isSystemMade(next) ? systemCreationEvents(next) : creationEvents(next);
 }
 
 /** v1 `ledger` (when asked for) and v2 `transfers` come from the transfers table. */
