@@ -9,8 +9,8 @@ import { badRequest, invalidAttributes, type ApiError } from '../api/errors.ts';
 import type { Family, FieldSpec, FieldType, Version } from '../api/engine/family.ts';
 import { fieldsOf } from '../api/schema/fields.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
-import { AGGREGATE_FUNCTIONS, type ExactMoney } from '../api/query/aggregates.ts';
-import { ATTRS_STORE, COLUMN_BY_STORE } from './columns.ts';
+import { AGGREGATE_FUNCTIONS, rowPartials, type ExactMoney, type Partials } from '../api/query/aggregates.ts';
+import { ATTRS_STORE, COLUMN_BY_STORE, type Rollup, type RollupMeasure } from './columns.ts';
 import { flip, isLiteralLike, toDate } from '../api/query/operands.ts';
 
 export type ValueType = FieldType | 'date' | 'text' | 'aggregate';
@@ -21,6 +21,59 @@ export interface Typed {
   field?: FieldSpec;
   /** the SELECT expression when the value must travel exactly (money), and how to decode it */
   exact?: ExactMoney;
+  /** a time the rollup keeps by day only: usable under a function of the day, nowhere else */
+  byDay?: boolean;
+}
+
+/**
+ * A query the rollup cannot answer (a field it does not keep, a time finer than its days): the
+ * report is compiled over the mirror instead (reporting/report.ts).
+ */
+export class NotCovered extends Error {
+  override name = 'NotCovered';
+}
+
+/** Functions whose value depends only on the UTC day of a time: over the rollup's day they answer as over the time. */
+const DAY_FUNCTIONS = new Set(['year', 'month', 'monthname', 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'date']);
+
+/** A money field's partials over the rollup's partial columns: each rollup row stands for a group of transactions. */
+function measurePartials(m: RollupMeasure): Partials {
+  const n = `sum(${m.count})`;
+  const total = `sum(${m.sum})`;
+  const squares = `sum(${m.squares})`;
+  // (n·Σx² − (Σx)²) / (n(n−1)), the numerator exact, as the money forms decode it.
+  const variance = `if(${n} < 2, nan, toFloat64(toInt128(${n}) * ${squares} - toInt128(${total}) * ${total}) / (${n} * (${n} - 1)))`;
+  return {
+    count: () => n,
+    sum: () => total,
+    sumWide: () => `sum(toInt128(${m.sum}))`,
+    squares: () => squares,
+    min: () => `min(${m.min})`,
+    max: () => `max(${m.max})`,
+    avg: () => `(${total} / ${n})`,
+    stddevSamp: () => `sqrt(${variance})`,
+    varSamp: () => variance,
+  };
+}
+
+/** An expression of the rollup's dimensions (the same over every transaction of a row), weighted by the row's count. */
+function dimensionPartials(x: string, rows: string): Partials {
+  const count = `sumIf(${rows}, isNotNull(${x}))`;
+  const total = `sum(${x} * ${rows})`;
+  const uncovered = (): string => {
+    throw new NotCovered(`a statistic of ${x}`);
+  };
+  return {
+    count: () => count,
+    sum: () => total,
+    sumWide: uncovered,
+    squares: uncovered,
+    min: () => `min(${x})`,
+    max: () => `max(${x})`,
+    avg: () => `(${total} / ${count})`,
+    stddevSamp: uncovered,
+    varSamp: uncovered,
+  };
 }
 
 type Category = 'number' | 'text' | 'time' | 'boolean' | 'other';
@@ -114,13 +167,16 @@ export class ClickHouseCompiler {
   private readonly fields: Map<string, FieldSpec>;
   /** stored field → its ClickHouse column: the transaction mirror's, or another table's of the store (the request log) */
   private readonly columns: ReadonlyMap<string, { name: string }>;
+  /** set when compiling over the rollup: what it keeps; anything else throws NotCovered */
+  private readonly rollup: Rollup | undefined;
 
-  constructor(family: Family, version: Version, params = new Params(), columns: ReadonlyMap<string, { name: string }> = COLUMN_BY_STORE) {
+  constructor(family: Family, version: Version, params = new Params(), columns: ReadonlyMap<string, { name: string }> = COLUMN_BY_STORE, rollup?: Rollup) {
     this.family = family;
     this.version = version;
     this.params = params;
     this.fields = fieldsOf(family, version);
-    this.columns = columns;
+    this.columns = rollup ? rollup.dimensions : columns;
+    this.rollup = rollup;
   }
 
   where(expr: Expr): string {
@@ -229,8 +285,11 @@ export class ClickHouseCompiler {
   /** Compiles a field, function call or literal used as a value. */
   operand(node: Operand, allowAggregates: boolean): Typed {
     switch (node.kind) {
-      case 'field':
-        return this.field(node.path);
+      case 'field': {
+        const typed = this.field(node.path);
+        if (typed.byDay) throw new NotCovered(`${describe(node)} finer than a day`);
+        return typed;
+      }
       case 'call':
         return this.call(node, allowAggregates);
       case 'date':
@@ -245,7 +304,7 @@ export class ClickHouseCompiler {
     if (AGGREGATE_FUNCTIONS[fn]) return this.aggregate(node, fn, allowAggregates);
     const spec = FUNCTIONS[fn];
     if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
-    const arg = this.singleArg(node);
+    const arg = this.singleArg(node, DAY_FUNCTIONS.has(fn));
     if (spec.args !== 'any' && category(arg.type) !== spec.args) throw wrongArgument(node, spec.args);
     if (arg.type === 'money') {
       // abs keeps money; the others work on the decimal amount, as the Postgres compiler does.
@@ -259,25 +318,42 @@ export class ClickHouseCompiler {
 
   private aggregate(node: Call, fn: string, allowAggregates: boolean): Typed {
     if (!allowAggregates) throw badRequest(`Aggregate ${fn}() is not allowed here`, { [fn]: 'Aggregates are allowed in fields only' });
-    if (fn === 'count' && node.args.length === 0) return { sql: 'count()', type: 'aggregate' };
+    if (fn === 'count' && node.args.length === 0) return { sql: this.rollup ? `sum(${this.rollup.rows})` : 'count()', type: 'aggregate' };
     const aggregate = AGGREGATE_FUNCTIONS[fn];
-    const arg = this.singleArg(node);
+    const { arg, partials } = this.aggregateArg(node);
     const kind = category(arg.type);
     if (aggregate.numeric && kind !== 'number') throw wrongArgument(node, 'number');
     if (kind === 'other') throw wrongArgument(node, 'any');
     const money = arg.type === 'money';
-    const exact = money ? aggregate.clickhouseMoney?.(arg.sql) : undefined;
-    const sql = aggregate.clickhouse(arg.sql);
+    const exact = money ? aggregate.clickhouseMoney?.(partials) : undefined;
+    const sql = aggregate.clickhouse(partials);
     if (aggregate.answers === 'count') return { sql, type: 'aggregate' };
     if (aggregate.answers === 'argument') return { sql, type: arg.type, field: arg.field, exact };
     return { sql, type: money ? 'money' : 'aggregate', exact };
   }
 
-  private singleArg(node: Call): Typed {
+  /** An aggregate's argument and its partials: over the rows, or over the rollup (a money field's partial columns, or dimensions). */
+  private aggregateArg(node: Call): { arg: Typed; partials: Partials } {
+    if (!this.rollup) {
+      const arg = this.singleArg(node);
+      return { arg, partials: rowPartials(arg.sql) };
+    }
+    const argNode = node.args.length === 1 ? node.args[0] : undefined;
+    if (argNode?.kind === 'field') {
+      const spec = this.fields.get(argNode.path.join('.'));
+      const measure = spec && !spec.writeOnly ? this.rollup.measures.get(spec.store) : undefined;
+      if (measure) return { arg: { sql: '', type: spec!.type, field: spec }, partials: measurePartials(measure) };
+    }
+    const arg = this.singleArg(node);
+    return { arg, partials: dimensionPartials(arg.sql, this.rollup.rows) };
+  }
+
+  /** A function's one argument; `byDay`: the rollup's day may stand for a time (a function of the day alone). */
+  private singleArg(node: Call, byDay = false): Typed {
     if (node.args.length !== 1) throw badRequest(`${node.fn}() takes one argument`, { [node.fn]: 'Takes one argument' });
     const arg = node.args[0];
     if (arg.kind === 'literal') throw badRequest(`${node.fn}() takes a field`, { [node.fn]: 'Expected a field or function, not a value' });
-    return this.operand(arg, false);
+    return byDay && arg.kind === 'field' ? this.field(arg.path) : this.operand(arg, false);
   }
 
   /** Resolves a client path (`status.value`, `attrs[region]`) to a mirrored column. */
@@ -285,13 +361,16 @@ export class ClickHouseCompiler {
     const dotted = path.join('.');
     const exact = this.fields.get(dotted);
     if (exact && !exact.writeOnly) {
+      if (this.rollup?.day.store === exact.store) return { sql: this.rollup.day.column, type: 'date', byDay: true };
       const column = this.columns.get(exact.store);
+      if (!column && this.rollup) throw new NotCovered(`${dotted} is not kept`);
       if (!column) throw invalidAttributes({ [dotted]: 'Not available in reporting queries' });
       return { sql: column.name, type: exact.type, field: exact };
     }
     for (let i = path.length - 1; i > 0; i--) {
       const parent = this.fields.get(path.slice(0, i).join('.'));
       if (parent?.type !== 'json') continue;
+      if (this.rollup) throw new NotCovered(`${dotted} is not kept`);
       if (parent.store === ATTRS_STORE && i === path.length - 1) {
         // A missing attribute is NULL, as `data #>> '{attrs,name}'` is in Postgres.
         const key = this.params.add('String', path[i]);

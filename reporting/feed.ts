@@ -50,6 +50,16 @@ export interface FeedChunk {
   lines: string[];
   /** epoch ms of the oldest change in the chunk, for lag */
   oldestChangeMs: number;
+  /** the (tenant, UTC day of created_at) of the chunk's changes, each once: the rollup's days to recompute (none in a rebuild) */
+  days: Bucket[];
+}
+
+/** A tenant's day: where a change falls in the rollup (reporting/columns.ts). */
+export interface Bucket {
+  orgId: string;
+  environment: string;
+  /** YYYY-MM-DD, UTC */
+  day: string;
 }
 
 export interface FeedPass {
@@ -109,10 +119,12 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
       const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total ${from}`, bindings);
       onTotal(Number(total));
     }
-    // A rebuild copies rows as they stand, not changes: no commit time to measure lag from.
+    // A rebuild copies rows as they stand, not changes: no commit time to measure lag from, and
+    // the rollup is built whole afterwards, so no days to recompute.
     const changedMs = since === null ? '0' : 'extract(epoch from c.changed_at) * 1000';
+    const day = since === null ? 'null' : `to_json(c.org_id)::text || ',' || to_json(c.environment)::text || ',"' || (c.created_at at time zone 'UTC')::date::text || '"'`;
     await trx.raw(`declare mirror_feed no scroll cursor for
-      select ${pgRowJson()} as line, ${changedMs} as changed_ms
+      select ${pgRowJson()} as line, ${changedMs} as changed_ms, ${day} as day
         ${from}`, bindings);
     await copyCursor(trx, pass, sink);
     return pass;
@@ -122,14 +134,22 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
 async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
   let pending: Promise<void> = Promise.resolve();
   for (;;) {
-    const fetched = await rows<{ line: string; changed_ms: string }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
+    const fetched = await rows<{ line: string; changed_ms: string; day: string | null }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
     await pending;
     if (fetched.length === 0) break;
     const last = fetched.length < CHUNK_ROWS;
     pass.rows += fetched.length;
     let oldest = Infinity;
-    for (const row of fetched) oldest = Math.min(oldest, Number(row.changed_ms));
-    pending = sink({ lines: fetched.map((row) => row.line), oldestChangeMs: oldest });
+    const days = new Set<string>();
+    for (const row of fetched) {
+      oldest = Math.min(oldest, Number(row.changed_ms));
+      if (row.day !== null) days.add(row.day);
+    }
+    const buckets = [...days].map((text) => {
+      const [orgId, environment, day] = JSON.parse(`[${text}]`) as [string, string, string];
+      return { orgId, environment, day };
+    });
+    pending = sink({ lines: fetched.map((row) => row.line), oldestChangeMs: oldest, days: buckets });
     // Awaited after the next fetch; until then a failure must not count as unhandled.
     pending.catch(() => {});
     // A short chunk is the cursor's end: no round trip to hear so.

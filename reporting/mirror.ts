@@ -4,7 +4,9 @@
  * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each pass copies the changes that became
  * visible since the last one (reporting/feed.ts) into ClickHouse, then records the pass's
  * snapshot there, next to the data it describes: a crash between the two replays the changes (the
- * same versions again, which the ReplacingMergeTree collapses), never skips them.
+ * same versions again, which the ReplacingMergeTree collapses), never skips them. Before the
+ * position moves, the rollup's days the pass touched are recomputed (reporting/columns.ts), so a
+ * reader released at that position finds its writes in the rollup as in the mirror.
  *
  * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts) by a loop
  * of its own, every REPORTING_PRUNE_INTERVAL and back to back while a backlog lasts, on its own
@@ -15,9 +17,9 @@
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
-import { tableDdl } from './columns.ts';
+import { rollupDdl, rollupTable, tableDdl } from './columns.ts';
 import { FailureLog } from './failures.ts';
-import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
+import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type Bucket, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
 import { PRUNE_BATCHES_PER_ROUND, pruneRound, registerFollower } from './prune.ts';
 import type { ReportingStore } from './store.ts';
 
@@ -160,7 +162,9 @@ export class Mirror {
   async #rebuildNow(progress: (p: RebuildProgress) => void): Promise<RebuildProgress> {
     const shadow = `${this.#store.table}_rebuild`;
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
+    await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
     await this.#store.command(tableDdl(shadow));
+    await this.#store.command(rollupDdl(rollupTable(shadow)));
     const counts: RebuildProgress = { done: 0, total: 0 };
     const started = Date.now();
     const pass = await readChanges(this.#db, null, async (chunk) => {
@@ -173,11 +177,15 @@ export class Mirror {
       progress({ ...counts });
     });
     counts.copyMs = Date.now() - started;
-    // One part per month before it goes live, so FINAL has little to merge at query time.
+    // One part before it goes live, so FINAL has little to merge at query time; then the rollup.
     await this.#store.command(`OPTIMIZE TABLE ${shadow} FINAL`);
+    await this.#store.fillRollup(shadow);
     counts.mergeMs = Date.now() - started - counts.copyMs;
+    // The rollup first: until the mirror follows, each live table still answers for the position it had.
+    await this.#store.command(`EXCHANGE TABLES ${rollupTable(this.#store.table)} AND ${rollupTable(shadow)}`);
     await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
+    await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
     await this.#record(pass.snapshot);
     this.#advance(pass.snapshot);
     this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
@@ -257,11 +265,15 @@ export class Mirror {
   async #pass(): Promise<number> {
     let oldest = Infinity;
     let pass: FeedPass;
+    const days: Bucket[] = [];
     try {
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
         await this.#store.insertLines(chunk.lines);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
+        days.push(...chunk.days);
       });
+      // Before the position moves: a reader released by it may read the rollup.
+      await this.#store.refreshRollup(days);
     } catch (error) {
       if (!(error instanceof FeedPruned)) throw error;
       this.#log.warn({ reason: error.message }, 'mirror position is older than the pruned change feed: rebuilding');

@@ -13,6 +13,7 @@ import { badRequest } from '../api/errors.ts';
 import { transactionShape } from '../api/families/transactions/fields.ts';
 import type { ListQuery, Operand } from '../api/query/ast.ts';
 import { AGGREGATES, exactMoneyColumn, type ExactMoney } from '../api/query/aggregates.ts';
+import { ROLLUP, rollupTable, type Rollup } from './columns.ts';
 import { ClickHouseCompiler, type Typed } from './compiler.ts';
 import type { ReportingStore } from './store.ts';
 
@@ -29,6 +30,8 @@ export interface CompiledReport {
   params: Record<string, unknown>;
   /** result key and decoder per requested term, in order */
   columns: Array<{ key: string; alias: string; decode: (raw: unknown) => unknown }>;
+  /** it reads the rollup (reporting/columns.ts), not the table's rows */
+  rollup: boolean;
 }
 
 /** Canonical text of an operand, positions left out: equal expressions, equal keys. */
@@ -50,14 +53,32 @@ export interface ReportSource {
   family: Family;
   columns?: ReadonlyMap<string, { name: string }>;
   final: boolean;
+  /** a pre-aggregated table beside it (`rollupTable(table)`), read when it covers the query */
+  rollup?: Rollup;
 }
 
-const MIRROR: ReportSource = { family: transactionShape, final: true };
+const MIRROR: ReportSource = { family: transactionShape, final: true, rollup: ROLLUP };
 
+/**
+ * One compiler, two tables: a report reads the rollup when every field, filter and grouping of it
+ * is kept there (the compiler says NotCovered otherwise), else the table itself. Any failure over
+ * the rollup compiles the query over the table, whose answer (or refusal) is the reference.
+ */
 export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR): CompiledReport {
+  if (source.rollup) {
+    try {
+      return compileOver(request, rollupTable(table), source, source.rollup);
+    } catch {
+      // not covered (or refused): the table's compilation decides
+    }
+  }
+  return compileOver(request, table, source);
+}
+
+function compileOver(request: ReportRequest, table: string, source: ReportSource, rollup?: Rollup): CompiledReport {
   const { query, version } = request;
   const terms = aggregateTerms(query);
-  const compiler = new ClickHouseCompiler(source.family, version, undefined, source.columns);
+  const compiler = new ClickHouseCompiler(source.family, version, undefined, source.columns, rollup);
   const params = compiler.params;
   const select: string[] = [];
 
@@ -108,7 +129,7 @@ FROM ${table}${source.final ? ' FINAL' : ''}
 WHERE ${conditions.join(' AND ')}${groupBy}${orderBy}
 LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}
 SETTINGS max_execution_time = 60`;
-  return { sql, params: params.values, columns };
+  return { sql, params: params.values, columns, rollup: rollup !== undefined };
 }
 
 /** Times travel as text and are read back as instants; everything else as ClickHouse gives it. */

@@ -9,8 +9,8 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
-import { insertStatement, schemaFingerprint, tableDdl } from './columns.ts';
-import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Snapshot } from './feed.ts';
+import { insertStatement, rollupDdl, rollupFillSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
+import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Bucket, type Snapshot } from './feed.ts';
 
 const STATE_NAME = 'transactions';
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -81,6 +81,8 @@ export class ReportingStore {
   /** the name it follows the change feed under (StoreTarget.follower) */
   readonly follower: string;
   #lastStateWrite = 0n;
+  /** the last rollup revision written (reporting/columns.ts), read from the table on first use */
+  #lastRev: bigint | null = null;
 
   constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`) {
     if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
@@ -116,12 +118,58 @@ export class ReportingStore {
     const state = await this.readState();
     if (state?.schema === schemaFingerprint()) {
       await this.command(tableDdl(this.table));
+      await this.command(rollupDdl(rollupTable(this.table)));
       return { reset: false };
     }
+    // Another shape (an older release's table included): both tables anew, filled by a rebuild.
     await this.command(`DROP TABLE IF EXISTS ${this.table}`);
+    await this.command(`DROP TABLE IF EXISTS ${rollupTable(this.table)}`);
     await this.command(tableDdl(this.table));
+    await this.command(rollupDdl(rollupTable(this.table)));
     await this.writePosition(EMPTY_SNAPSHOT);
     return { reset: true };
+  }
+
+  /** A rollup revision above every one written, with the next one free too (a refresh writes two). */
+  async #nextRev(table: string): Promise<bigint> {
+    if (this.#lastRev === null) {
+      const [row] = await this.select<{ rev: string }>(`SELECT toString(max(rev)) AS rev FROM ${rollupTable(table)}`);
+      this.#lastRev = BigInt(row?.rev ?? '0');
+    }
+    let rev = BigInt(Date.now()) * 1000n;
+    if (rev <= this.#lastRev) rev = this.#lastRev + 1n;
+    this.#lastRev = rev + 1n;
+    return rev;
+  }
+
+  /** Fills the rollup of `table` from it, whole (after a rebuild's copy). */
+  async fillRollup(table = this.table): Promise<void> {
+    await this.client.command({ query: rollupFillSql(table, rollupTable(table)), query_params: { rev: (await this.#nextRev(table)).toString() } });
+  }
+
+  /** Recomputes the rollup's days that `days` name from the mirror (after a pass copied changes to them). */
+  async refreshRollup(days: Bucket[], table = this.table): Promise<void> {
+    if (days.length === 0) return;
+    const byTenant = new Map<string, { orgId: string; environment: string; days: string[] }>();
+    for (const bucket of days) {
+      const key = JSON.stringify([bucket.orgId, bucket.environment]);
+      const tenant = byTenant.get(key) ?? byTenant.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: [] }).get(key)!;
+      tenant.days.push(bucket.day);
+    }
+    const params: Record<string, unknown> = { rev: (await this.#nextRev(table)).toString() };
+    const mirrorWhere: string[] = [];
+    const rollupWhere: string[] = [];
+    [...byTenant.values()].forEach((tenant, i) => {
+      const sorted = [...new Set(tenant.days)].sort();
+      const next = new Date(`${sorted.at(-1)}T00:00:00Z`);
+      next.setUTCDate(next.getUTCDate() + 1);
+      Object.assign(params, { [`o${i}`]: tenant.orgId, [`e${i}`]: tenant.environment, [`d${i}`]: sorted, [`lo${i}`]: `${sorted[0]} 00:00:00`, [`hi${i}`]: `${next.toISOString().slice(0, 10)} 00:00:00` });
+      const tenantSql = `org_id = {o${i}:String} AND environment = {e${i}:String}`;
+      // The time range lets the sort key find the days' rows; the list keeps only the days themselves.
+      mirrorWhere.push(`(${tenantSql} AND created_at >= {lo${i}:DateTime64(6, 'UTC')} AND created_at < {hi${i}:DateTime64(6, 'UTC')} AND toDate32(created_at) IN {d${i}:Array(Date32)})`);
+      rollupWhere.push(`(${tenantSql} AND day IN {d${i}:Array(Date32)})`);
+    });
+    await this.client.command({ query: rollupRefreshSql(table, rollupTable(table), mirrorWhere.join(' OR '), rollupWhere.join(' OR ')), query_params: params });
   }
 
   async readState(): Promise<MirrorState | null> {

@@ -16,6 +16,42 @@ export interface ExactMoney {
   decode: (raw: unknown) => number | null;
 }
 
+/**
+ * The primitive aggregates ClickHouse forms are written in, over one argument: over the rows
+ * themselves (`rowPartials`), or over a pre-aggregated table's partial columns (the reporting
+ * rollup, reporting/columns.ts), so one form serves both.
+ */
+export interface Partials {
+  /** how many values are not null */
+  count: () => string;
+  sum: () => string;
+  /** the sum in Int128: exact for money squares and big totals */
+  sumWide: () => string;
+  /** the sum of squares in Int128 (money) */
+  squares: () => string;
+  min: () => string;
+  max: () => string;
+  /** statistics of plain numbers, as floats */
+  avg: () => string;
+  stddevSamp: () => string;
+  varSamp: () => string;
+}
+
+/** The partials of `x` over the rows themselves. */
+export function rowPartials(x: string): Partials {
+  return {
+    count: () => `count(${x})`,
+    sum: () => `sum(${x})`,
+    sumWide: () => `sum(toInt128(${x}))`,
+    squares: () => `sum(toInt128(${x}) * ${x})`,
+    min: () => `min(${x})`,
+    max: () => `max(${x})`,
+    avg: () => `avg(${x})`,
+    stddevSamp: () => `stddevSamp(${x})`,
+    varSamp: () => `varSamp(${x})`,
+  };
+}
+
 export interface AggregateFunction {
   /** takes numbers only; otherwise any comparable value (min, max) or any value (count) */
   numeric: boolean;
@@ -26,13 +62,13 @@ export interface AggregateFunction {
   answers: 'count' | 'argument' | 'sum' | 'statistic';
   /** PostgreSQL over the argument `x`; `money`: `x` is minor units */
   postgres: (x: string, money: boolean) => string;
-  /** ClickHouse over the argument `x`, and over money the exact form */
-  clickhouse: (x: string) => string;
-  clickhouseMoney?: (x: string) => ExactMoney;
+  /** ClickHouse over the argument's partials, and over money the exact form */
+  clickhouse: (p: Partials) => string;
+  clickhouseMoney?: (p: Partials) => ExactMoney;
 }
 
 /** ClickHouse answers 0 for an aggregate over no values where PostgreSQL answers NULL. */
-const some = (x: string, sql: string) => `if(count(${x}) > 0, ${sql}, NULL)`;
+const some = (p: Partials, sql: string) => `if(${p.count()} > 0, ${sql}, NULL)`;
 
 const minorToMajor = (raw: unknown): number => Number(BigInt(String(raw))) / 100;
 
@@ -45,7 +81,7 @@ function sampleVarianceMinor(raw: unknown): number | null {
   return Number(n * BigInt(squares) - BigInt(sum) ** 2n) / Number(n * (n - 1n));
 }
 
-const squaresSql = (x: string) => `tuple(count(${x}), toString(sum(toInt128(${x}))), toString(sum(toInt128(${x}) * ${x})))`;
+const squaresSql = (p: Partials) => `tuple(${p.count()}, toString(${p.sumWide()}), toString(${p.squares()}))`;
 
 /** A PostgreSQL statistic of money over double precision (numeric keeps too few digits for a square root to the cent). */
 const statistic = (fn: string, divisor: string) => (x: string, money: boolean) => (money ? `${fn}((${x})::float8) / ${divisor}` : `${fn}(${x})`);
@@ -55,29 +91,29 @@ function extreme(fn: 'min' | 'max'): AggregateFunction {
     numeric: false,
     answers: 'argument',
     postgres: (x) => `${fn}(${x})`,
-    clickhouse: (x) => some(x, `${fn}(${x})`),
-    clickhouseMoney: (x) => ({ sql: some(x, `toString(${fn}(${x}))`), decode: minorToMajor }),
+    clickhouse: (p) => some(p, p[fn]()),
+    clickhouseMoney: (p) => ({ sql: some(p, `toString(${p[fn]()})`), decode: minorToMajor }),
   };
 }
 
 export const AGGREGATE_FUNCTIONS: Readonly<Record<string, AggregateFunction>> = {
-  count: { numeric: false, answers: 'count', postgres: (x) => `count(${x})`, clickhouse: (x) => `count(${x})` },
+  count: { numeric: false, answers: 'count', postgres: (x) => `count(${x})`, clickhouse: (p) => p.count() },
   min: extreme('min'),
   max: extreme('max'),
   sum: {
     numeric: true,
     answers: 'sum',
     postgres: (x) => `sum(${x})`,
-    clickhouse: (x) => some(x, `sum(${x})`),
-    clickhouseMoney: (x) => ({ sql: some(x, `toString(sum(${x}))`), decode: minorToMajor }),
+    clickhouse: (p) => some(p, p.sum()),
+    clickhouseMoney: (p) => ({ sql: some(p, `toString(${p.sum()})`), decode: minorToMajor }),
   },
   avg: {
     numeric: true,
     answers: 'statistic',
     postgres: statistic('avg', '100.0'),
-    clickhouse: (x) => `avg(${x})`,
-    clickhouseMoney: (x) => ({
-      sql: `tuple(toString(sum(${x})), count(${x}))`,
+    clickhouse: (p) => p.avg(),
+    clickhouseMoney: (p) => ({
+      sql: `tuple(toString(${p.sum()}), ${p.count()})`,
       decode: (raw) => {
         const [sum, count] = raw as [string, number | string];
         const n = BigInt(count);
@@ -89,15 +125,15 @@ export const AGGREGATE_FUNCTIONS: Readonly<Record<string, AggregateFunction>> = 
     numeric: true,
     answers: 'statistic',
     postgres: statistic('stddev_samp', '100.0'),
-    clickhouse: (x) => `stddevSamp(${x})`,
-    clickhouseMoney: (x) => ({ sql: squaresSql(x), decode: (raw) => { const v = sampleVarianceMinor(raw); return v === null ? null : Math.sqrt(v) / 100; } }),
+    clickhouse: (p) => p.stddevSamp(),
+    clickhouseMoney: (p) => ({ sql: squaresSql(p), decode: (raw) => { const v = sampleVarianceMinor(raw); return v === null ? null : Math.sqrt(v) / 100; } }),
   },
   variance: {
     numeric: true,
     answers: 'statistic',
     postgres: statistic('var_samp', '10000.0'),
-    clickhouse: (x) => `varSamp(${x})`,
-    clickhouseMoney: (x) => ({ sql: squaresSql(x), decode: (raw) => { const v = sampleVarianceMinor(raw); return v === null ? null : v / 10_000; } }),
+    clickhouse: (p) => p.varSamp(),
+    clickhouseMoney: (p) => ({ sql: squaresSql(p), decode: (raw) => { const v = sampleVarianceMinor(raw); return v === null ? null : v / 10_000; } }),
   },
 };
 
