@@ -11,7 +11,7 @@ import { invalidAttributes } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { insertTransfers } from '../transactions/repository.ts';
 import { bucketTotal, postLegs } from './ledger.ts';
-import { fundingLegs, netOf } from './run.ts';
+import { fundingLegs, netOf } from './amounts.ts';
 import { fundingMethod, lockHeldItems, lockProcessingAccount, markFunded, recordFundingOperations, type FundingItem } from './repository.ts';
 
 export function isRelease(type: string): boolean {
