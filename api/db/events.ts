@@ -37,19 +37,25 @@ export interface EventTenant {
  * data-modifying CTE of a larger statement (a payment's, api/families/transactions/repository.ts).
  */
 export function eventsInsert(tenant: EventTenant, drafts: EventDraft[]): { sql: string; bindings: unknown[]; ids: string[] } {
-  const ids = drafts.map(() => newId('evt'));
+  return tenantsEventsInsert([{ tenant, drafts }]);
+}
+
+/** `eventsInsert` for the events of several tenants' changes written by one statement (a group of payments). */
+export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts: EventDraft[] }>): { sql: string; bindings: unknown[]; ids: string[] } {
+  const rows = groups.flatMap(({ tenant, drafts }) => drafts.map((draft) => ({ tenant, draft })));
+  const ids = rows.map(() => newId('evt'));
   return {
     sql: `insert into events (id, org_id, environment, trigger, object_type, object_id, value)
-     select id, ?, ?, trigger, object_type, object_id, value
-       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, trigger, object_type, object_id, value)`,
+     select id, org_id, environment, trigger, object_type, object_id, value
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, org_id, environment, trigger, object_type, object_id, value)`,
     bindings: [
-      tenant.orgId,
-      tenant.environment,
       ids,
-      drafts.map((d) => d.trigger),
-      drafts.map((d) => d.objectType),
-      drafts.map((d) => d.objectId),
-      drafts.map((d) => JSON.stringify(d.value)),
+      rows.map((r) => r.tenant.orgId),
+      rows.map((r) => r.tenant.environment),
+      rows.map((r) => r.draft.trigger),
+      rows.map((r) => r.draft.objectType),
+      rows.map((r) => r.draft.objectId),
+      rows.map((r) => JSON.stringify(r.draft.value)),
     ],
     ids,
   };

@@ -1,0 +1,73 @@
+/**
+ * Group commit for writes that each commit on their own (the one-statement payment): writes that
+ * arrive while a statement of theirs is running wait, then go together as one statement. A lone
+ * write goes at once, so an idle service adds no latency; under load the statement triggers, the
+ * round trip and the commit are paid once per group instead of once per write.
+ *
+ * A group that fails is written again one by one, so each write gets its own answer (its own
+ * error) and no write fails for another's sake.
+ */
+export type WriteMany<Item, Result> = (items: Item[]) => Promise<Result[]>;
+
+interface Waiting<Item, Result> {
+  item: Item;
+  resolve: (result: Result) => void;
+  reject: (error: unknown) => void;
+}
+
+export class GroupWriter<Item, Result> {
+  readonly #writeMany: WriteMany<Item, Result>;
+  readonly #maxGroup: number;
+  readonly #maxRunning: number;
+  #waiting: Array<Waiting<Item, Result>> = [];
+  #running = 0;
+
+  /**
+   * `maxRunning`: statements of this writer at once (each holds a connection); `maxGroup`: writes
+   * per statement at most.
+   */
+  constructor(writeMany: WriteMany<Item, Result>, options: { maxGroup: number; maxRunning: number }) {
+    this.#writeMany = writeMany;
+    this.#maxGroup = options.maxGroup;
+    this.#maxRunning = options.maxRunning;
+  }
+
+  write(item: Item): Promise<Result> {
+    return new Promise<Result>((resolve, reject) => {
+      this.#waiting.push({ item, resolve, reject });
+      this.#next();
+    });
+  }
+
+  #next(): void {
+    while (this.#running < this.#maxRunning && this.#waiting.length > 0) {
+      const group = this.#waiting.splice(0, this.#maxGroup);
+      this.#running += 1;
+      void this.#run(group).finally(() => {
+        this.#running -= 1;
+        this.#next();
+      });
+    }
+  }
+
+  async #run(group: Array<Waiting<Item, Result>>): Promise<void> {
+    try {
+      const results = await this.#writeMany(group.map((w) => w.item));
+      group.forEach((w, i) => w.resolve(results[i]));
+      return;
+    } catch (error) {
+      if (group.length === 1) {
+        group[0].reject(error);
+        return;
+      }
+    }
+    // One at a time, so a failing group holds no more connections than it did.
+    for (const w of group) {
+      try {
+        w.resolve((await this.#writeMany([w.item]))[0]);
+      } catch (error) {
+        w.reject(error);
+      }
+    }
+  }
+}
