@@ -267,9 +267,9 @@ export async function startReporting(config: Config, options: ReportingOptions =
       if (databaseUnreachable || yielding) return 'Reporting is unavailable: it cannot reach its database and is reconnecting; retry shortly';
       return 'Reporting is starting or on standby; retry shortly';
     },
-    reach: async (target, timeoutMs) => {
+    reach: async (target, timeoutMs, options) => {
       const current = mirror;
-      if (current) return (await current.waitFor(target, timeoutMs)) ? current.status.position : null;
+      if (current) return (await current.waitFor(target, timeoutMs, options)) ? current.status.position : null;
       return store ? standbyReach(target, timeoutMs) : null;
     },
     get rebuild() {
@@ -286,7 +286,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
       const sincePass = status.lastPassAt ? Date.now() - status.lastPassAt : null;
       return {
         healthy: sincePass !== null && sincePass < STALE_PASS_MS,
-        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: rowsMirroredBefore + status.rowsMirrored },
+        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), rollup_position: formatSnapshot(current.rollupPosition), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: rowsMirroredBefore + status.rowsMirrored },
       };
     }
     if (starting) return { healthy: false, body: { object: 'health', role: 'leader', detail: 'copying every transaction into a new mirror table' } };

@@ -4,9 +4,14 @@
  * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each pass copies the changes that became
  * visible since the last one (reporting/feed.ts) into ClickHouse, then records the pass's
  * snapshot there, next to the data it describes: a crash between the two replays the changes (the
- * same versions again, which the ReplacingMergeTree collapses), never skips them. Before the
- * position moves, the rollup's days the pass touched are recomputed (reporting/columns.ts), so a
- * reader released at that position finds its writes in the rollup as in the mirror.
+ * same versions again, which the ReplacingMergeTree collapses), never skips them.
+ *
+ * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes the days its changes
+ * fall on, and they are recomputed together when a reader waits for the rollup (a query it covers,
+ * at a snapshot the mirror already covers) or ROLLUP_REFRESH_MS after the last recompute, so a
+ * pass's lag is its copy alone, and under load one recompute serves many passes. The position
+ * recorded in ClickHouse is the rollup's (every change it covers is in both tables): a restart
+ * resumes from there and notes the days of the changes it copies again.
  *
  * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts) by a loop
  * of its own, every REPORTING_PRUNE_INTERVAL and back to back while a backlog lasts, on its own
@@ -60,6 +65,10 @@ function logProgress(log: Logger): (p: RebuildProgress) => void {
 
 /** How long an idle position may stay unrecorded in ClickHouse (standbys read it from there). */
 const IDLE_RECORD_MS = 5000;
+/** While changes flow, how long the rollup may trail the mirror when no reader waits for it. */
+const ROLLUP_REFRESH_MS = 1000;
+/** While changes flow, how long a position may stay unrecorded: a restart copies those changes again (collapsed). */
+const BUSY_RECORD_MS = 1000;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
@@ -67,6 +76,8 @@ const WAITING_RETRY_MS = 20;
 
 interface Waiter {
   target: Snapshot;
+  /** it reads the rollup: the rollup must cover the target too */
+  rollup: boolean;
   resolve: (reached: boolean) => void;
 }
 
@@ -76,6 +87,11 @@ export class Mirror {
   readonly #log: Logger;
   readonly #options: MirrorOptions;
   #status: MirrorStatus = { position: EMPTY_SNAPSHOT, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
+  /** the rollup holds every change visible in this snapshot (never ahead of the mirror's position) */
+  #rolledUp: Snapshot = EMPTY_SNAPSHOT;
+  /** days changed since `#rolledUp`, by tenant and day */
+  #dirty = new Map<string, Bucket>();
+  #refreshedAt = 0;
   #recorded = '';
   #recordedAt = 0;
   /** the position recorded in ClickHouse: what a restart resumes from */
@@ -107,11 +123,18 @@ export class Mirror {
     return { ...this.#status };
   }
 
+  /** Every change visible in this snapshot is in the rollup too. */
+  get rollupPosition(): Snapshot {
+    return this.#rolledUp;
+  }
+
   /** Creates the tables when needed and reads the recorded position; `start` also begins following. */
   async open(): Promise<{ reset: boolean }> {
     const { reset } = await this.#store.ensureSchema();
     const state = await this.#store.readState();
     this.#status.position = state?.position ?? EMPTY_SNAPSHOT;
+    this.#rolledUp = this.#status.position;
+    this.#dirty.clear();
     this.#recorded = formatSnapshot(this.#status.position);
     this.#recordedAt = Date.now();
     this.#durable = this.#status.position;
@@ -136,12 +159,17 @@ export class Mirror {
     this.#wake?.();
   }
 
-  /** Resolves true once everything committed before `target` is mirrored, false after `timeoutMs`. */
-  waitFor(target: Snapshot, timeoutMs: number): Promise<boolean> {
-    if (covers(this.#status.position, target)) return Promise.resolve(true);
+  /**
+   * Resolves true once everything committed before `target` is mirrored, and unless `rollup` is
+   * false rolled up too; false after `timeoutMs`.
+   */
+  waitFor(target: Snapshot, timeoutMs: number, options: { rollup?: boolean } = {}): Promise<boolean> {
+    const rollup = options.rollup ?? true;
+    if (covers(rollup ? this.#rolledUp : this.#status.position, target)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         target,
+        rollup,
         resolve: (reached) => {
           clearTimeout(timer);
           this.#waiters.delete(waiter);
@@ -187,6 +215,8 @@ export class Mirror {
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
     await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
     await this.#record(pass.snapshot);
+    this.#dirty.clear();
+    this.#rolledUp = pass.snapshot;
     this.#advance(pass.snapshot);
     this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
     return counts;
@@ -199,6 +229,15 @@ export class Mirror {
     await this.#loop;
     await this.#pruneLoop;
     await this.#exclusive?.catch(() => {});
+    // The last position, so a restart need not copy it again (it would, correctly, if this fails).
+    if (this.#loop && formatSnapshot(this.#status.position) !== this.#recorded) {
+      try {
+        await this.#refreshRollup();
+        await this.#record(this.#rolledUp);
+      } catch (error) {
+        this.#log.warn({ err: (error as Error).message }, 'recording the last mirror position failed; a restart copies its changes again');
+      }
+    }
     for (const waiter of this.#waiters) waiter.resolve(false);
   }
 
@@ -235,7 +274,10 @@ export class Mirror {
         // waiting reader); once a pass finds nothing, poll at the idle interval.
         const soon = Math.max(0, this.#options.batchIntervalMs - (Date.now() - started));
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
-        else delay = rows > 0 ? soon : this.#options.pollIntervalMs;
+        else if (rows > 0) delay = soon;
+        // Idle with days not rolled up yet: the recompute that is due then.
+        else if (this.#dirty.size > 0) delay = Math.min(this.#options.pollIntervalMs, Math.max(0, this.#refreshedAt + ROLLUP_REFRESH_MS - Date.now()));
+        else delay = this.#options.pollIntervalMs;
       } catch (error) {
         this.#passFailures.failed(error);
         delay = ERROR_BACKOFF_MS;
@@ -265,15 +307,12 @@ export class Mirror {
   async #pass(): Promise<number> {
     let oldest = Infinity;
     let pass: FeedPass;
-    const days: Bucket[] = [];
     try {
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
         await this.#store.insertLines(chunk.lines);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
-        days.push(...chunk.days);
+        for (const day of chunk.days) this.#dirty.set(`${day.orgId}\u0000${day.environment}\u0000${day.day}`, day);
       });
-      // Before the position moves: a reader released by it may read the rollup.
-      await this.#store.refreshRollup(days);
     } catch (error) {
       if (!(error instanceof FeedPruned)) throw error;
       this.#log.warn({ reason: error.message }, 'mirror position is older than the pruned change feed: rebuilding');
@@ -289,18 +328,47 @@ export class Mirror {
     } else {
       this.#status.lagMs = 0;
     }
-    // The rows are in ClickHouse: readers waiting for them go ahead now, not after the position's
-    // own insert (a restart before it is recorded replays these changes; pruning waits for it).
-    const released = this.#advance(pass.snapshot);
-    const changed = formatSnapshot(pass.snapshot) !== this.#recorded;
-    if (changed && (pass.rows > 0 || this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS)) {
-      this.#recordRequested = false;
-      // Embedded chdb runs one statement at a time, in the order they come: the released readers
-      // send their queries first (within this turn of the event loop), then the position follows.
+    // No day changed since the rollup's position: it holds this one too.
+    if (this.#dirty.size === 0) this.#rolledUp = pass.snapshot;
+    // The rows are in ClickHouse: readers waiting for them go ahead now, not after the rollup's
+    // recompute or the position's own insert (a restart before it is recorded replays these changes).
+    let released = this.#advance(pass.snapshot);
+    // Embedded chdb runs one statement at a time, in the order they come: released readers send
+    // their queries first (within this turn of the event loop), then the rollup and the position.
+    if (released > 0) await new Promise((resolve) => setImmediate(resolve));
+    let refreshed = false;
+    if (this.#dirty.size > 0 && (this.#rollupAwaited() || now - this.#refreshedAt >= ROLLUP_REFRESH_MS || this.#recordRequested)) {
+      await this.#refreshRollup();
+      refreshed = true;
+      released = this.#advance(pass.snapshot);
       if (released > 0) await new Promise((resolve) => setImmediate(resolve));
-      await this.#record(pass.snapshot);
+    }
+    const changed = formatSnapshot(this.#rolledUp) !== this.#recorded;
+    const due = now - this.#recordedAt > (refreshed ? BUSY_RECORD_MS : IDLE_RECORD_MS);
+    if (changed && (this.#recordRequested || due)) {
+      this.#recordRequested = false;
+      await this.#record(this.#rolledUp);
     }
     return pass.rows;
+  }
+
+  /** A reader waits for the rollup at a snapshot the mirror already covers. */
+  #rollupAwaited(): boolean {
+    for (const waiter of this.#waiters) if (waiter.rollup && covers(this.#status.position, waiter.target)) return true;
+    return false;
+  }
+
+  /** Recomputes the days changed since the rollup's position: it then holds the mirror's position. */
+  async #refreshRollup(): Promise<void> {
+    const position = this.#status.position;
+    if (this.#dirty.size > 0) {
+      const days = [...this.#dirty.values()];
+      await this.#store.refreshRollup(days);
+      // Days noted meanwhile (none: passes and recomputes take turns) stay for the next one.
+      for (const day of days) this.#dirty.delete(`${day.orgId}\u0000${day.environment}\u0000${day.day}`);
+    }
+    this.#refreshedAt = Date.now();
+    this.#rolledUp = position;
   }
 
   async #record(snapshot: Snapshot): Promise<void> {
@@ -348,7 +416,7 @@ export class Mirror {
     this.#status.position = position;
     let released = 0;
     for (const waiter of this.#waiters) {
-      if (!covers(position, waiter.target)) continue;
+      if (!covers(waiter.rollup ? this.#rolledUp : position, waiter.target)) continue;
       waiter.resolve(true);
       released += 1;
     }

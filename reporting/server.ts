@@ -5,7 +5,8 @@
  * must carry it as a bearer token, /healthz included.
  *
  *   POST /query    {tenant, version, type?, params, snapshot} → {object: 'list', values, reporting_position}
- *                  with Server-Timing: mirror_wait (for the snapshot to be covered) and clickhouse (the query)
+ *                  with Server-Timing: mirror_wait (for the snapshot to be covered) and clickhouse (the query,
+ *                  described by the table it read: the rollup or the mirror)
  *   POST /rebuild  → NDJSON progress lines, then {done: true, rows}
  *   GET  /healthz  → position, lag and role; 503 when this process cannot answer queries
  *
@@ -43,8 +44,8 @@ export interface ReportingEngine {
   store: () => ReportingStore | null;
   /** why `store()` is null, for the 503 */
   notReady: () => string;
-  /** resolves with the position once it covers `target`, or null after `timeoutMs` */
-  reach: (target: Snapshot, timeoutMs: number) => Promise<Snapshot | null>;
+  /** resolves with the position once it covers `target` (and the rollup does, for a query that reads it), or null after `timeoutMs` */
+  reach: (target: Snapshot, timeoutMs: number, options: { rollup: boolean }) => Promise<Snapshot | null>;
   rebuild: ((progress: (p: RebuildProgress) => void) => Promise<RebuildProgress>) | null;
   health: () => Promise<Health>;
 }
@@ -163,13 +164,14 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
     query,
   }, store.table);
   const waitStarted = performance.now();
-  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs, { rollup: compiled.rollup });
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
   const queryStarted = performance.now();
   const rows = await selectReport(store, compiled);
   const done = performance.now();
   // Where a reporting answer's time went: waiting for the mirror to cover the request's snapshot, then ClickHouse.
-  ctx.set('Server-Timing', `mirror_wait;dur=${(queryStarted - waitStarted).toFixed(1)}, clickhouse;dur=${(done - queryStarted).toFixed(1)}`);
+  // and which table answered: the rollup, or the mirror's rows.
+  ctx.set('Server-Timing', `mirror_wait;dur=${(queryStarted - waitStarted).toFixed(1)}, clickhouse;dur=${(done - queryStarted).toFixed(1)};desc="${compiled.rollup ? 'rollup' : 'mirror'}"`);
   ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: formatSnapshot(position) };
 }
 
@@ -183,7 +185,7 @@ async function answerParquet(ctx: Context, engine: ReportingEngine, options: Ser
     type: body.type,
     query,
   }, store.table, query.limitGiven ? query.limit : maxRows);
-  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs, { rollup: false });
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
   if (!query.limitGiven) {
     const [counted] = await store.select<{ n: string | number }>(compiled.countSql, compiled.params);
