@@ -229,7 +229,7 @@ function cpuSeconds(child: ChildProcess): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-interface Rebuilt { done: number; copyMs?: number; mergeMs?: number; finished?: boolean; error?: string }
+interface Rebuilt { done: number; copyMs?: number; rollupMs?: number; finished?: boolean; error?: string }
 async function rebuild(): Promise<{ rebuilt: Rebuilt; seconds: number; cpu: number }> {
   const started = performance.now();
   const cpuBefore = cpuSeconds(reportingChild);
@@ -252,7 +252,7 @@ const backfill = {
   rebuildRowsPerSec: Math.round(rebuilt.done / rebuildSeconds),
   rebuildCopySeconds: round((rebuilt.copyMs ?? 0) / 1000, 2),
   rebuildCopyRowsPerSec: rebuilt.copyMs === undefined ? NaN : Math.round(rebuilt.done / (rebuilt.copyMs / 1000)),
-  rebuildMergeSeconds: round((rebuilt.mergeMs ?? 0) / 1000, 2),
+  rebuildRollupSeconds: round((rebuilt.rollupMs ?? 0) / 1000, 2),
   /** the reporting process's CPU (Node and chdb) per rebuilt row: a figure a busy machine changes less than rows/s */
   rebuildCpuSeconds: round(rebuildCpu, 2),
   rebuildRowsPerCpuSec: Math.round(rebuilt.done / rebuildCpu),
@@ -488,7 +488,7 @@ console.log(table(['(b) backfill', 'rows', 'seconds', 'rows/s', `target ≥ ${TA
   ['initial catch-up (new process)', backfill.rows, backfill.initialCatchUpSeconds, backfill.initialCatchUpRowsPerSec.toLocaleString('en'), pass(backfill.initialCatchUpRowsPerSec >= TARGETS.backfillRowsPerSec)],
   ['settle reporting rebuild', backfill.rows, backfill.rebuildSeconds, backfill.rebuildRowsPerSec.toLocaleString('en'), pass(backfill.rebuildRowsPerSec >= TARGETS.backfillRowsPerSec)],
   ['  of which copying', backfill.rows, backfill.rebuildCopySeconds, backfill.rebuildCopyRowsPerSec.toLocaleString('en'), pass(backfill.rebuildCopyRowsPerSec >= TARGETS.backfillRowsPerSec)],
-  ['  of which merging parts (OPTIMIZE FINAL)', '', backfill.rebuildMergeSeconds, '', ''],
+  ['  of which building the rollup', '', backfill.rebuildRollupSeconds, '', ''],
   ['  reporting process CPU (rows per CPU s)', '', backfill.rebuildCpuSeconds, backfill.rebuildRowsPerCpuSec.toLocaleString('en'), ''],
 ]));
 console.log('');

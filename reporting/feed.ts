@@ -92,6 +92,15 @@ const EVERY_TRANSACTION = `from transactions t left join reporting_changes rc on
                                   coalesce(rc.version, 0) as version, t.modified_at as changed_at) c`;
 
 /**
+ * A rebuild reads the transactions in the mirror's sort order (by the tenant-and-time index), so
+ * each chunk ClickHouse writes is a part of its own key range: FINAL reads such parts without
+ * merging them, so the copy goes live unmerged. A 1M-row rebuild took 8.4–8.7 CPU s in the
+ * reporting process so, against 12.2–14.4 in id order with an OPTIMIZE FINAL before going live;
+ * Postgres took 7.1–7.9 s to send them so, against 5.2–5.8 s.
+ */
+const REBUILD_ORDER = '\n       order by t.org_id, t.environment, t.created_at, t.id';
+
+/**
  * A pass reads the feed's tail by its txid index and joins each row by primary key. The statistics
  * of a queue-like table are stale by nature (a growing txid, a feed just pruned): guessing hundreds
  * of thousands of rows, the planner would scan the feed and hash-join every transaction (or start
@@ -125,7 +134,7 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
     const day = since === null ? 'null' : `to_json(c.org_id)::text || ',' || to_json(c.environment)::text || ',"' || (c.created_at at time zone 'UTC')::date::text || '"'`;
     await trx.raw(`declare mirror_feed no scroll cursor for
       select ${pgRowJson()} as line, ${changedMs} as changed_ms, ${day} as day
-        ${from}`, bindings);
+        ${from}${since === null ? REBUILD_ORDER : ''}`, bindings);
     await copyCursor(trx, pass, sink);
     return pass;
   }, { isolationLevel: 'repeatable read', readOnly: true });
