@@ -1,16 +1,20 @@
 /**
  * `npm run bench:audit`: what the audit history and the request log cost, each beside the same
  * Settle without the feature, in the same run:
- * - create customer and a card payment (POST /transactions with an inline card) with the audit
- *   triggers on, and with them disabled (goal: at most 10 % slower), rounds alternated so the
- *   neighbours' load falls on both alike, with the CPU per request of the web process plus
- *   Postgres (where the triggers run), which moves less with the neighbours than req/s;
+ * - create customer and a card payment (POST /transactions with an inline card) audited, and with
+ *   the audit triggers disabled (which turns off the audit of created rows however they are
+ *   written), on the same web process (goal: at most 10 % slower), rounds alternated so the
+ *   neighbours' load falls on all alike, with the CPU per request of the web process plus
+ *   Postgres (where the audit rows are built), which moves less with the neighbours than req/s.
+ *   The card payment is also measured audited by the trigger instead of its own statement, on a
+ *   second web process (SETTLE_AUDIT_BY=trigger);
  * - get-by-id (GET /customers/:id) on a web process that logs every request to the reporting
  *   process, and on one that logs none (REPORTING_URL=off) (goal: at most 5 % slower);
  * - request-log ingestion into the reporting store: batches of 2,000 rows posted by 4 senders, as
  *   web processes ship them (goal: at least 20,000 rows/s).
  *
- * Postgres as in `npm test`; BENCH_ROUNDS alternated rounds per comparison (default 2). Results:
+ * Postgres as in `npm test`; BENCH_ROUNDS alternated rounds per comparison (default 2); BENCH_PARTS
+ * the comparisons to run (audit, log, ingest; default all). Results:
  * the table on stdout, JSON in bench/results/audit.json.
  */
 // @ts-ignore -- autocannon ships no type declarations
@@ -24,6 +28,8 @@ import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, positive, resultsDir, st
 
 /** BENCH_ROUNDS: alternated rounds per comparison (default 2); more beat a noisy machine. */
 const ROUNDS = positive('BENCH_ROUNDS', 2);
+/** BENCH_PARTS: which comparisons run, of audit,log,ingest (default all three). */
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'audit,log,ingest').split(',').map((part) => part.trim()));
 const AUDITED = ['accounts', 'billing_charges', 'billing_schedules', 'entities', 'intents', 'invoice_items', 'invoices', 'payment_activations',
   'payment_links', 'payment_methods', 'stakeholders', 'transactions', 'webhooks', 'api_keys'];
 
@@ -38,6 +44,12 @@ const unlogged = startChild('audit', 'settle web, no request log', 'api/server.t
 });
 const plain = `http://127.0.0.1:${unloggedPort}`;
 await waitForHttp(`${plain}/healthz`, unlogged);
+const byTriggerPort = await freePort();
+const byTrigger = startChild('audit', 'settle web, audit by trigger', 'api/server.ts', {
+  DATABASE_URL: databaseUrl, PORT: String(byTriggerPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SETTLE_RATE_LIMIT: 'off', REPORTING_URL: 'off', SETTLE_AUDIT_BY: 'trigger',
+});
+const triggered = `http://127.0.0.1:${byTriggerPort}`;
+await waitForHttp(`${triggered}/healthz`, byTrigger);
 const db = createDb(databaseUrl, 2);
 
 async function setAudit(on: boolean): Promise<void> {
@@ -111,31 +123,43 @@ const card = { type: 'card', card: { card_number: '4242424242424242', expiry: '1
 const customer = await (await fetch(`${plain}/customers`, post({ name: 'Bench payer' }))).json() as { id: string };
 const backend = Number((await db.raw('select pg_backend_pid() as pid')).rows[0].pid);
 const postmaster = Number(statFields(backend)[1]);
-/** CPU ms per request of the web process plus Postgres, where the triggers run: audited, and not. */
+/** CPU ms per request of the web process plus Postgres, where the audit rows are built: audited, and not. */
 const auditCpu: Array<{ scenario: string; on: number; off: number }> = [];
-// Alternated rounds, off first, so the neighbours' load falls on both alike.
-for (const [scenario, url, options] of [
-  ['create customer', `${plain}/customers`, post({ name: 'Bench customer', email: 'bench@example.com' })],
-  ['card payment', `${plain}/transactions`, post({ type: 'payment', amount: 10, customer_id: customer.id, payment_method: card })],
+interface Mode {
+  name: string;
+  /** the audit triggers enabled */
+  triggers: boolean;
+  server: string;
+  pid: number;
+}
+const off: Mode = { name: 'off', triggers: false, server: plain, pid: unlogged.pid! };
+const audited: Mode = { name: 'on', triggers: true, server: plain, pid: unlogged.pid! };
+const triggerOnly: Mode = { name: 'on, by trigger', triggers: true, server: triggered, pid: byTrigger.pid! };
+// Alternated rounds, off first, so the neighbours' load falls on every mode alike.
+for (const [scenario, path, options, modes] of !PARTS.has('audit') ? [] : [
+  ['create customer', '/customers', post({ name: 'Bench customer', email: 'bench@example.com' }), [off, audited]],
+  ['card payment', '/transactions', post({ type: 'payment', amount: 10, customer_id: customer.id, payment_method: card }), [off, audited, triggerOnly]],
 ] as const) {
-  const on: number[] = [];
-  const off: number[] = [];
-  const cpu = { on: [] as number[], off: [] as number[] };
+  const reqPerSec = new Map<Mode, number[]>(modes.map((mode) => [mode, []]));
+  const cpu = new Map<Mode, number[]>(modes.map((mode) => [mode, []]));
   let bad = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const audit of [false, true]) {
-      await setAudit(audit);
-      process.stderr.write(`${scenario}, audit ${audit ? 'on' : 'off'}, round ${round + 1}: `);
-      const measured = await load(url, options, [() => cpuMs(unlogged.pid!), () => postgresCpuMs(postmaster)]);
-      (audit ? on : off).push(measured.reqPerSec);
+    for (const mode of modes) {
+      await setAudit(mode.triggers);
+      process.stderr.write(`${scenario}, audit ${mode.name}, round ${round + 1}: `);
+      const measured = await load(`${mode.server}${path}`, options, [() => cpuMs(mode.pid), () => postgresCpuMs(postmaster)]);
+      reqPerSec.get(mode)!.push(measured.reqPerSec);
       const [web, postgres] = measured.cpuMsPerRequest as [number, number];
-      (audit ? cpu.on : cpu.off).push(web + postgres);
+      cpu.get(mode)!.push(web + postgres);
       bad += measured.bad;
       process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s, web ${web.toFixed(3)} + Postgres ${postgres.toFixed(3)} CPU ms/req, load ${os.loadavg()[0].toFixed(2)}\n`);
     }
   }
-  rows.push(row(`${scenario} (audit)`, on, off, 10, bad));
-  auditCpu.push({ scenario, on: meanOf(cpu.on), off: meanOf(cpu.off) });
+  for (const mode of modes.slice(1)) {
+    const label = mode === audited ? `${scenario} (audit)` : `${scenario} (audit ${mode.name})`;
+    rows.push(row(label, reqPerSec.get(mode)!, reqPerSec.get(off)!, 10, bad));
+    auditCpu.push({ scenario: label, on: meanOf(cpu.get(mode)!), off: meanOf(cpu.get(off)!) });
+  }
 }
 await setAudit(true);
 
@@ -145,7 +169,7 @@ const notLogged: number[] = [];
 const webCpu = { logged: [] as number[], notLogged: [] as number[] };
 const reportingCpu = { logged: [] as number[], notLogged: [] as number[] };
 let badGets = 0;
-for (let round = 0; round < ROUNDS; round++) {
+for (let round = 0; round < (PARTS.has('log') ? ROUNDS : 0); round++) {
   const runs = [[plain, unlogged.pid!, notLogged, 'notLogged'], [servers.settle, pids.settle, logged, 'logged']] as const;
   // The order alternates too, so a neighbour's burst or the mirror's catching up is not always on one side.
   for (const [base, pid, into, side] of round % 2 ? [...runs].reverse() : runs) {
@@ -158,7 +182,7 @@ for (let round = 0; round < ROUNDS; round++) {
     process.stderr.write(`${measured.reqPerSec.toFixed(0)} req/s, web ${measured.cpuMsPerRequest[0]!.toFixed(3)} + reporting ${measured.cpuMsPerRequest[1]!.toFixed(3)} CPU ms/req, load ${os.loadavg()[0].toFixed(2)}\n`);
   }
 }
-rows.push(row('get-by-id (request log)', logged, notLogged, 5, badGets));
+if (PARTS.has('log')) rows.push(row('get-by-id (request log)', logged, notLogged, 5, badGets));
 
 // Ingestion: what the web processes' shippers send, straight to the reporting process.
 const INGEST_ROWS = 200_000;
@@ -169,7 +193,7 @@ const batch = (n: number) => Array.from({ length: BATCH }, (_, i) => ({
   status: i % 17 === 0 ? 404 : 200, duration_ms: i % 40, key_prefix: 'test_secret_key_abcdefgh', idempotency_key: null, api_version: 'v1',
   error_type: i % 17 === 0 ? 'NotFound' : null, ip: '127.0.0.1', user_agent: 'bench', created_at: new Date().toISOString(),
 }));
-const bodies = Array.from({ length: INGEST_ROWS / BATCH }, (_, n) => JSON.stringify({ rows: batch(n) }));
+const bodies = Array.from({ length: PARTS.has('ingest') ? INGEST_ROWS / BATCH : 0 }, (_, n) => JSON.stringify({ rows: batch(n) }));
 let next = 0;
 const started = performance.now();
 await Promise.all(Array.from({ length: SENDERS }, async () => {
@@ -188,15 +212,15 @@ await cleanup();
 fs.rmSync(chDir, { recursive: true, force: true });
 
 console.log(`\naudit: ${CONNECTIONS} connections, ${SECONDS} s per run (after ${WARMUP_SECONDS} s warm-up), ${ROUNDS} alternated rounds each, Node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}\n`);
-console.log(['scenario'.padEnd(26), 'with req/s', 'without req/s', 'slower', 'goal', 'non-2xx'].join('  '));
+console.log(['scenario'.padEnd(36), 'with req/s', 'without req/s', 'slower', 'goal', 'non-2xx'].join('  '));
 for (const r of rows) {
-  console.log([r.scenario.padEnd(26), String(r.feature).padStart(10), String(r.without).padStart(13), `${r.slowerPercent.toFixed(1)} %`.padStart(6),
+  console.log([r.scenario.padEnd(36), String(r.feature).padStart(10), String(r.without).padStart(13), `${r.slowerPercent.toFixed(1)} %`.padStart(6),
     `${r.slowerPercent <= r.goalPercent ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, r.bad].join('  '));
 }
 for (const { scenario, on, off } of auditCpu) {
   console.log(`\n${scenario}, web + Postgres CPU per request: ${on.toFixed(3)} ms audited, ${off.toFixed(3)} ms not (${((on / off - 1) * 100).toFixed(1)} %)`);
 }
-console.log(`\nget-by-id, the web process's CPU per request: ${meanOf(webCpu.logged).toFixed(3)} ms logging, ${meanOf(webCpu.notLogged).toFixed(3)} ms not (${((meanOf(webCpu.logged) / meanOf(webCpu.notLogged) - 1) * 100).toFixed(1)} %); the reporting process's: ${meanOf(reportingCpu.logged).toFixed(3)} ms logging, ${meanOf(reportingCpu.notLogged).toFixed(3)} ms not`);
-console.log(`\nrequest-log ingestion: ${INGEST_ROWS} rows in ${ingestSeconds.toFixed(2)} s = ${ingestRate} rows/s (${ingestRate >= 20_000 ? 'PASS' : 'MISS'}, goal >= 20000)`);
+if (PARTS.has('log')) console.log(`\nget-by-id, the web process's CPU per request: ${meanOf(webCpu.logged).toFixed(3)} ms logging, ${meanOf(webCpu.notLogged).toFixed(3)} ms not (${((meanOf(webCpu.logged) / meanOf(webCpu.notLogged) - 1) * 100).toFixed(1)} %); the reporting process's: ${meanOf(reportingCpu.logged).toFixed(3)} ms logging, ${meanOf(reportingCpu.notLogged).toFixed(3)} ms not`);
+if (PARTS.has('ingest')) console.log(`\nrequest-log ingestion: ${INGEST_ROWS} rows in ${ingestSeconds.toFixed(2)} s = ${ingestRate} rows/s (${ingestRate >= 20_000 ? 'PASS' : 'MISS'}, goal >= 20000)`);
 fs.mkdirSync(resultsDir, { recursive: true });
 fs.writeFileSync(path.join(resultsDir, 'audit.json'), JSON.stringify({ rows, auditCpuMsPerRequest: auditCpu, webCpuMsPerGet: { logged: meanOf(webCpu.logged), notLogged: meanOf(webCpu.notLogged) }, reportingCpuMsPerGet: { logged: meanOf(reportingCpu.logged), notLogged: meanOf(reportingCpu.notLogged) }, ingestion: { rows: INGEST_ROWS, seconds: ingestSeconds, rowsPerSecond: ingestRate }, load1: os.loadavg()[0] }, null, 2));

@@ -1,5 +1,6 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
+import { auditRows, auditedTableSql, createdChanges, ownAuditSql } from '../audit_events/statement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { eventsInsert, type EventDraft } from '../../db/events.ts';
@@ -172,31 +173,57 @@ export interface PaymentWrite {
 /**
  * One statement, so one round trip and atomic without BEGIN/COMMIT: the inline method, the
  * transaction (its triggers post the ledger, operations and reporting changes), the events (the
- * worker's dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts) and the
- * transaction's timed jobs. Answers the stored transaction.
+ * worker's dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts), the transaction's
+ * timed jobs, and the audit events of the method and the transaction (built here, see
+ * api/families/audit_events/statement.ts: the rows' own parts mark both tables, so their audit
+ * triggers leave this statement to its own audit part). Answers the stored transaction.
  */
 export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite): Promise<StoredObject> {
   const methods = write.method ? [write.method] : [];
   const events = eventsInsert(tenant, write.events);
+  const audit = auditRows.inStatement;
+  const build = (row: StoredObject | undefined) => (audit && row ? createdChanges(row.type, row.data) : null);
+  const methodBuilt = build(write.method);
+  const txnBuilt = build(write.transaction);
   const found = await rows<StoredObject>(db,
-    `with method as (
+    `with method_in as (
+       select *${audit ? `, ${ownAuditSql('payment_methods')} as own_audit` : ''}
+         from unnest(?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[]) as m(id, type, data, built, keys)),
+     method as (
        insert into payment_methods (id, org_id, environment, type, data)
-       select id, ?, ?, type, data from unnest(?::text[], ?::text[], ?::jsonb[]) as m(id, type, data)),
+       select id, ?, ?, type, data from method_in
+       returning id${audit ? ', to_jsonb(payment_methods) as stored' : ''}),
+     txn_in as (
+       select ?::text as id, ?::text as type, ?::jsonb as data, ?::jsonb as built, ?::text as keys${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}),
      txn as (
-       insert into transactions (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)
-       returning ${ROW}),
+       insert into transactions (id, org_id, environment, type, data) select id, ?, ?, type, data from txn_in
+       returning ${ROW}${audit ? ', to_jsonb(transactions) as stored' : ''}),
      event as (${events.sql}),
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
-         from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))
+         from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))${audit ? `,
+     audit as (
+       insert into audit_events (id, org_id, environment, data)
+       select audit_id(), ?, ?, audit_data(c, 'create', a.object_type, a.id,
+                audit_created_changes(a.stored, jsonb_build_object('type', a.type, 'data', a.data), a.keys::text[], a.built))
+         from (select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.type, i.data, i.built, i.keys, m.stored from method_in i join method m using (id)
+               union all
+               select 'transaction', 'transactions', i.id, i.type, i.data, i.built, i.keys, t.stored from txn_in i, txn t) a,
+              audit_context_of(coalesce(?::text, current_setting('settle.audit', true), '')) c
+        where ${auditedTableSql('a.tbl')}
+       returning 1)` : ''}
      -- the inserts run whether read or not; the jobs' select runs because it is read here
      -- the actor of the payment for the audit triggers, as this statement is its own transaction
-     select txn.*, (select count(*) from timed) as jobs, ${AUDIT_SETTING_SQL} as actor from txn`,
+     select ${ROW.split(', ').map((column) => `txn.${column}`).join(', ')}, (select count(*) from timed) as jobs, ${AUDIT_SETTING_SQL} as actor
+       from txn`,
     [
-      tenant.orgId, tenant.environment, methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)),
-      write.transaction.id, tenant.orgId, tenant.environment, write.transaction.type, JSON.stringify(write.transaction.data),
+      methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)), methods.map(() => methodBuilt?.changes ?? null), methods.map(() => methodBuilt?.keys ?? null),
+      tenant.orgId, tenant.environment,
+      write.transaction.id, write.transaction.type, JSON.stringify(write.transaction.data), txnBuilt?.changes ?? null, txnBuilt?.keys ?? null,
+      tenant.orgId, tenant.environment,
       ...events.bindings,
       write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
+      ...(audit ? [tenant.orgId, tenant.environment, currentAuditSetting()] : []),
       currentAuditSetting(),
     ]);
   const { jobs: _jobs, actor: _actor, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
