@@ -131,7 +131,9 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
     // A rebuild copies rows as they stand, not changes: no commit time to measure lag from, and
     // the rollup is built whole afterwards, so no days to recompute.
     const changedMs = since === null ? '0' : 'extract(epoch from c.changed_at) * 1000';
-    const day = since === null ? 'null' : `to_json(c.org_id)::text || ',' || to_json(c.environment)::text || ',"' || (c.created_at at time zone 'UTC')::date::text || '"'`;
+    // The day as the mirror's DateTime64 holds it: within 1900–2299.
+    const utcDay = `greatest(least((c.created_at at time zone 'UTC')::date, date '2299-12-31'), date '1900-01-01')::text`;
+    const day = since === null ? 'null' : `to_json(c.org_id)::text || ',' || to_json(c.environment)::text || ',"' || ${utcDay} || '"'`;
     await trx.raw(`declare mirror_feed no scroll cursor for
       select ${pgRowJson()} as line, ${changedMs} as changed_ms, ${day} as day
         ${from}${since === null ? REBUILD_ORDER : ''}`, bindings);

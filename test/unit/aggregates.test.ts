@@ -1,8 +1,8 @@
 /**
  * Unit tier: the table of aggregate functions (api/query/aggregates.ts) is what both stores'
  * compilers and the query parser know: every entry is accepted in `fields`, compiled for
- * PostgreSQL and for ClickHouse, and refused over a value it does not take; a name not in the
- * table is unknown to all three.
+ * PostgreSQL and for ClickHouse (over the rows, and over the rollup's partial columns), and refused
+ * over a value it does not take; a name not in the table is unknown to all three.
  */
 import t from 'tap';
 import { ApiError } from '../../api/errors.ts';
@@ -10,7 +10,8 @@ import { transactionShape } from '../../api/families/transactions/fields.ts';
 import { AGGREGATE_FUNCTIONS } from '../../api/query/aggregates.ts';
 import { parseListQuery } from '../../api/query/listQuery.ts';
 import { SqlCompiler } from '../../api/query/toSql.ts';
-import { ClickHouseCompiler } from '../../reporting/compiler.ts';
+import { ClickHouseCompiler, NotCovered } from '../../reporting/compiler.ts';
+import { COLUMN_BY_STORE, ROLLUP } from '../../reporting/columns.ts';
 
 function term(fields: string) {
   const query = parseListQuery([['fields', fields]]);
@@ -46,6 +47,9 @@ for (const [name, aggregate] of Object.entries(AGGREGATE_FUNCTIONS)) {
       t.equal(refused(() => clickhouse.operand(overText, true)), null, 'ClickHouse takes a text argument');
     }
     t.equal(refused(() => postgres.term(overMoney, false)), 400, 'not allowed outside fields');
+    const overRollup = new ClickHouseCompiler(transactionShape, 'v1', undefined, COLUMN_BY_STORE, ROLLUP).operand(overMoney, true);
+    t.match(overRollup.exact?.sql ?? overRollup.sql, /amount_(count|sum|squares|min|max)/, 'over the rollup it reads the partial columns');
+    t.notMatch(overRollup.exact?.sql ?? overRollup.sql, /\bamount\b/, 'and never the rows\' amount');
   });
 }
 
@@ -53,4 +57,13 @@ t.test('a name not in the table is no aggregate to either store', async (t) => {
   const unknown = term('median(amount)');
   t.equal(refused(() => new SqlCompiler(transactionShape, 'v1').term(unknown, true)), 400);
   t.equal(refused(() => new ClickHouseCompiler(transactionShape, 'v1').operand(unknown, true)), 400);
+});
+
+t.test('over the rollup, what it does not keep is NotCovered (the report then reads the table)', async (t) => {
+  const rollup = () => new ClickHouseCompiler(transactionShape, 'v1', undefined, COLUMN_BY_STORE, ROLLUP);
+  for (const fields of ['sum(abs(amount))', 'count(description)', 'min(created_at)', 'avg(hour(created_at))', 'stddev(month(created_at))']) {
+    t.throws(() => rollup().operand(term(fields), true), NotCovered, fields);
+  }
+  t.equal(rollup().operand(term('max(month(created_at))'), true).sql, 'if(sumIf(n, isNotNull(toMonth(toDateTime64(day, 6, \'UTC\')))) > 0, max(toMonth(toDateTime64(day, 6, \'UTC\'))), NULL)',
+    'a function of the day alone is kept');
 });
