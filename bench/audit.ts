@@ -23,6 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../api/db/connection.ts';
+import { REQUEST_LOG_SHIPPED, type RequestLogTuple } from '../api/families/request_logs/family.ts';
 import { freePort } from '../api/db/embedded.ts';
 import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
 
@@ -188,12 +189,12 @@ if (PARTS.has('log')) rows.push(row('get-by-id (request log)', logged, notLogged
 const INGEST_ROWS = 200_000;
 const BATCH = 2000;
 const SENDERS = 4;
-const batch = (n: number) => Array.from({ length: BATCH }, (_, i) => ({
-  org_id: 'org_ingest', environment: 'test', id: `req_${n}_${i}`, method: 'GET', route: '/customers/:id', path: `/customers/acct_${i}`,
-  status: i % 17 === 0 ? 404 : 200, duration_ms: i % 40, key_prefix: 'test_secret_key_abcdefgh', idempotency_key: null, api_version: 'v1',
-  error_type: i % 17 === 0 ? 'NotFound' : null, ip: '127.0.0.1', user_agent: 'bench', created_at: new Date().toISOString(),
-}));
-const bodies = Array.from({ length: PARTS.has('ingest') ? INGEST_ROWS / BATCH : 0 }, (_, n) => JSON.stringify({ rows: batch(n) }));
+// As web processes ship them (api/http/requestLog.ts): {columns, rows}, a row its values in order.
+const batch = (n: number): RequestLogTuple[] => Array.from({ length: BATCH }, (_, i) => [
+  'org_ingest', 'test', `req_${n}_${i}`, 'GET', '/customers/:id', `/customers/acct_${i}`, i % 17 === 0 ? 404 : 200, i % 40,
+  'test_secret_key_abcdefgh', null, 'v1', i % 17 === 0 ? 'NotFound' : null, '127.0.0.1', 'bench', Date.now(),
+]);
+const bodies = Array.from({ length: PARTS.has('ingest') ? INGEST_ROWS / BATCH : 0 }, (_, n) => JSON.stringify({ columns: REQUEST_LOG_SHIPPED, rows: batch(n) }));
 let next = 0;
 const started = performance.now();
 await Promise.all(Array.from({ length: SENDERS }, async () => {

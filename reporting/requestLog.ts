@@ -9,7 +9,7 @@ import type { Version } from '../api/engine/family.ts';
 import { isAggregateQuery } from '../api/engine/operations.ts';
 import type { Json } from '../api/engine/view.ts';
 import { badRequest, serviceUnavailable } from '../api/errors.ts';
-import { REQUEST_LOG_COLUMNS, requestLogs, type RequestLogRow } from '../api/families/request_logs/family.ts';
+import { REQUEST_LOG_COLUMNS, REQUEST_LOG_SHIPPED, requestLogs, type RequestLogRow } from '../api/families/request_logs/family.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import type { ListQuery } from '../api/query/ast.ts';
 import { ClickHouseCompiler } from './compiler.ts';
@@ -18,7 +18,9 @@ import type { ReportingStore } from './store.ts';
 
 const SOURCE = { family: requestLogs, columns: REQUEST_LOG_COLUMNS, final: false };
 const COLUMNS = [...REQUEST_LOG_COLUMNS.keys()];
-const INSERTED = ['org_id', 'environment', ...COLUMNS];
+/** The columns an ingest inserts, in the order web processes ship them. */
+const INSERTED: readonly string[] = REQUEST_LOG_SHIPPED;
+const CREATED_AT = INSERTED.indexOf('created_at');
 /** Rows one ingest may carry (the web process sends at most this many at once). */
 export const INGEST_MAX_ROWS = 2000;
 
@@ -65,17 +67,63 @@ function validRow(row: unknown): row is RequestLogRow {
     && Number.isInteger(r.status) && typeof r.created_at === 'string' && !Number.isNaN(Date.parse(r.created_at));
 }
 
-/** `POST /request_logs` {rows}: stored as one insert. */
+const TEXT = (v: unknown) => typeof v === 'string';
+const TEXT_OR_NULL = (v: unknown) => v === null || typeof v === 'string';
+/** Each shipped column's check, in INSERTED's order. */
+const CHECKS: Record<string, (v: unknown) => boolean> = {
+  status: Number.isInteger, duration_ms: (v) => Number.isInteger(v) && (v as number) >= 0,
+  created_at: (v) => Number.isFinite(v) && (v as number) >= 0 && (v as number) < 8.64e15,
+  key_prefix: TEXT_OR_NULL, idempotency_key: TEXT_OR_NULL, api_version: TEXT_OR_NULL, error_type: TEXT_OR_NULL,
+};
+const CHECK_IN_ORDER = INSERTED.map((column) => CHECKS[column] ?? TEXT);
+
+function validTuple(row: unknown): row is unknown[] {
+  return Array.isArray(row) && row.length === INSERTED.length && CHECK_IN_ORDER.every((check, i) => check(row[i]));
+}
+
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
+/** Epoch milliseconds as ClickHouse reads a DateTime64(3) in UTC: the second's text is made once per second seen. */
+function storedTime(ms: number): string {
+  const whole = Math.floor(ms);
+  const second = Math.floor(whole / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ');
+  }
+  return `${cachedPrefix}.${String(whole - second * 1000).padStart(3, '0')}`;
+}
+
+/**
+ * A batch's rows as JSONCompactEachRow lines (values in INSERTED's order), or null when malformed:
+ * `{columns, rows}` with rows of values as web processes ship them, or `{rows}` of objects as
+ * those of an earlier release did.
+ */
+function batchLines(body: unknown): string[] | null {
+  const { columns, rows } = (body ?? {}) as { columns?: unknown; rows?: unknown };
+  if (!Array.isArray(rows) || rows.length > INGEST_MAX_ROWS) return null;
+  if (columns !== undefined) {
+    if (!Array.isArray(columns) || columns.length !== INSERTED.length || columns.some((c, i) => c !== INSERTED[i])) return null;
+    if (!rows.every(validTuple)) return null;
+    return rows.map((row: unknown[]) => {
+      row[CREATED_AT] = storedTime(row[CREATED_AT] as number);
+      return JSON.stringify(row);
+    });
+  }
+  if (!rows.every(validRow)) return null;
+  return rows.map((r) => JSON.stringify(INSERTED.map((c) => (c === 'created_at' ? r.created_at.replace('T', ' ').replace('Z', '') : (r as unknown as Record<string, unknown>)[c] ?? null))));
+}
+
+/** `POST /request_logs` {columns, rows}: stored as one insert. */
 export async function ingestRequestLogs(ctx: Context, store: ReportingStore, body: unknown, retentionMs: number): Promise<void> {
-  const rows = (body as { rows?: unknown } | null)?.rows;
-  if (!Array.isArray(rows) || rows.length > INGEST_MAX_ROWS || !rows.every(validRow)) throw badRequest('Malformed request log batch');
+  const lines = batchLines(body);
+  if (!lines) throw badRequest('Malformed request log batch');
   await ensureTable(store, retentionMs);
-  if (rows.length) {
+  if (lines.length) {
     // Compact rows (values in column order, no keys) parse fastest; the data travels in the statement text, as the mirror's.
-    const lines = rows.map((r) => JSON.stringify(INSERTED.map((c) => (c === 'created_at' ? r.created_at.replace('T', ' ').replace('Z', '') : (r as unknown as Record<string, unknown>)[c] ?? null))));
     await store.client.command({ query: `INSERT INTO ${tableOf(store)} (${INSERTED.join(', ')}) FORMAT JSONCompactEachRow\n${lines.join('\n')}\n` });
   }
-  ctx.body = { stored: rows.length };
+  ctx.body = { stored: lines.length };
 }
 
 interface LogQuery {

@@ -5,13 +5,17 @@
  * and ships them when it is back; past the bound the oldest rows are dropped and counted in
  * `settle_request_log_dropped_total` on /metrics. `GET /request_logs` first ships what this process
  * holds, then asks reporting, so a client reads its own requests.
+ *
+ * On the request path a row is only the request's values as they are (`RequestLogTuple`: strings
+ * and numbers, the time in epoch milliseconds); a batch is serialized once, as `{columns, rows}`
+ * with a row an array of values, and reporting formats the times.
  */
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../config.ts';
 import { badRequest, serviceUnavailable } from '../errors.ts';
-import { requestLogs, type RequestLogRow } from '../families/request_logs/family.ts';
+import { REQUEST_LOG_SHIPPED, requestLogs, type RequestLogTuple } from '../families/request_logs/family.ts';
 import { registry } from '../metrics.ts';
 import { isAggregateQuery } from '../engine/operations.ts';
 import { parseListQuery } from '../query/listQuery.ts';
@@ -37,9 +41,11 @@ export class RequestLogShipper {
   readonly #secret: string | undefined;
   readonly #capacity: number;
   readonly #log: Logger;
-  #rows: RequestLogRow[] = [];
+  #rows: RequestLogTuple[] = [];
   #timer: NodeJS.Timeout | null = null;
   #shipping: Promise<void> | null = null;
+  /** rows dropped from the front since the shipment under way took its batch */
+  #droppedWhileShipping = 0;
   #down = false;
 
   constructor(url: string, secret: string | undefined, capacity: number, log: Logger) {
@@ -53,9 +59,10 @@ export class RequestLogShipper {
     return this.#rows.length;
   }
 
-  add(row: RequestLogRow): void {
+  add(row: RequestLogTuple): void {
     if (this.#rows.length >= this.#capacity) {
       this.#rows.shift();
+      this.#droppedWhileShipping++;
       dropped.inc();
     }
     this.#rows.push(row);
@@ -96,6 +103,7 @@ export class RequestLogShipper {
     while (this.#rows.length && (due > 0 || this.#rows.length >= BATCH)) {
       const batch = this.#rows.slice(0, BATCH);
       due -= batch.length;
+      this.#droppedWhileShipping = 0;
       try {
         await this.#post(batch);
       } catch (error) {
@@ -104,19 +112,19 @@ export class RequestLogShipper {
         this.#schedule(RETRY_MS);
         throw error;
       }
-      // Rows dropped meanwhile left from the front: remove what was shipped by identity.
-      const shipped = new Set(batch);
-      this.#rows = this.#rows.filter((row) => !shipped.has(row));
+      // The batch was the front; rows dropped meanwhile left from the front, its own first.
+      this.#rows.splice(0, Math.max(0, batch.length - this.#droppedWhileShipping));
       if (this.#down) this.#log.info('request log: reporting back, queued rows shipped');
       this.#down = false;
     }
     if (this.#rows.length) this.#schedule(FLUSH_MS);
   }
 
-  async #post(rows: RequestLogRow[]): Promise<void> {
+  async #post(rows: RequestLogTuple[]): Promise<void> {
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     if (this.#secret) headers.Authorization = `Bearer ${this.#secret}`;
-    const response = await fetch(`${this.#url}/request_logs`, { method: 'POST', headers, body: JSON.stringify({ rows }), signal: AbortSignal.timeout(5000) });
+    const body = JSON.stringify({ columns: REQUEST_LOG_SHIPPED, rows });
+    const response = await fetch(`${this.#url}/request_logs`, { method: 'POST', headers, body, signal: AbortSignal.timeout(5000) });
     if (!response.ok) throw new Error(`reporting answered ${response.status}`);
     await response.arrayBuffer();
   }
@@ -132,26 +140,28 @@ function errorTypeOf(ctx: Context): string | null {
   return ctx.status >= 400 && body && typeof body === 'object' && typeof body.error_type === 'string' ? body.error_type : null;
 }
 
-/** The row of an answered request. */
-export function requestLogRow(ctx: Context & { state: RequestState }, startedMs: number): RequestLogRow {
+/** The row of an answered request: its values as they are, nothing formatted. */
+export function requestLogRow(ctx: Context & { state: RequestState }, startedMs: number): RequestLogTuple {
   const { tenant, requestId, keyPrefix, version } = ctx.state;
-  return {
-    org_id: tenant?.orgId ?? '',
-    environment: tenant?.environment ?? '',
-    id: requestId,
-    method: ctx.method,
-    route: routeOf(ctx),
-    path: ctx.path.slice(0, 512),
-    status: ctx.status,
-    duration_ms: Math.round(performance.now() - startedMs),
-    key_prefix: keyPrefix ?? null,
-    idempotency_key: ctx.get('Idempotency-Key').slice(0, 255) || null,
-    api_version: version ?? null,
-    error_type: errorTypeOf(ctx),
-    ip: ctx.ip,
-    user_agent: ctx.get('User-Agent').slice(0, 512),
-    created_at: new Date(Date.now() - (performance.now() - startedMs)).toISOString(),
-  };
+  const elapsed = performance.now() - startedMs;
+  const { 'idempotency-key': idempotencyKey, 'user-agent': userAgent } = ctx.req.headers;
+  return [
+    tenant?.orgId ?? '',
+    tenant?.environment ?? '',
+    requestId,
+    ctx.method,
+    routeOf(ctx),
+    ctx.path.slice(0, 512),
+    ctx.status,
+    Math.round(elapsed),
+    keyPrefix ?? null,
+    typeof idempotencyKey === 'string' && idempotencyKey !== '' ? idempotencyKey.slice(0, 255) : null,
+    version ?? null,
+    errorTypeOf(ctx),
+    ctx.ip,
+    typeof userAgent === 'string' ? userAgent.slice(0, 512) : '',
+    Math.floor(Date.now() - elapsed),
+  ];
 }
 
 export function shouldLog(path: string): boolean {

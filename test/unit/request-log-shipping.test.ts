@@ -7,30 +7,29 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { RequestLogShipper } from '../../api/http/requestLog.ts';
 import { createLogger } from '../../api/logger.ts';
-import type { RequestLogRow } from '../../api/families/request_logs/family.ts';
+import type { RequestLogTuple } from '../../api/families/request_logs/family.ts';
 
 /** A reporting stand-in answering each shipment after `delayMs`, and the batch sizes it took. */
 async function slowStore(t: Test, delayMs: number) {
   const batches: number[] = [];
+  const ids: string[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      batches.push((JSON.parse(Buffer.concat(chunks).toString()) as { rows: unknown[] }).rows.length);
+      const { columns, rows } = JSON.parse(Buffer.concat(chunks).toString()) as { columns: string[]; rows: unknown[][] };
+      batches.push(rows.length);
+      ids.push(...rows.map((row) => row[columns.indexOf('id')] as string));
       setTimeout(() => res.end('{}'), delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, batches };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, batches, ids };
 }
 
-function row(n: number): RequestLogRow {
-  return {
-    org_id: 'org_a', environment: 'test', id: `req_${n}`, method: 'GET', route: '/customers/:id', path: '/customers/cus_1', status: 200,
-    duration_ms: 1, key_prefix: null, idempotency_key: null, api_version: 'v1', error_type: null, ip: '127.0.0.1', user_agent: 'test',
-    created_at: new Date().toISOString(),
-  };
+function row(n: number): RequestLogTuple {
+  return ['org_a', 'test', `req_${n}`, 'GET', '/customers/:id', '/customers/cus_1', 200, 1, null, null, 'v1', null, '127.0.0.1', 'test', Date.now()];
 }
 
 t.test('a busy process ships about once a second, not a small batch per round trip to the store', async (t) => {
@@ -56,5 +55,20 @@ t.test('a flush ships every row queued before it', async (t) => {
   for (let i = 0; i < 4500; i++) shipper.add(row(i));
   await shipper.flush();
   t.equal(store.batches.reduce((a, b) => a + b, 0), 4500);
+  t.equal(shipper.pending, 0);
+});
+
+t.test('rows dropped past the bound while a shipment is under way are the oldest, shipped or not; the rest ship once', async (t) => {
+  const store = await slowStore(t, 200);
+  const shipper = new RequestLogShipper(store.url, undefined, 5, createLogger('silent', 'web'));
+  t.teardown(() => shipper.stop());
+  for (let i = 0; i < 5; i++) shipper.add(row(i));
+  const first = shipper.flush();
+  // While rows 0-4 are on their way, 7 more arrive: the 5 in flight and rows 5 and 6 leave the bounded queue.
+  for (let i = 5; i < 12; i++) shipper.add(row(i));
+  await first;
+  t.equal(shipper.pending, 5, 'rows 7-11 wait');
+  await shipper.flush();
+  t.same(store.ids, ['req_0', 'req_1', 'req_2', 'req_3', 'req_4', 'req_7', 'req_8', 'req_9', 'req_10', 'req_11']);
   t.equal(shipper.pending, 0);
 });

@@ -8,7 +8,21 @@ import type { Family, FieldSpec } from '../../engine/family.ts';
 
 const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
 
-/** A logged request as the web process ships it and the store holds it. */
+/**
+ * The columns a logged request is shipped in, in order: a web process keeps each request as a
+ * `RequestLogTuple` of these values and ships a batch as `{columns, rows}` (api/http/requestLog.ts).
+ */
+export const REQUEST_LOG_SHIPPED = ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'key_prefix',
+  'idempotency_key', 'api_version', 'error_type', 'ip', 'user_agent', 'created_at'] as const;
+
+/** A logged request as a web process keeps and ships it: `RequestLogRow`'s values in REQUEST_LOG_SHIPPED's order, created_at in milliseconds since the epoch. */
+export type RequestLogTuple = [
+  org_id: string, environment: string, id: string, method: string, route: string, path: string, status: number, duration_ms: number,
+  key_prefix: string | null, idempotency_key: string | null, api_version: string | null, error_type: string | null, ip: string, user_agent: string,
+  created_at: number,
+];
+
+/** A logged request as the store holds it (and as web processes of an earlier release shipped it, one object per request). */
 export interface RequestLogRow {
   org_id: string;
   environment: string;
