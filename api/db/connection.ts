@@ -54,6 +54,8 @@ export interface Db {
   transaction(work?: undefined, options?: TransactionOptions): Promise<OpenTransaction>;
   /** Closes the pool (a transaction: not allowed). */
   destroy(): Promise<void>;
+  /** Whether statements run inside a transaction (this handle's) rather than each on its own. */
+  readonly inTransaction: boolean;
   /** 'query': every statement as sent, `{ sql, bindings }` with `$n` placeholders (tests capture SQL this way). */
   on(event: 'query', listener: (query: QueryEvent) => void): void;
   off(event: 'query', listener: (query: QueryEvent) => void): void;
@@ -180,6 +182,7 @@ function handle(shared: Shared, tx: TxState | null): Db {
     shared.destroyed ??= Promise.all([shared.pool.end(), shared.knex?.destroy()]).then(() => {});
     return shared.destroyed;
   };
+  Object.defineProperty(db, 'inTransaction', { value: tx !== null });
   db.on = (event, listener) => void shared.events.on(event, listener);
   db.off = (event, listener) => void shared.events.off(event, listener);
   return db;

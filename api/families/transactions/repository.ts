@@ -3,7 +3,7 @@ import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts
 import { auditRows, auditedTableSql, createdChanges, ownAuditSql } from '../audit_events/statement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
-import { eventsInsert, type EventDraft } from '../../db/events.ts';
+import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
@@ -170,33 +170,47 @@ export interface PaymentWrite {
   jobs: JobDraft[];
 }
 
+/** A payment to write, with its tenant and the actor that made it (its `settle.audit` setting). */
+export interface PaymentItem {
+  tenant: Tenant;
+  write: PaymentWrite;
+  audit: string | null;
+}
+
 /**
- * One statement, so one round trip and atomic without BEGIN/COMMIT: the inline method, the
- * transaction (its triggers post the ledger, operations and reporting changes), the events (the
- * worker's dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts), the transaction's
- * timed jobs, and the audit events of the method and the transaction (built here, see
- * api/families/audit_events/statement.ts: the rows' own parts mark both tables, so their audit
- * triggers leave this statement to its own audit part). Answers the stored transaction.
+ * One statement, so one round trip and atomic without BEGIN/COMMIT, for one payment or a group
+ * of them (group commit, api/db/groupWriter.ts): the inline methods, the transactions (their
+ * triggers post the ledger, operations and reporting changes), the events (the worker's
+ * dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts), the transactions' timed jobs,
+ * and the audit events of the methods and the transactions, each with its own payment's actor
+ * (built here, see api/families/audit_events/statement.ts: the rows' own parts mark both tables,
+ * so their audit triggers leave this statement to its own audit part). A group needs that audit
+ * part: the triggers' actor is one per statement. Answers the stored transactions in order.
  */
-export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite): Promise<StoredObject> {
-  const methods = write.method ? [write.method] : [];
-  const events = eventsInsert(tenant, write.events);
+export async function insertPayments(db: Db, items: PaymentItem[]): Promise<StoredObject[]> {
   const audit = auditRows.inStatement;
+  if (items.length > 1 && !audit) throw new Error('Payments are written together only when their statement audits them');
   const build = (row: StoredObject | undefined) => (audit && row ? createdChanges(row.type, row.data) : null);
-  const methodBuilt = build(write.method);
-  const txnBuilt = build(write.transaction);
+  const withMethod = items.filter((item) => item.write.method);
+  const methodBuilt = withMethod.map((item) => build(item.write.method));
+  const txnBuilt = items.map((item) => build(item.write.transaction));
+  const events = tenantsEventsInsert(items.map((item) => ({ tenant: item.tenant, drafts: item.write.events })));
+  const jobs = items.flatMap((item) => item.write.jobs);
   const found = await rows<StoredObject>(db,
     `with method_in as (
        select *${audit ? `, ${ownAuditSql('payment_methods')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[]) as m(id, type, data, built, keys)),
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[])
+           as m(id, org_id, environment, type, data, built, keys, actor)),
      method as (
        insert into payment_methods (id, org_id, environment, type, data)
-       select id, ?, ?, type, data from method_in
+       select id, org_id, environment, type, data from method_in
        returning id${audit ? ', to_jsonb(payment_methods) as stored' : ''}),
      txn_in as (
-       select ?::text as id, ?::text as type, ?::jsonb as data, ?::jsonb as built, ?::text as keys${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}),
+       select *${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[])
+           as t(id, org_id, environment, type, data, built, keys, actor)),
      txn as (
-       insert into transactions (id, org_id, environment, type, data) select id, ?, ?, type, data from txn_in
+       insert into transactions (id, org_id, environment, type, data) select id, org_id, environment, type, data from txn_in
        returning ${ROW}${audit ? ', to_jsonb(transactions) as stored' : ''}),
      event as (${events.sql}),
      timed as (
@@ -204,28 +218,40 @@ export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))${audit ? `,
      audit as (
        insert into audit_events (id, org_id, environment, data)
-       select audit_id(), ?, ?, audit_data(c, 'create', a.object_type, a.id,
+       select audit_id(), a.org_id, a.environment, audit_data(c, 'create', a.object_type, a.id,
                 audit_created_changes(a.stored, jsonb_build_object('type', a.type, 'data', a.data), a.keys::text[], a.built))
-         from (select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.type, i.data, i.built, i.keys, m.stored from method_in i join method m using (id)
+         from (select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, m.stored
+                 from method_in i join method m using (id)
                union all
-               select 'transaction', 'transactions', i.id, i.type, i.data, i.built, i.keys, t.stored from txn_in i, txn t) a,
-              audit_context_of(coalesce(?::text, current_setting('settle.audit', true), '')) c
+               select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, t.stored
+                 from txn_in i join txn t using (id)) a,
+              lateral audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')) c
         where ${auditedTableSql('a.tbl')}
        returning 1)` : ''}
      -- the inserts run whether read or not; the jobs' select runs because it is read here
-     -- the actor of the payment for the audit triggers, as this statement is its own transaction
+     -- an actor for the audit triggers, as this statement is its own transaction (a group's rows
+     -- are audited by the audit part above, each with its own actor)
      select ${ROW.split(', ').map((column) => `txn.${column}`).join(', ')}, (select count(*) from timed) as jobs, ${AUDIT_SETTING_SQL} as actor
        from txn`,
     [
-      methods.map((m) => m.id), methods.map((m) => m.type), methods.map((m) => JSON.stringify(m.data)), methods.map(() => methodBuilt?.changes ?? null), methods.map(() => methodBuilt?.keys ?? null),
-      tenant.orgId, tenant.environment,
-      write.transaction.id, write.transaction.type, JSON.stringify(write.transaction.data), txnBuilt?.changes ?? null, txnBuilt?.keys ?? null,
-      tenant.orgId, tenant.environment,
+      withMethod.map((item) => item.write.method!.id), withMethod.map((item) => item.tenant.orgId), withMethod.map((item) => item.tenant.environment),
+      withMethod.map((item) => item.write.method!.type), withMethod.map((item) => JSON.stringify(item.write.method!.data)),
+      methodBuilt.map((b) => b?.changes ?? null), methodBuilt.map((b) => b?.keys ?? null), withMethod.map((item) => item.audit),
+      items.map((item) => item.write.transaction.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
+      items.map((item) => item.write.transaction.type), items.map((item) => JSON.stringify(item.write.transaction.data)),
+      txnBuilt.map((b) => b?.changes ?? null), txnBuilt.map((b) => b?.keys ?? null), items.map((item) => item.audit),
       ...events.bindings,
-      write.jobs.map((j) => j.task), write.jobs.map((j) => JSON.stringify(j.payload)), write.jobs.map((j) => j.runAt.toISOString()), write.jobs.map((j) => j.key ?? null),
-      ...(audit ? [tenant.orgId, tenant.environment, currentAuditSetting()] : []),
-      currentAuditSetting(),
+      jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt.toISOString()), jobs.map((j) => j.key ?? null),
+      items[0].audit,
     ]);
-  const { jobs: _jobs, actor: _actor, ...transaction } = found[0] as StoredObject & Record<string, unknown>;
-  return transaction as StoredObject;
+  const byId = new Map(found.map((row) => {
+    const { jobs: _jobs, actor: _actor, ...transaction } = row as StoredObject & Record<string, unknown>;
+    return [transaction.id, transaction as StoredObject];
+  }));
+  return items.map((item) => byId.get(item.write.transaction.id)!);
+}
+
+/** One payment's statement, with the actor of the work under way. */
+export async function insertPayment(db: Db, tenant: Tenant, write: PaymentWrite): Promise<StoredObject> {
+  return (await insertPayments(db, [{ tenant, write, audit: currentAuditSetting() }]))[0];
 }
