@@ -1,7 +1,7 @@
 /**
- * Group commit of payments: card payments that arrive together are written by one statement
- * (api/db/groupWriter.ts), and each keeps what is its own — its tenant, its events, its audit
- * events with its own actor and request id — as if it had been written alone.
+ * Group commit: card payments, and plain customer creates, that arrive together are written by
+ * one statement (api/db/groupWriter.ts), and each keeps what is its own — its tenant, its events,
+ * its audit events with its own actor and request id — as if it had been written alone.
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
@@ -45,4 +45,23 @@ t.test('payments arriving together share statements, and each keeps its tenant, 
   }
   const methods = (await api.db.raw(`select count(*)::int as n from payment_methods where id = any(?)`, [answers.map((a) => a.body.payment_method_id)])).rows[0].n;
   t.equal(methods, ids.length, 'each inline card stored');
+});
+
+t.test('customers created together share statements, and each is audited with its own request and key, in its tenant', async (t) => {
+  const sent = Array.from({ length: 40 }, (_, i) => ({ key: i % 2 ? shops.other : shops.acme, requestId: `customer-${i}`, name: `Customer ${i}` }));
+  const answers = await Promise.all(sent.map((s) => api.request('POST', '/customers', { key: s.key, headers: { 'X-Request-Id': s.requestId }, json: { name: s.name } })));
+  t.same(answers.map((a) => [a.status, a.body.name]), sent.map((s) => [200, s.name]), 'each answered with its own row');
+  const ids = answers.map((a) => a.body.id);
+  const stored = (await api.db.raw(`select a.id, a.xmin::text as writer, o.name as org from accounts a join orgs o on o.id = a.org_id where a.id = any(?)`, [ids])).rows;
+  const byId = new Map(stored.map((r: any) => [r.id, r]));
+  t.same(ids.map((id) => byId.get(id)?.org), sent.map((s) => (s.key === shops.acme ? 'acme' : 'other')), 'each stored in its own tenant');
+  t.ok(new Set(stored.map((r: any) => r.writer)).size < ids.length, 'fewer database transactions than creates');
+  const audits = (await api.db.raw(`select a.data->>'object_id' as object_id, a.data->>'request_id' as request_id, a.data->'actor'->>'key_prefix' as key_prefix,
+                                           a.data->'changes'->'data.name'->>1 as name, o.name as org
+                                      from audit_events a join orgs o on o.id = a.org_id where a.data->>'object_id' = any(?)`, [ids])).rows;
+  const auditOf = new Map(audits.map((a: any) => [a.object_id, a]));
+  t.equal(audits.length, ids.length, 'one audit event per customer');
+  t.same(ids.map((id) => auditOf.get(id)?.request_id), sent.map((s) => s.requestId), 'each names its own request');
+  t.same(ids.map((id) => auditOf.get(id)?.key_prefix), sent.map((s) => s.key.slice(0, s.key.length - 24)), 'and its own key');
+  t.same(ids.map((id) => auditOf.get(id)?.org), ids.map((id) => byId.get(id)?.org), 'in its own tenant');
 });

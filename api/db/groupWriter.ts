@@ -71,3 +71,20 @@ export class GroupWriter<Item, Result> {
     }
   }
 }
+
+/** SETTLE_GROUP_COMMIT=off writes each write in a statement of its own (the benchmarks compare the two). */
+export const groupCommit = process.env.SETTLE_GROUP_COMMIT !== 'off';
+
+/** Two statements of a kind at once per process: the rest of its writes wait and go in groups. */
+export const GROUPS = { maxGroup: 64, maxRunning: 2 };
+
+const writers = new WeakMap<object, Map<string, GroupWriter<any, any>>>();
+
+/** The one group writer of `kind` over the pool `db` (made by `writeMany` on first use). */
+export function groupWriterOf<Item, Result>(db: object, kind: string, writeMany: WriteMany<Item, Result>): GroupWriter<Item, Result> {
+  let kinds = writers.get(db);
+  if (!kinds) writers.set(db, (kinds = new Map()));
+  let writer = kinds.get(kind);
+  if (!writer) kinds.set(kind, (writer = new GroupWriter(writeMany, GROUPS)));
+  return writer;
+}

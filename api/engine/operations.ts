@@ -2,7 +2,11 @@
  * The ten generic operations of spec §4.1 over any registered collection. Each runs inside the
  * transaction it is given: rows, family rules and outbox events commit together.
  */
+import { currentAuditSetting } from '../db/auditContext.ts';
 import type { Sql } from '../db/connection.ts';
+import { groupCommit, groupWriterOf } from '../db/groupWriter.ts';
+import { insertAuditedRows, type CreatedItem } from '../families/audit_events/createdRows.ts';
+import { auditRows } from '../families/audit_events/statement.ts';
 import { recordEvents, type EventDraft } from '../db/events.ts';
 import * as objects from '../db/objects.ts';
 import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } from '../errors.ts';
@@ -301,7 +305,7 @@ export async function prepareNested(ctx: RuleContext, family: Family, body: unkn
 /**
  * Create steps for a family whose create, for the rows `plain` accepts, writes that one row and
  * nothing else (no afterWrite work, no events): prepared on the pool, stored by one INSERT that
- * needs no BEGIN/COMMIT around it. `plain` sees the decoded row before the family's rules, so a
+ * needs no BEGIN/COMMIT around it (with the other such creates of the family arriving meanwhile). `plain` sees the decoded row before the family's rules, so a
  * rule that would write (an inline entity) never runs outside a transaction.
  */
 export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps<StoredObject> {
@@ -314,7 +318,15 @@ export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps
       return row;
     },
     async write(ctx, row) {
-      const [inserted] = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, [row]);
+      const { table, name } = ctx.collection.family;
+      // Creates that commit on their own and arrive together share one statement (group commit),
+      // which audits each row with its own request's actor; without that, one statement each.
+      if (groupCommit && !ctx.tx.inTransaction && auditRows.inStatement) {
+        const db = ctx.tx;
+        const writer = groupWriterOf(db, `create:${table}`, (items: CreatedItem[]) => insertAuditedRows(db, table, name, items));
+        return writer.write({ tenant: ctx.tenant, row, audit: currentAuditSetting() });
+      }
+      const [inserted] = await objects.insertObjects(ctx.tx, table, ctx.tenant, [row]);
       return inserted;
     },
   };

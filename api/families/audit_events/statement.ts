@@ -77,3 +77,20 @@ export function auditedTableSql(table: string): string {
 export function ownAuditSql(table: string): string {
   return `set_config('settle.audited_${table}', statement_timestamp()::text, true)`;
 }
+
+/**
+ * The part of a statement that writes the audit events of the rows it created: `sources` is a
+ * query of those rows as `object_type, tbl, id, org_id, environment, type, data, built, keys,
+ * actor, stored` (the sent fields, the writer's built changes and their keys, the row's own actor
+ * setting, and the stored row). Each event has its own row's actor, so rows of many requests may
+ * share the statement. Shared by every statement that audits its own rows.
+ */
+export function auditCreatedSql(sources: string): string {
+  return `insert into audit_events (id, org_id, environment, data)
+       select audit_id(), a.org_id, a.environment, audit_data(c, 'create', a.object_type, a.id,
+                audit_created_changes(a.stored, jsonb_build_object('type', a.type, 'data', a.data), a.keys::text[], a.built))
+         from (${sources}) a,
+              lateral audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')) c
+        where ${auditedTableSql('a.tbl')}
+       returning 1`;
+}

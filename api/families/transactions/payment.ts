@@ -19,9 +19,8 @@ import type { Collection, CreateSteps, RuleContext, StoredObject } from '../../e
 import { decodeCreate, prepareNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { currentAuditSetting } from '../../db/auditContext.ts';
-import type { Db } from '../../db/connection.ts';
 import type { EventDraft } from '../../db/events.ts';
-import { GroupWriter } from '../../db/groupWriter.ts';
+import { groupCommit, groupWriterOf } from '../../db/groupWriter.ts';
 import { auditRows } from '../audit_events/statement.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { creationEvents } from './lifecycle.ts';
@@ -92,31 +91,16 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) } };
 }
 
-/**
- * Payments that commit on their own go to the database in groups (group commit): one arriving
- * while two statements of them run waits and goes with the others that arrived meanwhile, so the
- * statement's triggers, round trip and commit are paid once per group. A lone payment goes at once.
- */
-const GROUP = { maxGroup: 64, maxRunning: 2 };
-/** SETTLE_GROUP_COMMIT=off writes each payment in a statement of its own (the benchmark compares the two). */
-const groupCommit = process.env.SETTLE_GROUP_COMMIT !== 'off';
-const groups = new WeakMap<Db, GroupWriter<repo.PaymentItem, StoredObject>>();
-
-function groupFor(db: Db): GroupWriter<repo.PaymentItem, StoredObject> {
-  let group = groups.get(db);
-  if (!group) {
-    group = new GroupWriter((items) => repo.insertPayments(db, items), GROUP);
-    groups.set(db, group);
-  }
-  return group;
-}
-
 // 3. write: one statement (shared with other payments arriving at the same time when it commits on its own)
 async function write(ctx: RuleContext, planned: PaymentPlan): Promise<StoredObject> {
   const item: repo.PaymentItem = { tenant: ctx.tenant, write: planned.write, audit: currentAuditSetting() };
-  // A group's rows are audited by its statement, each with its own actor; without that, one statement each.
+  // Payments that commit on their own and arrive together share one statement (group commit); its
+  // rows are audited by the statement, each with its own actor (without that, one statement each).
   const grouped = groupCommit && !ctx.tx.inTransaction && auditRows.inStatement;
-  const row = grouped ? await groupFor(ctx.tx).write(item) : (await repo.insertPayments(ctx.tx, [item]))[0];
+  const db = ctx.tx;
+  const row = grouped
+    ? await groupWriterOf(db, 'payments', (items: repo.PaymentItem[]) => repo.insertPayments(db, items)).write(item)
+    : (await repo.insertPayments(db, [item]))[0];
   (ctx.createdNow ??= new Set()).add(row.id);
   return row;
 }

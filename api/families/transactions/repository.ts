@@ -1,6 +1,6 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
-import { auditRows, auditedTableSql, createdChanges, ownAuditSql } from '../audit_events/statement.ts';
+import { auditCreatedSql, auditRows, createdChanges, ownAuditSql } from '../audit_events/statement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
@@ -216,18 +216,12 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))${audit ? `,
-     audit as (
-       insert into audit_events (id, org_id, environment, data)
-       select audit_id(), a.org_id, a.environment, audit_data(c, 'create', a.object_type, a.id,
-                audit_created_changes(a.stored, jsonb_build_object('type', a.type, 'data', a.data), a.keys::text[], a.built))
-         from (select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, m.stored
-                 from method_in i join method m using (id)
-               union all
-               select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, t.stored
-                 from txn_in i join txn t using (id)) a,
-              lateral audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')) c
-        where ${auditedTableSql('a.tbl')}
-       returning 1)` : ''}
+     audit as (${auditCreatedSql(`
+         select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, m.stored
+           from method_in i join method m using (id)
+         union all
+         select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, t.stored
+           from txn_in i join txn t using (id)`)})` : ''}
      -- the inserts run whether read or not; the jobs' select runs because it is read here
      -- an actor for the audit triggers, as this statement is its own transaction (a group's rows
      -- are audited by the audit part above, each with its own actor)
