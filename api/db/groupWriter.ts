@@ -4,8 +4,10 @@
  * write goes at once, so an idle service adds no latency; under load the statement triggers, the
  * round trip and the commit are paid once per group instead of once per write.
  *
- * A group that fails is written again one by one, so each write gets its own answer (its own
- * error) and no write fails for another's sake.
+ * A group that fails for something one write can cause (the database refusing a row: a data or
+ * integrity error, or a trigger's exception) is written again one by one, so each write gets its
+ * own answer and no write fails for another's sake. Any other failure (the database unreachable,
+ * a timeout) is every write's answer at once, not retried write by write.
  */
 export type WriteMany<Item, Result> = (items: Item[]) => Promise<Result[]>;
 
@@ -56,8 +58,8 @@ export class GroupWriter<Item, Result> {
       group.forEach((w, i) => w.resolve(results[i]));
       return;
     } catch (error) {
-      if (group.length === 1) {
-        group[0].reject(error);
+      if (group.length === 1 || !refusesARow(error)) {
+        for (const w of group) w.reject(error);
         return;
       }
     }
@@ -70,6 +72,12 @@ export class GroupWriter<Item, Result> {
       }
     }
   }
+}
+
+/** SQLSTATE classes a single row can cause: 22 data exception, 23 integrity constraint, P0 a PL/pgSQL raise. */
+function refusesARow(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && /^(22|23|P0)/.test(code);
 }
 
 /** SETTLE_GROUP_COMMIT=off writes each write in a statement of its own (the benchmarks compare the two). */

@@ -1,18 +1,19 @@
 /**
  * Unit tier: group commit. A lone write goes at once; writes that arrive while the writer's
- * statements are running go together as one; a group that fails is written again one by one, so
- * only the write at fault fails.
+ * statements are running go together as one; a group the database refuses for a row is written
+ * again one by one, so only the write at fault fails; a group that fails otherwise (the database
+ * unreachable) fails every write at once.
  */
 import t from 'tap';
 import { GroupWriter } from '../../api/db/groupWriter.ts';
 
 /** A writeMany whose statements end when the test says, recording each group. */
-function heldWriter(failOn?: number) {
+function heldWriter(failOn?: number, code = '23505') {
   const groups: number[][] = [];
   const pending: Array<() => void> = [];
   const writeMany = (items: number[]) => new Promise<string[]>((resolve, reject) => {
     groups.push(items);
-    pending.push(() => (failOn !== undefined && items.includes(failOn) ? reject(new Error(`refused ${failOn}`)) : resolve(items.map((i) => `row ${i}`))));
+    pending.push(() => (failOn !== undefined && items.includes(failOn) ? reject(Object.assign(new Error(`refused ${failOn}`), { code })) : resolve(items.map((i) => `row ${i}`))));
   });
   const releaseAll = async () => {
     while (pending.length) {
@@ -52,4 +53,13 @@ t.test('a failing group is written again one by one: only the write at fault fai
   await held.releaseAll();
   t.same(held.groups, [[1], [2, 3, 4], [2], [3], [4]]);
   t.same(await Promise.all(writes), ['row 1', 'row 2', 'refused 3', 'row 4']);
+});
+
+t.test('a group that fails for another reason than a row fails every write at once, without retrying one by one', async (t) => {
+  const held = heldWriter(3, '08006');
+  const writer = new GroupWriter(held.writeMany, { maxGroup: 10, maxRunning: 1 });
+  const writes = [1, 2, 3, 4].map((i) => writer.write(i).catch((error: Error) => error.message));
+  await held.releaseAll();
+  t.same(held.groups, [[1], [2, 3, 4]]);
+  t.same(await Promise.all(writes), ['row 1', 'refused 3', 'refused 3', 'refused 3']);
 });
