@@ -51,6 +51,13 @@ const byTrigger = startChild('audit', 'settle web, audit by trigger', 'api/serve
 });
 const triggered = `http://127.0.0.1:${byTriggerPort}`;
 await waitForHttp(`${triggered}/healthz`, byTrigger);
+// The audit scenarios run on a process of their own, so the two get-by-id processes have served the same.
+const auditingPort = await freePort();
+const auditing = startChild('audit', 'settle web, audit', 'api/server.ts', {
+  DATABASE_URL: databaseUrl, PORT: String(auditingPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SETTLE_RATE_LIMIT: 'off', REPORTING_URL: 'off',
+});
+const audit = `http://127.0.0.1:${auditingPort}`;
+await waitForHttp(`${audit}/healthz`, auditing);
 const db = createDb(databaseUrl, 2);
 
 async function setAudit(on: boolean): Promise<void> {
@@ -133,8 +140,8 @@ interface Mode {
   server: string;
   pid: number;
 }
-const off: Mode = { name: 'off', triggers: false, server: plain, pid: unlogged.pid! };
-const audited: Mode = { name: 'on', triggers: true, server: plain, pid: unlogged.pid! };
+const off: Mode = { name: 'off', triggers: false, server: audit, pid: auditing.pid! };
+const audited: Mode = { name: 'on', triggers: true, server: audit, pid: auditing.pid! };
 const triggerOnly: Mode = { name: 'on, by trigger', triggers: true, server: triggered, pid: byTrigger.pid! };
 // Alternated rounds, off first, so the neighbours' load falls on every mode alike.
 for (const [scenario, path, options, modes] of !PARTS.has('audit') ? [] : [
