@@ -114,7 +114,7 @@ export const COLUMN_BY_STORE = new Map(MIRROR_COLUMNS.filter((c) => c.field).map
 /**
  * The mirror table's DDL. Any change to it changes `schemaFingerprint`, which triggers a rebuild.
  * Not partitioned: a backfill's chunk spans every month of the data, and a part per month per
- * insert cost a 1M-row rebuild 16.3–16.6 CPU s against 12.3–13.0 unpartitioned (and three times
+ * insert cost a 1M-row rebuild 16.0–16.7 CPU s against 12.3–13.0 unpartitioned (and three times
  * the wall time while the parts were written); queries find their range by the sort key anyway.
  */
 export function tableDdl(table: string): string {
