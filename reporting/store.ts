@@ -13,6 +13,8 @@ import { insertStatement, rollupDdl, rollupFillSql, rollupRefreshSql, rollupTabl
 import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Bucket, type Snapshot } from './feed.ts';
 
 const STATE_NAME = 'transactions';
+/** Tenants whose days one rollup recompute statement covers. */
+const TENANTS_PER_REFRESH = 100;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
@@ -156,10 +158,17 @@ export class ReportingStore {
       const tenant = byTenant.get(key) ?? byTenant.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: [] }).get(key)!;
       tenant.days.push(bucket.day);
     }
+    // A statement per TENANTS_PER_REFRESH tenants keeps the SQL text short (a server refuses
+    // queries over max_query_size); each tenant's days are recomputed in one statement.
+    const tenants = [...byTenant.values()];
+    for (let from = 0; from < tenants.length; from += TENANTS_PER_REFRESH) await this.#refreshTenants(tenants.slice(from, from + TENANTS_PER_REFRESH), table);
+  }
+
+  async #refreshTenants(tenants: Array<{ orgId: string; environment: string; days: string[] }>, table: string): Promise<void> {
     const params: Record<string, unknown> = { rev: (await this.#nextRev(table)).toString() };
     const mirrorWhere: string[] = [];
     const rollupWhere: string[] = [];
-    [...byTenant.values()].forEach((tenant, i) => {
+    tenants.forEach((tenant, i) => {
       const sorted = [...new Set(tenant.days)].sort();
       const next = new Date(`${sorted.at(-1)}T00:00:00Z`);
       next.setUTCDate(next.getUTCDate() + 1);

@@ -428,6 +428,12 @@ t.test('the mirror holds exactly the rows of Postgres (FINAL view), per tenant',
 
 
 t.test('the rollup holds what aggregating the mirror afresh gives, after the changes', async (t) => {
+  // More tenants at once than one recompute statement covers (TENANTS_PER_REFRESH).
+  await rows(db,
+    `insert into transactions (id, org_id, environment, type, data, created_at, modified_at)
+     select 'txn_agree_many' || g, 'org_agree_many_' || g, 'test', 'payment', jsonb_build_object('amount', g, 'status', 'processed'),
+            timestamptz '2024-05-01 00:00:00+00' + g * interval '1 hour', now()
+       from generate_series(1, 250) g`);
   t.ok(await mirror.waitFor(await positionNow(db), 10_000));
   const columns = 'org_id, environment, toString(day) AS day, type, status, currency, n, amount_count, toString(amount_sum) AS amount_sum, toString(amount_squares) AS amount_squares, amount_min, amount_max, fee_count';
   const order = 'ORDER BY org_id, environment, day, type, status, currency';
