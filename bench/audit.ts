@@ -171,6 +171,25 @@ for (const [scenario, path, options, modes] of !PARTS.has('audit') ? [] : [
 }
 await setAudit(true);
 
+/**
+ * The reporting process mirrors the transactions the audit scenarios wrote: the comparison of the
+ * request log starts once it has caught up (its rows mirrored unchanged for 3 s, at most 2 min),
+ * so its catching up falls on neither side.
+ */
+async function reportingCaughtUp(): Promise<void> {
+  const until = Date.now() + 120_000;
+  let last = -1;
+  let unchanged = 0;
+  while (Date.now() < until && unchanged < 3) {
+    const health = await (await fetch(`http://127.0.0.1:${reportingPort}/healthz`)).json().catch(() => ({})) as { rows_mirrored?: number };
+    const mirrored = Number(health.rows_mirrored ?? -1);
+    unchanged = mirrored === last ? unchanged + 1 : 0;
+    last = mirrored;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+if (PARTS.has('log')) await reportingCaughtUp();
+
 const logged: number[] = [];
 const notLogged: number[] = [];
 // The reporting process's CPU counts too: it stores the rows (and is idle while nothing is logged).
