@@ -1,17 +1,18 @@
 /**
  * The mirror loop (leader only): passes run back to back (REPORTING_BATCH_INTERVAL apart) while
  * changes keep coming, every REPORTING_POLL_INTERVAL while idle, and at once when a query waits for
- * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each pass copies the changes that became
- * visible since the last one (reporting/feed.ts) into ClickHouse, then records the pass's
- * snapshot there, next to the data it describes: a crash between the two replays the changes (the
- * same versions again, which the ReplacingMergeTree collapses), never skips them.
+ * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each
+ * pass copies the changes that became visible since the last one (reporting/feed.ts) into
+ * ClickHouse.
  *
  * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes the days its changes
  * fall on, and they are recomputed together when a reader waits for the rollup (a query it covers,
  * at a snapshot the mirror already covers) or ROLLUP_REFRESH_MS after the last recompute, so a
  * pass's lag is its copy alone, and under load one recompute serves many passes. The position
- * recorded in ClickHouse is the rollup's (every change it covers is in both tables): a restart
- * resumes from there and notes the days of the changes it copies again.
+ * recorded in ClickHouse, next to the data, is the rollup's (every change it covers is in both
+ * tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from there, copies
+ * the changes after it again (the same versions, which the ReplacingMergeTree collapses) and notes
+ * their days, so nothing is skipped.
  *
  * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts) by a loop
  * of its own, every REPORTING_PRUNE_INTERVAL and back to back while a backlog lasts, on its own
