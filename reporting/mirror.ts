@@ -23,6 +23,7 @@
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
+import type { Tenant } from '../api/engine/family.ts';
 import { rollupDdl, rollupTable, tableDdl } from './columns.ts';
 import { FailureLog } from './failures.ts';
 import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type Bucket, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
@@ -34,6 +35,8 @@ export interface MirrorOptions {
   batchIntervalMs: number;
   /** ms between prunes of mirrored change rows (REPORTING_PRUNE_INTERVAL). Default 10000. */
   pruneIntervalMs?: number;
+  /** while changes flow, ms the rollup may trail the mirror when no reader waits for it. Default ROLLUP_REFRESH_MS. */
+  rollupRefreshMs?: number;
 }
 
 const DEFAULT_PRUNE_INTERVAL_MS = 10_000;
@@ -75,10 +78,21 @@ const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
 const WAITING_RETRY_MS = 20;
 
+/** A tenant's prefix of `dayKey`. */
+function tenantKey(orgId: string, environment: string): string {
+  return `${orgId}\u0000${environment}\u0000`;
+}
+
+function dayKey(day: Bucket): string {
+  return `${tenantKey(day.orgId, day.environment)}${day.day}`;
+}
+
 interface Waiter {
   target: Snapshot;
-  /** it reads the rollup: the rollup must cover the target too */
+  /** it reads the rollup: the rollup must cover the target too, or hold no day of `tenant` changed since */
   rollup: boolean;
+  /** the tenant it reads, `dayKey`'s prefix */
+  tenant?: string;
   resolve: (reached: boolean) => void;
 }
 
@@ -118,6 +132,10 @@ export class Mirror {
     this.#options = options;
     this.#passFailures = new FailureLog(log, 'mirror pass');
     this.#pruneFailures = new FailureLog(log, 'change feed pruning');
+  }
+
+  get #rollupRefreshMs(): number {
+    return this.#options.rollupRefreshMs ?? ROLLUP_REFRESH_MS;
   }
 
   get status(): MirrorStatus {
@@ -162,15 +180,17 @@ export class Mirror {
 
   /**
    * Resolves true once everything committed before `target` is mirrored, and unless `rollup` is
-   * false rolled up too; false after `timeoutMs`.
+   * false rolled up too (for `tenant`'s rows, when it is given); false after `timeoutMs`.
    */
-  waitFor(target: Snapshot, timeoutMs: number, options: { rollup?: boolean } = {}): Promise<boolean> {
+  waitFor(target: Snapshot, timeoutMs: number, options: { rollup?: boolean; tenant?: Tenant } = {}): Promise<boolean> {
     const rollup = options.rollup ?? true;
-    if (covers(rollup ? this.#rolledUp : this.#status.position, target)) return Promise.resolve(true);
+    const tenant = options.tenant ? tenantKey(options.tenant.orgId, options.tenant.environment) : undefined;
+    if (this.#reached({ target, rollup, tenant })) return Promise.resolve(true);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         target,
         rollup,
+        tenant,
         resolve: (reached) => {
           clearTimeout(timer);
           this.#waiters.delete(waiter);
@@ -277,7 +297,7 @@ export class Mirror {
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
         // Idle with days not rolled up yet: the recompute that is due then.
-        else if (this.#dirty.size > 0) delay = Math.min(this.#options.pollIntervalMs, Math.max(0, this.#refreshedAt + ROLLUP_REFRESH_MS - Date.now()));
+        else if (this.#dirty.size > 0) delay = Math.min(this.#options.pollIntervalMs, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
         else delay = this.#options.pollIntervalMs;
       } catch (error) {
         this.#passFailures.failed(error);
@@ -312,7 +332,7 @@ export class Mirror {
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
         await this.#store.insertLines(chunk.lines);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
-        for (const day of chunk.days) this.#dirty.set(`${day.orgId}\u0000${day.environment}\u0000${day.day}`, day);
+        for (const day of chunk.days) this.#dirty.set(dayKey(day), day);
       });
     } catch (error) {
       if (!(error instanceof FeedPruned)) throw error;
@@ -338,7 +358,7 @@ export class Mirror {
     // their queries first (within this turn of the event loop), then the rollup and the position.
     if (released > 0) await new Promise((resolve) => setImmediate(resolve));
     let refreshed = false;
-    if (this.#dirty.size > 0 && (this.#rollupAwaited() || now - this.#refreshedAt >= ROLLUP_REFRESH_MS || this.#recordRequested)) {
+    if (this.#dirty.size > 0 && (this.#rollupAwaited() || now - this.#refreshedAt >= this.#rollupRefreshMs || this.#recordRequested)) {
       await this.#refreshRollup();
       refreshed = true;
       released = this.#advance(pass.snapshot);
@@ -355,8 +375,21 @@ export class Mirror {
 
   /** A reader waits for the rollup at a snapshot the mirror already covers. */
   #rollupAwaited(): boolean {
-    for (const waiter of this.#waiters) if (waiter.rollup && covers(this.#status.position, waiter.target)) return true;
+    for (const waiter of this.#waiters) if (waiter.rollup && covers(this.#status.position, waiter.target) && !this.#reached(waiter)) return true;
     return false;
+  }
+
+  /**
+   * Whether what a reader waits for is in ClickHouse: the mirror covers its target and, for the
+   * rollup, so does the rollup, or the reader's tenant has no day changed since the rollup's
+   * position (its rows there are as at the mirror's).
+   */
+  #reached(waiter: Pick<Waiter, 'target' | 'rollup' | 'tenant'>): boolean {
+    if (!covers(this.#status.position, waiter.target)) return false;
+    if (!waiter.rollup || covers(this.#rolledUp, waiter.target)) return true;
+    if (waiter.tenant === undefined) return false;
+    for (const key of this.#dirty.keys()) if (key.startsWith(waiter.tenant)) return false;
+    return true;
   }
 
   /** Recomputes the days changed since the rollup's position: it then holds the mirror's position. */
@@ -366,7 +399,7 @@ export class Mirror {
       const days = [...this.#dirty.values()];
       await this.#store.refreshRollup(days);
       // Days noted meanwhile (none: passes and recomputes take turns) stay for the next one.
-      for (const day of days) this.#dirty.delete(`${day.orgId}\u0000${day.environment}\u0000${day.day}`);
+      for (const day of days) this.#dirty.delete(dayKey(day));
     }
     this.#refreshedAt = Date.now();
     this.#rolledUp = position;
@@ -417,7 +450,7 @@ export class Mirror {
     this.#status.position = position;
     let released = 0;
     for (const waiter of this.#waiters) {
-      if (!covers(waiter.rollup ? this.#rolledUp : position, waiter.target)) continue;
+      if (!this.#reached(waiter)) continue;
       waiter.resolve(true);
       released += 1;
     }

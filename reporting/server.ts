@@ -17,7 +17,7 @@ import Koa, { type Context, type Next } from 'koa';
 import { PassThrough } from 'node:stream';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Version } from '../api/engine/family.ts';
+import type { Tenant, Version } from '../api/engine/family.ts';
 import { ApiError, badRequest, errorResponse, serviceUnavailable, unauthorized } from '../api/errors.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import type { ListQuery } from '../api/query/ast.ts';
@@ -45,7 +45,7 @@ export interface ReportingEngine {
   /** why `store()` is null, for the 503 */
   notReady: () => string;
   /** resolves with the position once it covers `target` (and the rollup does, for a query that reads it), or null after `timeoutMs` */
-  reach: (target: Snapshot, timeoutMs: number, options: { rollup: boolean }) => Promise<Snapshot | null>;
+  reach: (target: Snapshot, timeoutMs: number, options: { rollup: boolean; tenant?: Tenant }) => Promise<Snapshot | null>;
   rebuild: ((progress: (p: RebuildProgress) => void) => Promise<RebuildProgress>) | null;
   health: () => Promise<Health>;
 }
@@ -164,7 +164,7 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
     query,
   }, store.table);
   const waitStarted = performance.now();
-  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs, { rollup: compiled.rollup });
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs, { rollup: compiled.rollup, tenant: body.tenant as Tenant });
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
   const queryStarted = performance.now();
   const rows = await selectReport(store, compiled);

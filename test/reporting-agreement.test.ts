@@ -20,6 +20,7 @@ import { collectionByPath } from '../api/families/index.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { loadConfig } from '../api/config.ts';
 import { createLogger } from '../api/logger.ts';
+import { covers } from '../reporting/feed.ts';
 import { Mirror } from '../reporting/mirror.ts';
 import { compileReport, runReport } from '../reporting/report.ts';
 import { rollupSelect, rollupTable } from '../reporting/columns.ts';
@@ -357,7 +358,8 @@ const db = createDb(databaseUrl, 4);
 t.teardown(() => db.destroy());
 const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: tempDataDir(t) });
 const store = openStore(config);
-const mirror = new Mirror(db, store, createLogger('silent', 'reporting'), { pollIntervalMs: 200, batchIntervalMs: 20 });
+// The rollup is recomputed when a reader waits for it, not on a timer: what each subtest waits for decides.
+const mirror = new Mirror(db, store, createLogger('silent', 'reporting'), { pollIntervalMs: 200, batchIntervalMs: 20, rollupRefreshMs: 600_000 });
 t.teardown(async () => {
   await mirror.stop();
   await store.close();
@@ -426,6 +428,23 @@ t.test('the mirror holds exactly the rows of Postgres (FINAL view), per tenant',
 });
 
 
+
+t.test('a reader of one tenant does not wait for another tenant\'s days to be rolled up, and reads its own writes', async (t) => {
+  const [changed, other] = [TENANTS[0], TENANTS[2]];
+  t.ok(await mirror.waitFor(await positionNow(db), 10_000), 'everything rolled up to begin with');
+  await rows(db, `insert into transactions (id, org_id, environment, type, data) values ('txn_agree_own', ?, ?, 'payment', '{"amount": 123, "status": "processed"}')`,
+    [changed.orgId, changed.environment]);
+  const target = await positionNow(db);
+  const count = { query: parseListQuery([['fields', 'count,sum(amount)']]), version: 'v1' as Version };
+  t.ok(await mirror.waitFor(target, 10_000, { tenant: other }), 'the other tenant\'s reader goes ahead');
+  t.notOk(covers(mirror.rollupPosition, target), 'while the changed day is not rolled up yet');
+  t.ok(compileReport({ tenant: other, ...count }, store.table).rollup, 'and reads the rollup');
+  const truth = async (tenant: Tenant) => (await aggregate({ tx: db, tenant, version: 'v1', collection } as unknown as OperationContext, count.query)).values;
+  t.same(await runReport(store, { tenant: other, ...count }), await truth(other), 'which holds that tenant as Postgres does');
+  t.ok(await mirror.waitFor(target, 10_000, { tenant: changed }), 'the changed tenant\'s reader');
+  t.ok(covers(mirror.rollupPosition, target), 'waits for the recompute');
+  t.same(await runReport(store, { tenant: changed, ...count }), await truth(changed), 'and finds its own write');
+});
 
 t.test('the rollup holds what aggregating the mirror afresh gives, after the changes', async (t) => {
   // More tenants at once than one recompute statement covers (TENANTS_PER_REFRESH).
