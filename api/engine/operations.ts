@@ -4,11 +4,11 @@
  */
 import { currentAuditSetting } from '../db/auditContext.ts';
 import type { Sql } from '../db/connection.ts';
+import { recordEvents, type EventDraft } from '../db/events.ts';
 import { groupCommit, groupWriterOf } from '../db/groupWriter.ts';
+import * as objects from '../db/objects.ts';
 import { insertAuditedRows, type CreatedItem } from '../families/audit_events/createdRows.ts';
 import { auditRows } from '../families/audit_events/statement.ts';
-import { recordEvents, type EventDraft } from '../db/events.ts';
-import * as objects from '../db/objects.ts';
 import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
@@ -305,8 +305,9 @@ export async function prepareNested(ctx: RuleContext, family: Family, body: unkn
 /**
  * Create steps for a family whose create, for the rows `plain` accepts, writes that one row and
  * nothing else (no afterWrite work, no events): prepared on the pool, stored by one INSERT that
- * needs no BEGIN/COMMIT around it (with the other such creates of the family arriving meanwhile). `plain` sees the decoded row before the family's rules, so a
- * rule that would write (an inline entity) never runs outside a transaction.
+ * needs no BEGIN/COMMIT around it (shared with the family's other such creates arriving
+ * meanwhile). `plain` sees the decoded row before the family's rules, so a rule that would write
+ * (an inline entity) never runs outside a transaction.
  */
 export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps<StoredObject> {
   return {
