@@ -330,6 +330,8 @@ t.test('a key revoked while signed in takes the tab back to the sign-in form and
 t.test('every view in the navigation opens with its own title and no error', async (t) => {
   const page = await browser.newPage();
   await signIn(page, api.key);
+  // allTextContents does not wait: the navigation appears once the key is checked.
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link').first().waitFor();
   const names = await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allTextContents();
   t.same(names, ['Transactions', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Requests', 'Reports']);
   for (const name of names) {
