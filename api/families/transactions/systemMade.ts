@@ -13,14 +13,14 @@ import { newId } from '../../ids.ts';
 import { transactions } from './family.ts';
 import type { SystemMaker } from './lifecycle.ts';
 
-/** A transfer row of the new transaction; `mirror` also books `-amount`-like money on the associated transaction. */
+/** A transfer row of the new transaction, and (`mirror`) the associated transaction's own row for it. */
 export interface SystemEntry {
   entry_type: string;
   account_id: string | null;
   assoc_transaction_id: string | null;
   /** minor units */
   amount: number;
-  /** the associated transaction's own row for this entry, in minor units */
+  /** the amount of the associated transaction's own row for this entry, in minor units */
   mirror?: number;
 }
 
