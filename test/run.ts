@@ -11,6 +11,7 @@ import { projectRoot } from '../api/config.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { adminQuery, databaseUrl } from '../api/db/admin.ts';
+import { FailureCollector } from './failures.ts';
 
 const given = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
 let embedded: EmbeddedServer | null = null;
@@ -31,7 +32,7 @@ await migrate(databaseUrl(serverUrl, template));
 
 const tapArgs = process.argv.slice(2);
 const tap = spawn(path.join(projectRoot, 'node_modules/.bin/tap'), tapArgs, {
-  stdio: 'inherit',
+  stdio: ['inherit', 'pipe', 'inherit'],
   env: {
     ...process.env,
     PATH: `${path.join(projectRoot, 'node_modules/.bin')}:${process.env.PATH}`,
@@ -39,7 +40,14 @@ const tap = spawn(path.join(projectRoot, 'node_modules/.bin/tap'), tapArgs, {
     SETTLE_TEST_TEMPLATE: template,
   },
 });
-const code = await new Promise<number>((resolve) => tap.on('exit', (c) => resolve(c ?? 1)));
+const failures = new FailureCollector();
+tap.stdout!.setEncoding('utf8');
+tap.stdout!.on('data', (chunk: string) => {
+  process.stdout.write(chunk);
+  failures.write(chunk);
+});
+const code = await new Promise<number>((resolve) => tap.on('close', (c) => resolve(c ?? 1)));
+process.stdout.write(failures.report());
 try {
   await adminQuery(serverUrl, `drop database if exists ${template} with (force)`);
 } catch {
