@@ -21,7 +21,7 @@ import { itemView } from '../invoices/items.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
 import { fillPaymentParty } from '../invoices/paymentParties.ts';
 import { allocationsOfTransactions, insertItems, lockInvoices, plannedAllocations, recomputeInvoices } from '../invoices/repository.ts';
-import { applyPaymentLink, completePaymentLink } from '../payment_links/payments.ts';
+import { completePaymentLink } from '../payment_links/payments.ts';
 
 interface Allocation {
   invoice_id: string;
@@ -75,7 +75,6 @@ function checkAllocation(ctx: RuleContext, data: Json, allocations: Allocation[]
  * invoices, completes the payment from them and keeps the plan in `allocation_plan`.
  */
 export async function planAllocations(ctx: RuleContext, type: string, data: Json): Promise<void> {
-  await applyPaymentLink(ctx, type, data);
   const list = data.allocations as Json[] | undefined;
   delete data.allocations;
   if (!list || list.length === 0) return;

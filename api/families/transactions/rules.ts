@@ -13,6 +13,7 @@ import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
+import { applyPaymentLink } from '../payment_links/payments.ts';
 import { applyClientIntent } from './clientIntent.ts';
 import { authorizeCard } from './decide.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
@@ -299,45 +300,100 @@ function finishSystemCreate(row: StoredObject): StoredObject {
   return { ...row, data };
 }
 
+/** What a new transaction's decide steps have settled so far; each step reads it and adds to it. */
+interface Draft {
+  type: string;
+  data: Data;
+  parties: Parties;
+  method: StoredObject | null;
+  /** the method's plain number, when the request typed it in */
+  number?: string;
+  plan: Json[];
+  automatic: boolean;
+  /** a reverse-flow payment's cards were each decided for their part */
+  partsCharged: boolean;
+  /** the step that found the parties; the later party steps pass */
+  partiesBy: 'refund' | 'reverse flow' | 'parties' | null;
+}
+
+interface DecideStep {
+  name: string;
+  run: (ctx: RuleContext, draft: Draft) => Promise<void>;
+}
+
+/** A linked refund takes its parties and method from the original payment, locked. */
+async function refundStep(ctx: RuleContext, draft: Draft): Promise<void> {
+  const links = draft.type === 'refund' ? linksFromInput(ctx, draft.data) : [];
+  if (!links.length) return;
+  const refund = await planRefund(ctx, draft.data, links);
+  const o = refund.original.data;
+  draft.plan = refund.plan;
+  draft.parties = { customerId: o.customer_id as string, processingId: o.processing_id as string, methodId: o.payment_method_id as string };
+  draft.method = draft.parties.methodId ? await repo.findMethod(ctx.tx, ctx.tenant, draft.parties.methodId) : null;
+  draft.partiesBy = 'refund';
+}
+
+/** A payment gathered from several senders: each part is charged as it is planned. */
+async function reverseFlowStep(ctx: RuleContext, draft: Draft): Promise<void> {
+  if (draft.partiesBy || !isReverseFlow(ctx, draft.type, draft.data)) return;
+  const gathered = await planReverseFlow(ctx, draft.data);
+  const given = partiesFromInput(ctx, draft.type, draft.data);
+  await checkAccount(ctx, given.processingId, 'processing', 'receiver[account_id]');
+  const processingId = await resolveProcessing(ctx, given, null);
+  if (!processingId) throw invalidAttributes({ receiver: { account_id: 'Required' } });
+  Object.assign(draft, { plan: gathered.plan, method: gathered.method, partsCharged: true, partiesBy: 'reverse flow' });
+  draft.parties = { customerId: gathered.customerId, methodId: gathered.method.id, processingId };
+}
+
+/** Every other transaction: the parties the request names (or their defaults), checked. */
+async function partiesStep(ctx: RuleContext, draft: Draft): Promise<void> {
+  if (draft.partiesBy) return;
+  const given = partiesFromInput(ctx, draft.type, draft.data);
+  const fields = partyFields(ctx);
+  const customer = await checkAccount(ctx, given.customerId, 'customer', fields.customer);
+  await checkAccount(ctx, given.processingId, 'processing', fields.processing);
+  let { method, number } = await resolveMethod(ctx, draft.type, draft.data, given);
+  if (!method && isRelease(draft.type)) method = await defaultFundingMethod(ctx, given.processingId);
+  method = requireMethod(ctx, method);
+  const processingId = requireProcessing(await resolveProcessing(ctx, given, customer));
+  Object.assign(draft, { method, number, partiesBy: 'parties' });
+  draft.parties = { ...given, methodId: method.id, processingId };
+}
+
+/**
+ * How the transactions family decides a new transaction, in order (the create service's decide
+ * step for this family; the processor is asked in `finishCreate`, after all of them). A client
+ * token's presets and a payment link fill the input first; invoice allocations complete it; then
+ * exactly one of refund, reverse flow and parties finds who pays whom; a plain payment may be
+ * split, and a release is checked against the funds it moves.
+ */
+export const DECIDE_STEPS: readonly DecideStep[] = [
+  { name: 'client token', run: async (ctx, draft) => { draft.automatic = (await applyClientIntent(ctx, draft.type, draft.data)).automatic; } },
+  { name: 'payment link', run: (ctx, draft) => applyPaymentLink(ctx, draft.type, draft.data) },
+  { name: 'allocations', run: (ctx, draft) => planAllocations(ctx, draft.type, draft.data) },
+  { name: 'refund', run: refundStep },
+  { name: 'reverse flow', run: reverseFlowStep },
+  { name: 'parties', run: partiesStep },
+  {
+    name: 'split',
+    run: async (ctx, draft) => {
+      if (draft.partiesBy === 'parties' && draft.type === 'payment') draft.plan = await planSplit(ctx, draft.data);
+    },
+  },
+  {
+    name: 'release',
+    run: async (ctx, draft) => {
+      if (draft.partiesBy === 'parties' && isRelease(draft.type)) await planRelease(ctx, draft.type, draft.data, draft.parties.processingId!, draft.method!);
+    },
+  },
+];
+
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {
   if (isSystemMade(row)) return finishSystemCreate(row);
   if (SYSTEM_TYPES.includes(row.type)) throw invalidAttributes({ type: 'Chargebacks come from the card network; they cannot be created' });
-  const data: Data = { ...row.data };
-  const { automatic } = await applyClientIntent(ctx, row.type, data);
-  await planAllocations(ctx, row.type, data);
-  let parties = partiesFromInput(ctx, row.type, data);
-  const links = row.type === 'refund' ? linksFromInput(ctx, data) : [];
-  let plan: Json[] = [];
-  let method: StoredObject | null;
-  let number: string | undefined;
-  let partsCharged = false;
-  if (links.length) {
-    const refund = await planRefund(ctx, data, links);
-    plan = refund.plan;
-    const o = refund.original.data;
-    parties = { customerId: o.customer_id as string, processingId: o.processing_id as string, methodId: o.payment_method_id as string };
-    method = parties.methodId ? await repo.findMethod(ctx.tx, ctx.tenant, parties.methodId) : null;
-  } else if (isReverseFlow(ctx, row.type, data)) {
-    const gathered = await planReverseFlow(ctx, data);
-    partsCharged = true;
-    plan = gathered.plan;
-    method = gathered.method;
-    await checkAccount(ctx, parties.processingId, 'processing', 'receiver[account_id]');
-    parties = { customerId: gathered.customerId, methodId: method.id, processingId: await resolveProcessing(ctx, parties, null) };
-    if (!parties.processingId) throw invalidAttributes({ receiver: { account_id: 'Required' } });
-  } else {
-    const fields = partyFields(ctx);
-    const customer = await checkAccount(ctx, parties.customerId, 'customer', fields.customer);
-    await checkAccount(ctx, parties.processingId, 'processing', fields.processing);
-    ({ method, number } = await resolveMethod(ctx, row.type, data, parties));
-    if (!method && isRelease(row.type)) method = await defaultFundingMethod(ctx, parties.processingId);
-    method = requireMethod(ctx, method);
-    const processingId = requireProcessing(await resolveProcessing(ctx, parties, customer));
-    parties = { ...parties, methodId: method.id, processingId };
-    if (row.type === 'payment') plan = await planSplit(ctx, data);
-    if (isRelease(row.type)) await planRelease(ctx, row.type, data, processingId, method);
-  }
-  return finishCreate(ctx, row, data, parties, method, { automatic, number, plan, partsCharged });
+  const draft: Draft = { type: row.type, data: { ...row.data }, parties: {}, method: null, plan: [], automatic: false, partsCharged: false, partiesBy: null };
+  for (const step of DECIDE_STEPS) await step.run(ctx, draft);
+  return finishCreate(ctx, row, draft.data, draft.parties, draft.method, draft);
 }
 
 /**
