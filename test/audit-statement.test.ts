@@ -104,6 +104,50 @@ t.test('the same payment audited by the trigger instead is the same event', asyn
   }
 });
 
+t.test('a customer created on its own is audited by its statement with the event the trigger writes', async (t) => {
+  const made: Array<{ id: string; event: { data: Record<string, any>; depth: number }; eventId: string }> = [];
+  for (const inStatement of [true, true, false]) {
+    auditRows.inStatement = inStatement;
+    try {
+      const created = await api.request('POST', '/customers', { json: { name: 'Ünïcode "quoted"', email: 'c@example.com', attrs: ATTRS }, headers: { 'X-Request-Id': 'lb-customer' } });
+      t.equal(created.status, 200, created.status === 200 ? 'created' : JSON.stringify(created.body));
+      const [event] = await eventsOf(created.body.id);
+      const { id: eventId } = (await api.db.raw(`select id from audit_events where data->>'object_id' = ?`, [created.body.id])).rows[0];
+      made.push({ id: created.body.id, event, eventId });
+    } finally {
+      auditRows.inStatement = true;
+    }
+  }
+  const [first, second, byTrigger] = made;
+  t.same([first.event.depth, second.event.depth, byTrigger.event.depth], [BY_STATEMENT, BY_STATEMENT, BY_TRIGGER]);
+  const comparable = (m: typeof first) => JSON.parse(JSON.stringify(m.event.data).replaceAll(m.id, 'CUS'));
+  t.same(comparable(first), comparable(byTrigger), 'one event whichever writes it');
+  t.match(first.event.data, { actor: { type: 'secret_key', key_prefix: keyPrefix }, request_id: 'lb-customer', ip: /127\.0\.0\.1/ });
+  t.notOk('password_hint' in first.event.data.changes.attrs[1], 'secret-named keys dropped');
+  for (const { eventId } of made) t.match(eventId, /^aud_[0-9A-Za-z]{24}$/, 'the id format of every object');
+  t.ok(first.eventId < second.eventId, `the statement's ids sort as they were written (${first.eventId} < ${second.eventId})`);
+});
+
+t.test('a created row the database changed on the way in is audited as it was stored', async (t) => {
+  await api.db.raw(`
+    create function test_add_on_the_way() returns trigger language plpgsql as $$
+    begin
+      if new.data->>'name' = 'Changed on the way' then new.data := new.data || '{"added": 1, "email": "changed@example.com"}'; end if;
+      return new;
+    end $$;
+    create trigger test_add_on_the_way before insert on accounts for each row execute function test_add_on_the_way();`);
+  try {
+    const created = await api.request('POST', '/customers', { json: { name: 'Changed on the way', email: 'sent@example.com' } });
+    t.equal(created.status, 200);
+    const [event] = await eventsOf(created.body.id);
+    t.equal(event.depth, BY_STATEMENT, 'written by the statement');
+    t.same(event.data.changes, await triggersChanges('accounts', created.body.id), 'the changes the trigger computes from the stored row');
+    t.same(event.data.changes.email, [null, 'changed@example.com']);
+  } finally {
+    await api.db.raw('drop trigger test_add_on_the_way on accounts; drop function test_add_on_the_way()');
+  }
+});
+
 t.test('the builder computes what the trigger computes from the same fields, or leaves them to the database', async (t) => {
   const cases: Array<[string, Record<string, unknown>]> = [
     ['payment', { amount: 1234, fee: 0.5, big: 1e21, tiny: -0, list: [], none: null, gone: undefined, attrs: ATTRS }],

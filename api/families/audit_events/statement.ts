@@ -1,22 +1,27 @@
 /**
  * Audit events written by the statement that creates the rows (a card payment's one statement,
- * api/families/transactions/repository.ts), instead of by the audit trigger (migration
- * 20261128000100). Such a statement marks each table whose rows it audits with
- * `ownAuditSql(table)` before inserting them, and that table's insert trigger then does not fire
- * for it (for it alone: any other statement is audited by the trigger as ever).
+ * api/families/transactions/repository.ts; one-row creates arriving together, createdRows.ts),
+ * instead of by the audit trigger (migration 20261128000100). Such a statement marks each table
+ * whose rows it audits with `ownAuditSql(table)` before inserting them, and that table's insert
+ * trigger then does not fire for it (for it alone: any other statement is audited by the trigger
+ * as ever).
  *
- * The database's part is shared with the trigger: the envelope is `audit_data` over
- * `audit_context_of` the setting the trigger reads, the id is `audit_id()`, and
- * `audit_created_changes` keeps `changes` exact (a field the database added on the way in, a
- * BEFORE trigger's, is computed as the trigger does; a row the database changed otherwise is
- * computed whole as the trigger does). What is built here is `changes` from the fields sent, as
- * the trigger builds it from the stored row (`audit_changes(null, audit_fields(row))`): the type
- * and the data's keys, secrets' keys dropped at every depth, JSON nulls left out.
- * test/audit-statement.test.ts compares both on the same changes.
+ * What is built here is what the database would build, from the fields sent: `changes` as the
+ * trigger builds them from the stored row (`audit_changes(null, audit_fields(row))`: the type and
+ * the data's keys, secrets' keys dropped at every depth, JSON nulls left out), and, for a writer
+ * that has its request's actor at hand, the event's whole `data` as `audit_data` over
+ * `audit_context_of` the actor's setting builds it, with a time-ordered id of the format
+ * `audit_id()` gives (so the events' primary key grows at its right edge). The database takes
+ * them as they are when the stored row holds exactly the fields sent; otherwise (a field the
+ * database added or changed on the way in, a BEFORE trigger's; no actor here; a key left to its
+ * case-insensitive matching) it builds the event itself, as the trigger does:
+ * `audit_created_changes` keeps `changes` exact. test/audit-statement.test.ts compares both on
+ * the same changes.
  *
  * SETTLE_AUDIT_BY=trigger leaves every row to the trigger (the benchmark compares the two); either
  * way each created row is audited once, in its own statement.
  */
+import { randomBase62 } from '../../ids.ts';
 
 /** The keys the trigger's `audit_scrub` drops, matched case-insensitively as PostgreSQL's `~*`. */
 const SECRET_KEY = /(sealed|secret|hash|password|card_code|fingerprint)/i;
@@ -78,19 +83,75 @@ export function ownAuditSql(table: string): string {
   return `set_config('settle.audited_${table}', statement_timestamp()::text, true)`;
 }
 
+/** A created row's audit event as its writer built it: the event's id and `data` (JSON text). */
+export interface BuiltEvent {
+  id: string;
+  data: string;
+}
+
+const SYSTEM_ACTOR = '{"type":"system"}';
+/** The characters of ids in the order of their codes, so a time written with them sorts as the time. */
+const SORTED_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+/** 62^8 milliseconds reach past the year 8000. */
+const TIME_DIGITS = 8;
+let timeMs = Number.NaN;
+let timeText = '';
+
+/** `aud_`, the time in 8 base62 digits and 16 random ones: the format of `audit_id()`, in the order written. */
+export function auditEventId(now = Date.now()): string {
+  if (now !== timeMs) {
+    timeMs = now;
+    timeText = '';
+    for (let left = now, i = 0; i < TIME_DIGITS; i++, left = Math.floor(left / 62)) timeText = SORTED_DIGITS[left % 62] + timeText;
+  }
+  return `aud_${timeText}${randomBase62(24 - TIME_DIGITS)}`;
+}
+
+/** A JSON string of a setting's text field as `->>` reads it, or undefined when that is not a string or null. */
+function textField(value: unknown): string | undefined {
+  if (value === undefined || value === null) return 'null';
+  return typeof value === 'string' ? JSON.stringify(value) : undefined;
+}
+
+/**
+ * The audit event of a created row as `audit_data(audit_context_of(setting), 'create', …)` builds
+ * it, or null when the database is to build it: no actor's setting here (the session's own
+ * applies), or changes left to the database.
+ */
+export function createdEvent(setting: string | null, objectType: string, objectId: string, changes: BuiltChanges | null): BuiltEvent | null {
+  if (!setting || !changes) return null;
+  const context = JSON.parse(setting) as { actor?: unknown; request_id?: unknown; ip?: unknown } | null;
+  if (!context || typeof context !== 'object') return null;
+  const requestId = textField(context.request_id);
+  const ip = textField(context.ip);
+  if (requestId === undefined || ip === undefined) return null;
+  const actor = context.actor === undefined ? SYSTEM_ACTOR : JSON.stringify(context.actor);
+  return {
+    id: auditEventId(),
+    data: `{"actor":${actor},"action":"create","object_type":${JSON.stringify(objectType)},"object_id":${JSON.stringify(objectId)},`
+      + `"changes":${changes.changes},"request_id":${requestId},"ip":${ip}}`,
+  };
+}
+
 /**
  * The part of a statement that writes the audit events of the rows it created: `sources` is a
- * query of those rows as `object_type, tbl, id, org_id, environment, type, data, built, keys,
- * actor, stored` (the sent fields, the writer's built changes and their keys, the row's own actor
- * setting, and the stored row). Each event has its own row's actor, so rows of many requests may
- * share the statement. Shared by every statement that audits its own rows.
+ * query of those rows as `object_type, tbl, id, org_id, environment, type, data, keys, actor,
+ * stored` (the sent fields and their keys, the row's own actor setting, and the stored row), and
+ * either `built` (the writer's changes, or null) or, with `built = 'events'`, `event_id` and
+ * `event` (the writer's event, or null). Each event has its own row's actor, so rows of many
+ * requests may share the statement. Shared by every statement that audits its own rows.
  */
-export function auditCreatedSql(sources: string): string {
+export function auditCreatedSql(sources: string, built: 'changes' | 'events' = 'changes'): string {
+  const rows = built === 'events'
+    ? `select s.*, s.event->'changes' as built from (${sources}) s`
+    : `select s.*, null::text as event_id, null::jsonb as event from (${sources}) s`;
+  const sent = `jsonb_build_object('type', a.type, 'data', a.data)`;
   return `insert into audit_events (id, org_id, environment, data)
-       select audit_id(), a.org_id, a.environment, audit_data(c, 'create', a.object_type, a.id,
-                audit_created_changes(a.stored, jsonb_build_object('type', a.type, 'data', a.data), a.keys::text[], a.built))
-         from (${sources}) a,
-              lateral audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')) c
+       select coalesce(a.event_id, audit_id()), a.org_id, a.environment,
+              case when a.event is not null and audit_row_fields(a.stored) = audit_row_fields(${sent}) then a.event
+                   else audit_data(audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')), 'create', a.object_type, a.id,
+                          audit_created_changes(a.stored, ${sent}, a.keys::text[], a.built)) end
+         from (${rows}) a
         where ${auditedTableSql('a.tbl')}
        returning 1`;
 }
