@@ -19,7 +19,7 @@ import { metricsRoute, recordRequest } from './http/metricsRoute.ts';
 import { testClockRoutes } from './http/testClockRoutes.ts';
 import { testDataRoutes } from './http/testDataRoutes.ts';
 import { createRateLimiter } from './http/rateLimit.ts';
-import type { AppServices, RequestState } from './http/state.ts';
+import { RequestScope, type AppServices, type RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
 import { requestIdFor } from './http/requestId.ts';
 import { RequestLogShipper, requestLogRoute, requestLogRow, shouldLog } from './http/requestLog.ts';
@@ -43,9 +43,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
 
   app.use(async (ctx: Ctx, next: Next) => {
     const started = performance.now();
-    ctx.state.requestId = requestIdFor(ctx.get('X-Request-Id') || undefined);
-    ctx.state.services = services;
-    ctx.state.log = services.log.child({ req: ctx.state.requestId });
+    ctx.state = new RequestScope(requestIdFor(ctx.get('X-Request-Id') || undefined), services);
     ctx.set('X-Request-Id', ctx.state.requestId);
     // Trailing slashes (`/customers/?email=…`) name the same collection.
     if (ctx.path.length > 1 && ctx.path.endsWith('/')) ctx.path = ctx.path.replace(/\/+$/, '');
@@ -58,7 +56,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     }
     recordRequest(ctx, started);
     if (requestLog && shouldLog(ctx.path)) requestLog.add(requestLogRow(ctx, started));
-    ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
+    if (services.log.isLevelEnabled('info')) ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) }, 'request');
   });
   app.use(clientTokenCors);
   app.use(errorHandler);

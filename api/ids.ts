@@ -4,14 +4,15 @@
  * `startWorker` run each request and each job under their `seams.random` (`withRandomSource`), so
  * a test that gives a process a seeded source gets that process's ids from it, while another
  * process in the same Node (a test's worker beside its web) keeps its own. Outside any of them
- * (the CLI, a test's own setup), and in production, the bytes come from `crypto.randomBytes`.
+ * (the CLI, a test's own setup), and in production, the bytes come from `crypto.randomBytes` (drawn
+ * from a pool: `randomPool.ts`).
  *
  * An async-context scope rather than a parameter: ids are minted in two dozen places (the engine,
  * the outbox, every family's rules) that already share the request's transaction, not a services
  * object; threading a source through each would change every one of them for a seam only tests use.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from './randomPool.ts';
 import type { RandomSource } from './seams.ts';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -25,7 +26,7 @@ export function withRandomSource<T>(random: RandomSource, work: () => T): T {
 
 /** The source in force here: the enclosing process's seam, or the system's. */
 export function currentRandomSource(): RandomSource {
-  return scope.getStore() ?? randomBytes;
+  return scope.getStore() ?? pooledRandomBytes;
 }
 
 export function randomBase62(length: number, random: RandomSource = currentRandomSource()): string {

@@ -4,7 +4,7 @@
  * `Seams`, so one test can pin time or a processor's answers for both processes it runs.
  * Production passes none: every seam falls back to the real thing.
  */
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from './randomPool.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import type { PaymentProcessor } from './processor.ts';
@@ -50,7 +50,7 @@ export interface Seams {
    * Default: the machine's clock. Rows' created_at and job run times stay on the database's clock.
    */
   clock: () => Date;
-  /** Default: `crypto.randomBytes`. */
+  /** Default: `crypto.randomBytes`, drawn from a pool (`pooledRandomBytes`). */
   random: RandomSource;
   /** Decides cards and which bank debits bounce. Default: the sandbox (CONTRACT §7). */
   processor: PaymentProcessor;
@@ -67,7 +67,7 @@ export const systemClock = (): Date => new Date();
 export function withDefaults(given: Partial<Seams> = {}): Seams {
   return {
     clock: given.clock ?? systemClock,
-    random: given.random ?? randomBytes,
+    random: given.random ?? pooledRandomBytes,
     processor: given.processor ?? sandboxProcessor,
     outbound: given.outbound,
   };

@@ -17,12 +17,7 @@ export function isPlainObject(value: unknown): value is Json {
 
 /** Reads own properties only: a path never reaches into a prototype. */
 export function getPath(source: unknown, dotted: string): unknown {
-  let current = source;
-  for (const key of dotted.split('.')) {
-    if (!isPlainObject(current) || !Object.hasOwn(current, key)) return undefined;
-    current = current[key];
-  }
-  return current;
+  return readKeys(source, dotted.split('.'));
 }
 
 /** Writes through a dotted path; a prototype-reaching segment is refused, never followed. */
@@ -47,12 +42,57 @@ export interface RenderOptions {
   include?: Set<string>;
 }
 
+/** One field as `render` writes it: its API path and where it is stored, split once. */
+interface RenderStep {
+  path: string;
+  field: FieldSpec;
+  /** the API path's keys */
+  at: string[];
+  /** a column's name, or null when the field is stored in `data` */
+  column: string | null;
+  /** the storage path's keys inside `data` */
+  from: string[];
+}
+
+const renderPlans = new WeakMap<Map<string, FieldSpec>, RenderStep[]>();
+
+/** The fields a version renders, in order, with their paths split: made once per family and version. */
+function renderPlan(family: Family, version: Version): RenderStep[] {
+  const fields = fieldsOf(family, version);
+  let plan = renderPlans.get(fields);
+  if (!plan) {
+    plan = [...fields]
+      .filter(([path, field]) => !field.writeOnly && path !== 'id')
+      .map(([path, field]) => ({ path, field, at: path.split('.'), column: COLUMNS.has(field.store) ? field.store : null, from: field.store.split('.') }));
+    renderPlans.set(fields, plan);
+  }
+  return plan;
+}
+
+function readKeys(source: unknown, keys: string[]): unknown {
+  let current = source;
+  for (const key of keys) {
+    if (!isPlainObject(current) || !Object.hasOwn(current, key)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
 export function render(family: Family, version: Version, row: StoredObject, options: RenderOptions = {}): Json {
   const out: Json = { id: row.id, object: family.objectName(version, row.type) };
-  for (const [path, field] of fieldsOf(family, version)) {
-    if (field.writeOnly || path === 'id' || !appliesTo(field, row.type)) continue;
-    if (field.nonDefault && !options.include?.has(path)) continue;
-    setPath(out, path, toApi(field, version, storedValue(row, field)));
+  for (const step of renderPlan(family, version)) {
+    const { field } = step;
+    if (!appliesTo(field, row.type)) continue;
+    if (field.nonDefault && !options.include?.has(step.path)) continue;
+    const stored = step.column === null ? readKeys(row.data, step.from) : (row as unknown as Json)[step.column];
+    // Schema paths are the service's own: no prototype-reaching key to refuse.
+    let target = out;
+    for (let i = 0; i < step.at.length - 1; i++) {
+      const key = step.at[i];
+      if (!Object.hasOwn(target, key) || !isPlainObject(target[key])) target[key] = {};
+      target = target[key] as Json;
+    }
+    target[step.at[step.at.length - 1]] = toApi(field, version, stored);
   }
   return out;
 }

@@ -52,7 +52,7 @@ export function createAuthenticator(cacheMs: number) {
     ctx.state.key = entry.key;
     ctx.state.tenant = { orgId: entry.key.org_id, environment: entry.key.environment };
     ctx.state.principal = { kind: 'secret', keyId: entry.key.id, settings: entry.key.settings };
-    ctx.state.log = ctx.state.log.child({ org: entry.key.org_id, env: entry.key.environment });
+    ctx.state.bindLog({ org: entry.key.org_id, env: entry.key.environment });
     await next();
   };
 }
@@ -63,7 +63,7 @@ async function authenticateClient(ctx: Context & { state: RequestState }, next: 
   if (!token) throw unauthorized('Invalid or expired client token');
   ctx.state.tenant = { orgId: token.org_id, environment: token.environment };
   ctx.state.principal = { kind: 'client', tokenId: hash.toString('hex'), intent: token.intent };
-  ctx.state.log = ctx.state.log.child({ org: token.org_id, env: token.environment, client: true });
+  ctx.state.bindLog({ org: token.org_id, env: token.environment, client: true });
   await next();
 }
 

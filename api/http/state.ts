@@ -33,4 +33,46 @@ export interface RequestState {
   version: Version;
   body?: Record<string, unknown>;
   idempotency?: IdempotencyClaim;
+  /** adds fields to every line the request's logger writes */
+  bindLog(bindings: Record<string, unknown>): void;
+}
+
+/**
+ * Koa's `ctx.state` for one request. Its logger is made on first use, a child of the process's
+ * with the request id and whatever `bindLog` adds before then (the key's org and environment):
+ * most requests log nothing at the configured level, and two children per request cost more than
+ * rendering the answer.
+ */
+export class RequestScope implements RequestState {
+  readonly requestId: string;
+  readonly services: AppServices;
+  keyPrefix?: string;
+  key?: KeyRecord;
+  readableType?: string;
+  tenant?: Tenant;
+  principal?: Principal;
+  version: Version = 'v1';
+  body?: Record<string, unknown>;
+  idempotency?: IdempotencyClaim;
+  #log: Logger | null = null;
+  readonly #bindings: Record<string, unknown>;
+
+  constructor(requestId: string, services: AppServices) {
+    this.requestId = requestId;
+    this.services = services;
+    this.#bindings = { req: requestId };
+  }
+
+  get log(): Logger {
+    return (this.#log ??= this.services.log.child(this.#bindings));
+  }
+
+  set log(log: Logger) {
+    this.#log = log;
+  }
+
+  bindLog(bindings: Record<string, unknown>): void {
+    if (this.#log) this.#log = this.#log.child(bindings);
+    else Object.assign(this.#bindings, bindings);
+  }
 }

@@ -149,8 +149,19 @@ export function toApi(field: FieldSpec, version: Version, stored: unknown): unkn
   if (field.type === 'money') return formatMoney(Number(stored));
   if (field.type === 'datetime') return formatTimestamp(stored as string | Date);
   const renames = field.values?.[version];
-  if (renames && typeof stored === 'string') {
-    for (const [apiValue, storedValue] of Object.entries(renames)) if (storedValue === stored) return apiValue;
-  }
+  if (renames && typeof stored === 'string') return apiNames(renames).get(stored) ?? stored;
   return stored;
+}
+
+const apiNamesByRenames = new WeakMap<Record<string, string>, Map<string, string>>();
+
+/** A version's renames turned around (stored value → API value), made once; the first API value wins. */
+function apiNames(renames: Record<string, string>): Map<string, string> {
+  let names = apiNamesByRenames.get(renames);
+  if (!names) {
+    names = new Map();
+    for (const [apiValue, storedValue] of Object.entries(renames)) if (!names.has(storedValue)) names.set(storedValue, apiValue);
+    apiNamesByRenames.set(renames, names);
+  }
+  return names;
 }
