@@ -1,5 +1,5 @@
 /** Secret keys: `test_secret_key_<32 base62>` / `secret_key_<32 base62>`, shown once, stored hashed. */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Db } from './db/connection.ts';
 import { expireKey, findKeyToRoll, findOrCreateOrg, insertKey } from './db/keys.ts';
 import { insertDefaultProcessingAccount } from './families/accounts/repository.ts';
@@ -8,7 +8,12 @@ import { newId, randomBase62 } from './ids.ts';
 export type Environment = 'test' | 'live';
 
 export function hashKey(secret: string): Buffer {
-  return createHash('sha256').update(secret).digest();
+  return hash('sha256', secret, 'buffer');
+}
+
+/** `hashKey` as hex: what a process caches a key under, so its secret is never a map key. */
+export function hashKeyHex(secret: string): string {
+  return hash('sha256', secret, 'hex');
 }
 
 export function keyEnvironment(secret: string): Environment | null {

@@ -8,7 +8,7 @@ import { unauthorized } from '../errors.ts';
 import { findActiveAccessToken } from '../db/accessTokens.ts';
 import { clientTokenScopes } from '../families/index.ts';
 import { forbidden } from '../errors.ts';
-import { hashKey, isClientToken, keyEnvironment, shownPrefix } from '../keys.ts';
+import { hashKey, hashKeyHex, isClientToken, keyEnvironment, shownPrefix } from '../keys.ts';
 import { grants, neededScope, readableTypes } from '../scopes.ts';
 import type { RequestState } from './state.ts';
 
@@ -34,14 +34,13 @@ export function createAuthenticator(cacheMs: number) {
     const secret = credentialFrom(ctx.get('Authorization') || undefined);
     if (!secret) throw unauthorized('Missing API key: use HTTP Basic with the secret key as username, or Bearer');
     if (!keyEnvironment(secret) || secret.length > 128) throw unauthorized('Invalid API key');
-    const hash = hashKey(secret);
     ctx.state.keyPrefix = shownPrefix(secret);
-    if (isClientToken(secret)) return authenticateClient(ctx, next, hash);
-    const cacheKey = hash.toString('hex');
+    if (isClientToken(secret)) return authenticateClient(ctx, next, hashKey(secret));
+    const cacheKey = hashKeyHex(secret);
     const now = Date.now();
     let entry = cache.get(cacheKey);
     if (!entry || entry.expires < now) {
-      entry = { key: await findActiveKeyByHash(ctx.state.services.db, hash), expires: now + cacheMs };
+      entry = { key: await findActiveKeyByHash(ctx.state.services.db, Buffer.from(cacheKey, 'hex')), expires: now + cacheMs };
       if (cacheMs > 0) {
         if (cache.size > 10000) cache.clear();
         cache.set(cacheKey, entry);

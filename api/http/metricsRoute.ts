@@ -20,9 +20,28 @@ export function routeOf(ctx: Context): string {
 
 /** Records the request once it has an answer (errors included: the error middleware runs inside). */
 export function recordRequest(ctx: Context, startedMs: number): void {
-  const labels = { method: ctx.method, route: routeOf(ctx), status: String(ctx.status) };
-  httpRequests.inc(labels);
-  httpDuration.observe(labels, (performance.now() - startedMs) / 1000);
+  const series = seriesOf(ctx.method, routeOf(ctx), ctx.status);
+  series.requests.inc();
+  series.duration.observe((performance.now() - startedMs) / 1000);
+}
+
+interface Series {
+  requests: { inc: () => void };
+  duration: { observe: (value: number) => void };
+}
+
+/** Each label set's children, kept: the registry would hash the labels on every call. */
+const seriesByLabels = new Map<string, Series>();
+
+function seriesOf(method: string, route: string, status: number): Series {
+  const key = `${method} ${route} ${status}`;
+  let series = seriesByLabels.get(key);
+  if (!series) {
+    const labels = { method, route, status: String(status) };
+    series = { requests: httpRequests.labels(labels), duration: httpDuration.labels(labels) };
+    seriesByLabels.set(key, series);
+  }
+  return series;
 }
 
 export async function metricsRoute(ctx: Context, next: Next): Promise<void> {
