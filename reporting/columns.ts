@@ -203,10 +203,11 @@ export function schemaFingerprint(): string {
  * compiler chooses it (reporting/report.ts) when a query's fields, filters and groupings are all
  * covered; anything else reads the mirror.
  *
- * It is kept exact by recomputing whole days: after a pass copies changes, every (tenant, day) it
- * touched is aggregated again from the mirror's FINAL view, in one INSERT that also writes a
- * deletion for each group of those days (the newer rows win over them, so only groups that
- * vanished stay deleted). ReplacingMergeTree(rev, is_deleted): FINAL reads the latest.
+ * It is kept exact by recomputing whole days: every (tenant, day) passes changed is aggregated
+ * again from the mirror's FINAL view (at most once a second while changes flow), in one INSERT
+ * that also writes a deletion for each group of those days (the newer rows win over them, so only
+ * groups that vanished stay deleted). ReplacingMergeTree(rev, is_deleted): FINAL reads the latest.
+ * Until a changed day is recomputed, a query reads that day from the mirror (rollupWithDaysSql).
  */
 export interface RollupMeasure {
   count: string;
@@ -283,6 +284,43 @@ export function rollupSelect(mirror: string, scope: 'all' | { where: string }, r
   return `SELECT ${columns.map((c) => (c.fromMirror === c.name ? c.name : `${c.fromMirror} AS ${c.name}`)).join(', ')}, ${rev} AS rev, 0 AS is_deleted
 FROM ${mirror} FINAL${scope === 'all' ? '' : `\nWHERE ${scope.where}`}
 GROUP BY ${ROLLUP_KEY.join(', ')}`;
+}
+
+/**
+ * A tenant's rollup as it would stand with `days` recomputed: its stored groups of every other day,
+ * and those days' groups aggregated from the mirror now. A reader reads its own writes through it
+ * without waiting for a recompute (nor writing one), for the price of aggregating the days that
+ * trail the mirror (today's, mostly).
+ */
+export function rollupWithDaysSql(mirror: string, rollup: string, days: RollupDays): string {
+  const names = [...rollupColumns().map((c) => c.name), 'rev', 'is_deleted'].join(', ');
+  return `SELECT ${names} FROM ${rollup} FINAL WHERE ${days.tenant} AND NOT ${days.rollup}
+UNION ALL
+${rollupSelect(mirror, { where: `${days.tenant} AND ${days.mirror}` }, '0')}`;
+}
+
+/** Binds a value as a typed query parameter and gives its placeholder (`{p0:String}`). */
+export type Bind = (type: string, value: unknown) => string;
+
+/** A tenant's days: the tenant's condition, and the days as a condition over the mirror and over the rollup. */
+export interface RollupDays {
+  tenant: string;
+  mirror: string;
+  rollup: string;
+}
+
+/** The time range lets the mirror's sort key find the days' rows; the list keeps only the days themselves. */
+export function rollupDays(tenant: { orgId: string; environment: string }, days: readonly string[], bind: Bind): RollupDays {
+  const sorted = [...new Set(days)].sort();
+  const next = new Date(`${sorted.at(-1)}T00:00:00Z`);
+  next.setUTCDate(next.getUTCDate() + 1);
+  const list = bind('Array(Date32)', sorted);
+  const time = "DateTime64(6, 'UTC')";
+  return {
+    tenant: `org_id = ${bind('String', tenant.orgId)} AND environment = ${bind('String', tenant.environment)}`,
+    mirror: `(created_at >= ${bind(time, `${sorted[0]} 00:00:00`)} AND created_at < ${bind(time, `${next.toISOString().slice(0, 10)} 00:00:00`)} AND toDate32(created_at) IN ${list})`,
+    rollup: `(day IN ${list})`,
+  };
 }
 
 /** The whole rollup from the mirror (a rebuild). */

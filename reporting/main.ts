@@ -267,9 +267,10 @@ export async function startReporting(config: Config, options: ReportingOptions =
       if (databaseUnreachable || yielding) return 'Reporting is unavailable: it cannot reach its database and is reconnecting; retry shortly';
       return 'Reporting is starting or on standby; retry shortly';
     },
-    reach: async (target, timeoutMs, options) => {
+    reach: async (target, timeoutMs) => {
       const current = mirror;
-      if (current) return (await current.waitFor(target, timeoutMs, options)) ? current.status.position : null;
+      // The rollup's changed days are read from the mirror (reporting/report.ts): no recompute to wait for.
+      if (current) return (await current.waitFor(target, timeoutMs, { rollup: false })) ? current.status.position : null;
       return store ? standbyReach(target, timeoutMs) : null;
     },
     get rebuild() {

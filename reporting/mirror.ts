@@ -5,14 +5,15 @@
  * pass copies the changes that became visible since the last one (reporting/feed.ts) into
  * ClickHouse.
  *
- * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes the days its changes
- * fall on, and they are recomputed together when a reader waits for the rollup (a query it covers,
- * at a snapshot the mirror already covers) or ROLLUP_REFRESH_MS after the last recompute, so a
- * pass's lag is its copy alone, and under load one recompute serves many passes. The position
- * recorded in ClickHouse, next to the data, is the rollup's (every change it covers is in both
- * tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from there, copies
- * the changes after it again (the same versions, which the ReplacingMergeTree collapses) and notes
- * their days, so nothing is skipped.
+ * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes in the store the days
+ * its changes fall on, and they are recomputed together ROLLUP_REFRESH_MS after the last recompute
+ * (or when a caller waits for the rollup itself), so a pass's lag is its copy alone, and under
+ * load one recompute serves many passes. Until then a query that reads the rollup aggregates its
+ * tenant's changed days from the mirror (rollupWithDaysSql): a reader waits for the copy only.
+ * The position recorded in ClickHouse, next to the data, is the rollup's (every change it covers
+ * is in both tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from
+ * there, copies the changes after it again (the same versions, which the ReplacingMergeTree
+ * collapses) and notes their days, so nothing is skipped.
  *
  * Once a position is recorded, the change rows it covers are pruned (reporting/prune.ts) by a loop
  * of its own, every REPORTING_PRUNE_INTERVAL and back to back while a backlog lasts, on its own
@@ -23,10 +24,9 @@
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
-import type { Tenant } from '../api/engine/family.ts';
 import { rollupDdl, rollupTable, tableDdl } from './columns.ts';
 import { FailureLog } from './failures.ts';
-import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type Bucket, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
+import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
 import { PRUNE_BATCHES_PER_ROUND, pruneRound, registerFollower } from './prune.ts';
 import type { ReportingStore } from './store.ts';
 
@@ -78,21 +78,10 @@ const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
 const WAITING_RETRY_MS = 20;
 
-/** A tenant's prefix of `dayKey`. */
-function tenantKey(orgId: string, environment: string): string {
-  return `${orgId}\u0000${environment}\u0000`;
-}
-
-function dayKey(day: Bucket): string {
-  return `${tenantKey(day.orgId, day.environment)}${day.day}`;
-}
-
 interface Waiter {
   target: Snapshot;
-  /** it reads the rollup: the rollup must cover the target too, or hold no day of `tenant` changed since */
+  /** the rollup table must cover the target too (a recompute of the changed days) */
   rollup: boolean;
-  /** the tenant it reads, `dayKey`'s prefix */
-  tenant?: string;
   resolve: (reached: boolean) => void;
 }
 
@@ -102,10 +91,8 @@ export class Mirror {
   readonly #log: Logger;
   readonly #options: MirrorOptions;
   #status: MirrorStatus = { position: EMPTY_SNAPSHOT, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
-  /** the rollup holds every change visible in this snapshot (never ahead of the mirror's position) */
+  /** the rollup table holds every change visible in this snapshot (never ahead of the mirror's position) */
   #rolledUp: Snapshot = EMPTY_SNAPSHOT;
-  /** days changed since `#rolledUp`, by tenant and day */
-  #dirty = new Map<string, Bucket>();
   #refreshedAt = 0;
   #recorded = '';
   #recordedAt = 0;
@@ -153,7 +140,7 @@ export class Mirror {
     const state = await this.#store.readState();
     this.#status.position = state?.position ?? EMPTY_SNAPSHOT;
     this.#rolledUp = this.#status.position;
-    this.#dirty.clear();
+    this.#store.forgetChangedDays();
     this.#recorded = formatSnapshot(this.#status.position);
     this.#recordedAt = Date.now();
     this.#durable = this.#status.position;
@@ -180,17 +167,16 @@ export class Mirror {
 
   /**
    * Resolves true once everything committed before `target` is mirrored, and unless `rollup` is
-   * false rolled up too (for `tenant`'s rows, when it is given); false after `timeoutMs`.
+   * false in the rollup table too (queries need not wait for that: they read changed days from the
+   * mirror); false after `timeoutMs`.
    */
-  waitFor(target: Snapshot, timeoutMs: number, options: { rollup?: boolean; tenant?: Tenant } = {}): Promise<boolean> {
+  waitFor(target: Snapshot, timeoutMs: number, options: { rollup?: boolean } = {}): Promise<boolean> {
     const rollup = options.rollup ?? true;
-    const tenant = options.tenant ? tenantKey(options.tenant.orgId, options.tenant.environment) : undefined;
-    if (this.#reached({ target, rollup, tenant })) return Promise.resolve(true);
+    if (this.#reached({ target, rollup })) return Promise.resolve(true);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         target,
         rollup,
-        tenant,
         resolve: (reached) => {
           clearTimeout(timer);
           this.#waiters.delete(waiter);
@@ -236,7 +222,7 @@ export class Mirror {
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
     await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
     await this.#record(pass.snapshot);
-    this.#dirty.clear();
+    this.#store.forgetChangedDays();
     this.#rolledUp = pass.snapshot;
     this.#advance(pass.snapshot);
     this.#log.info({ rows: counts.done, copyMs: counts.copyMs, rollupMs: counts.rollupMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
@@ -297,7 +283,7 @@ export class Mirror {
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
         // Idle with days not rolled up yet: the recompute that is due then.
-        else if (this.#dirty.size > 0) delay = Math.min(this.#options.pollIntervalMs, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
+        else if (this.#store.rollupTrails) delay = Math.min(this.#options.pollIntervalMs, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
         else delay = this.#options.pollIntervalMs;
       } catch (error) {
         this.#passFailures.failed(error);
@@ -332,7 +318,7 @@ export class Mirror {
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
         await this.#store.insertLines(chunk.lines);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
-        for (const day of chunk.days) this.#dirty.set(dayKey(day), day);
+        this.#store.noteChangedDays(chunk.days);
       });
     } catch (error) {
       if (!(error instanceof FeedPruned)) throw error;
@@ -350,7 +336,7 @@ export class Mirror {
       this.#status.lagMs = 0;
     }
     // No day changed since the rollup's position: it holds this one too.
-    if (this.#dirty.size === 0) this.#rolledUp = pass.snapshot;
+    if (!this.#store.rollupTrails) this.#rolledUp = pass.snapshot;
     // The rows are in ClickHouse: readers waiting for them go ahead now, not after the rollup's
     // recompute or the position's own insert (a restart before it is recorded replays these changes).
     let released = this.#advance(pass.snapshot);
@@ -358,7 +344,7 @@ export class Mirror {
     // their queries first (within this turn of the event loop), then the rollup and the position.
     if (released > 0) await new Promise((resolve) => setImmediate(resolve));
     let refreshed = false;
-    if (this.#dirty.size > 0 && (this.#rollupAwaited() || now - this.#refreshedAt >= this.#rollupRefreshMs || this.#recordRequested)) {
+    if (this.#store.rollupTrails && (this.#rollupAwaited() || now - this.#refreshedAt >= this.#rollupRefreshMs || this.#recordRequested)) {
       await this.#refreshRollup();
       refreshed = true;
       released = this.#advance(pass.snapshot);
@@ -379,28 +365,17 @@ export class Mirror {
     return false;
   }
 
-  /**
-   * Whether what a reader waits for is in ClickHouse: the mirror covers its target and, for the
-   * rollup, so does the rollup, or the reader's tenant has no day changed since the rollup's
-   * position (its rows there are as at the mirror's).
-   */
-  #reached(waiter: Pick<Waiter, 'target' | 'rollup' | 'tenant'>): boolean {
+  /** Whether what a reader waits for is in ClickHouse: the mirror covers its target and, when it asks, so does the rollup table. */
+  #reached(waiter: Pick<Waiter, 'target' | 'rollup'>): boolean {
     if (!covers(this.#status.position, waiter.target)) return false;
-    if (!waiter.rollup || covers(this.#rolledUp, waiter.target)) return true;
-    if (waiter.tenant === undefined) return false;
-    for (const key of this.#dirty.keys()) if (key.startsWith(waiter.tenant)) return false;
-    return true;
+    return !waiter.rollup || covers(this.#rolledUp, waiter.target);
   }
 
   /** Recomputes the days changed since the rollup's position: it then holds the mirror's position. */
   async #refreshRollup(): Promise<void> {
     const position = this.#status.position;
-    if (this.#dirty.size > 0) {
-      const days = [...this.#dirty.values()];
-      await this.#store.refreshRollup(days);
-      // Days noted meanwhile (none: passes and recomputes take turns) stay for the next one.
-      for (const day of days) this.#dirty.delete(dayKey(day));
-    }
+    // Passes and recomputes take turns: no day is noted while this runs.
+    await this.#store.refreshRollup();
     this.#refreshedAt = Date.now();
     this.#rolledUp = position;
   }

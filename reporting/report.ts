@@ -13,7 +13,7 @@ import { badRequest } from '../api/errors.ts';
 import { transactionShape } from '../api/families/transactions/fields.ts';
 import type { ListQuery, Operand } from '../api/query/ast.ts';
 import { AGGREGATES, exactMoneyColumn, type ExactMoney } from '../api/query/aggregates.ts';
-import { ROLLUP, rollupTable, type Rollup } from './columns.ts';
+import { ROLLUP, rollupDays, rollupTable, rollupWithDaysSql, type Bind, type Rollup } from './columns.ts';
 import { ClickHouseCompiler, type Typed } from './compiler.ts';
 import type { ReportingStore } from './store.ts';
 
@@ -63,19 +63,25 @@ const MIRROR: ReportSource = { family: transactionShape, final: true, rollup: RO
  * One compiler, two tables: a report reads the rollup when every field, filter and grouping of it
  * is kept there (the compiler says NotCovered otherwise), else the table itself. Any failure over
  * the rollup compiles the query over the table, whose answer (or refusal) is the reference.
+ * `changedDays`: the tenant's days the rollup has not recomputed since they changed
+ * (ReportingStore.changedDays), read from the table instead.
  */
-export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR): CompiledReport {
+export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR, changedDays: readonly string[] = []): CompiledReport {
   if (source.rollup) {
+    const rollup = source.rollup;
     try {
-      return compileOver(request, rollupTable(table), source, source.rollup);
+      return compileOver(request, source, (bind) => (changedDays.length === 0
+        ? `${rollupTable(table)} FINAL`
+        : `(${rollupWithDaysSql(table, rollupTable(table), rollupDays(request.tenant, changedDays, bind))})`), rollup);
     } catch {
       // not covered (or refused): the table's compilation decides
     }
   }
-  return compileOver(request, table, source);
+  return compileOver(request, source, () => `${table}${source.final ? ' FINAL' : ''}`);
 }
 
-function compileOver(request: ReportRequest, table: string, source: ReportSource, rollup?: Rollup): CompiledReport {
+/** `from`: what the query reads, its values bound with the query's own parameters. */
+function compileOver(request: ReportRequest, source: ReportSource, from: (bind: Bind) => string, rollup?: Rollup): CompiledReport {
   const { query, version } = request;
   const terms = aggregateTerms(query);
   const compiler = new ClickHouseCompiler(source.family, version, undefined, source.columns, rollup);
@@ -125,7 +131,7 @@ function compileOver(request: ReportRequest, table: string, source: ReportSource
   const groupBy = groups.size ? `\nGROUP BY ${[...groups.values()].map((g) => g.alias).join(', ')}` : '';
   const orderBy = order.length ? `\nORDER BY ${order.join(', ')}` : '';
   const sql = `SELECT ${select.join(', ')}
-FROM ${table}${source.final ? ' FINAL' : ''}
+FROM ${from((type, value) => params.add(type, value))}
 WHERE ${conditions.join(' AND ')}${groupBy}${orderBy}
 LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}
 SETTINGS max_execution_time = 60`;
@@ -146,7 +152,7 @@ export function decodeRows(compiled: CompiledReport, rows: Array<Record<string, 
 }
 
 export async function runReport(store: ReportingStore, request: ReportRequest): Promise<Json[]> {
-  const compiled = compileReport(request, store.table);
+  const compiled = compileReport(request, store.table, MIRROR, store.changedDays(request.tenant));
   return decodeRows(compiled, await store.select<Record<string, unknown>>(compiled.sql, compiled.params));
 }
 

@@ -17,7 +17,7 @@ import Koa, { type Context, type Next } from 'koa';
 import { PassThrough } from 'node:stream';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Tenant, Version } from '../api/engine/family.ts';
+import type { Version } from '../api/engine/family.ts';
 import { ApiError, badRequest, errorResponse, serviceUnavailable, unauthorized } from '../api/errors.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import type { ListQuery } from '../api/query/ast.ts';
@@ -44,8 +44,8 @@ export interface ReportingEngine {
   store: () => ReportingStore | null;
   /** why `store()` is null, for the 503 */
   notReady: () => string;
-  /** resolves with the position once it covers `target` (and the rollup does, for a query that reads it), or null after `timeoutMs` */
-  reach: (target: Snapshot, timeoutMs: number, options: { rollup: boolean; tenant?: Tenant }) => Promise<Snapshot | null>;
+  /** resolves with the position once the mirror covers `target`, or null after `timeoutMs` */
+  reach: (target: Snapshot, timeoutMs: number) => Promise<Snapshot | null>;
   rebuild: ((progress: (p: RebuildProgress) => void) => Promise<RebuildProgress>) | null;
   health: () => Promise<Health>;
 }
@@ -156,16 +156,19 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
   if (!store) throw serviceUnavailable(engine.notReady());
   const query = parseListQuery(body.params);
   if (query.format === 'parquet') return answerParquet(ctx, engine, options, store, body, query);
-  // Compile first: a bad query is a 400 at once, not after waiting for the mirror.
-  const compiled = compileReport({
+  const request = {
     tenant: { orgId: body.tenant.orgId, environment: body.tenant.environment as 'test' | 'live' },
     version: body.version as Version,
     type: body.type,
     query,
-  }, store.table);
+  };
+  // Compile first: a bad query is a 400 at once, not after waiting for the mirror.
+  let compiled = compileReport(request, store.table);
   const waitStarted = performance.now();
-  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs, { rollup: compiled.rollup, tenant: body.tenant as Tenant });
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
+  // The rollup's days changed since their last recompute, as they stand now, are read from the table.
+  if (compiled.rollup) compiled = compileReport(request, store.table, undefined, store.changedDays(request.tenant));
   const queryStarted = performance.now();
   const rows = await selectReport(store, compiled);
   const done = performance.now();
@@ -185,7 +188,7 @@ async function answerParquet(ctx: Context, engine: ReportingEngine, options: Ser
     type: body.type,
     query,
   }, store.table, query.limitGiven ? query.limit : maxRows);
-  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs, { rollup: false });
+  const position = await engine.reach(parseSnapshot(body.snapshot)!, options.waitMs);
   if (position === null) throw serviceUnavailable('Reporting has not caught up with the latest changes; retry shortly');
   if (!query.limitGiven) {
     const [counted] = await store.select<{ n: string | number }>(compiled.countSql, compiled.params);

@@ -9,13 +9,18 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
-import { insertStatement, rollupDdl, rollupFillSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
+import { insertStatement, rollupDays, rollupDdl, rollupFillSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
+import { Params } from './compiler.ts';
 import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Bucket, type Snapshot } from './feed.ts';
 
 const STATE_NAME = 'transactions';
 /** Tenants whose days one rollup recompute statement covers. */
 const TENANTS_PER_REFRESH = 100;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function tenantKey(tenant: { orgId: string; environment: string }): string {
+  return `${tenant.orgId}\u0000${tenant.environment}`;
+}
 
 /**
  * The oldest ClickHouse the mirror runs on: ReplacingMergeTree(version, is_deleted) came in 23.2,
@@ -85,6 +90,8 @@ export class ReportingStore {
   #lastStateWrite = 0n;
   /** the last rollup revision written (reporting/columns.ts), read from the table on first use */
   #lastRev: bigint | null = null;
+  /** the rollup's days changed by passes since their last recompute, by tenant (`tenantKey`) */
+  readonly #changed = new Map<string, { orgId: string; environment: string; days: Set<string> }>();
 
   constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`) {
     if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
@@ -149,36 +156,53 @@ export class ReportingStore {
     await this.client.command({ query: rollupFillSql(table, rollupTable(table)), query_params: { rev: (await this.#nextRev(table)).toString() } });
   }
 
-  /** Recomputes the rollup's days that `days` name from the mirror (after a pass copied changes to them). */
-  async refreshRollup(days: Bucket[], table = this.table): Promise<void> {
-    if (days.length === 0) return;
-    const byTenant = new Map<string, { orgId: string; environment: string; days: string[] }>();
+  /** Notes days a pass changed: until recomputed, readers aggregate them from the mirror. */
+  noteChangedDays(days: readonly Bucket[]): void {
     for (const bucket of days) {
-      const key = JSON.stringify([bucket.orgId, bucket.environment]);
-      const tenant = byTenant.get(key) ?? byTenant.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: [] }).get(key)!;
-      tenant.days.push(bucket.day);
+      const key = tenantKey(bucket);
+      const tenant = this.#changed.get(key) ?? this.#changed.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: new Set() }).get(key)!;
+      tenant.days.add(bucket.day);
     }
-    // A statement per TENANTS_PER_REFRESH tenants keeps the SQL text short (a server refuses
-    // queries over max_query_size); each tenant's days are recomputed in one statement.
-    const tenants = [...byTenant.values()];
-    for (let from = 0; from < tenants.length; from += TENANTS_PER_REFRESH) await this.#refreshTenants(tenants.slice(from, from + TENANTS_PER_REFRESH), table);
   }
 
-  async #refreshTenants(tenants: Array<{ orgId: string; environment: string; days: string[] }>, table: string): Promise<void> {
-    const params: Record<string, unknown> = { rev: (await this.#nextRev(table)).toString() };
-    const mirrorWhere: string[] = [];
-    const rollupWhere: string[] = [];
-    tenants.forEach((tenant, i) => {
-      const sorted = [...new Set(tenant.days)].sort();
-      const next = new Date(`${sorted.at(-1)}T00:00:00Z`);
-      next.setUTCDate(next.getUTCDate() + 1);
-      Object.assign(params, { [`o${i}`]: tenant.orgId, [`e${i}`]: tenant.environment, [`d${i}`]: sorted, [`lo${i}`]: `${sorted[0]} 00:00:00`, [`hi${i}`]: `${next.toISOString().slice(0, 10)} 00:00:00` });
-      const tenantSql = `org_id = {o${i}:String} AND environment = {e${i}:String}`;
-      // The time range lets the sort key find the days' rows; the list keeps only the days themselves.
-      mirrorWhere.push(`(${tenantSql} AND created_at >= {lo${i}:DateTime64(6, 'UTC')} AND created_at < {hi${i}:DateTime64(6, 'UTC')} AND toDate32(created_at) IN {d${i}:Array(Date32)})`);
-      rollupWhere.push(`(${tenantSql} AND day IN {d${i}:Array(Date32)})`);
-    });
-    await this.client.command({ query: rollupRefreshSql(table, rollupTable(table), mirrorWhere.join(' OR '), rollupWhere.join(' OR ')), query_params: params });
+  /** The days of `tenant` changed since their last recompute, in order. */
+  changedDays(tenant: { orgId: string; environment: string }): string[] {
+    return [...(this.#changed.get(tenantKey(tenant))?.days ?? [])].sort();
+  }
+
+  /** Whether any tenant has a day changed since its last recompute. */
+  get rollupTrails(): boolean {
+    return this.#changed.size > 0;
+  }
+
+  /** After a rebuild: the new rollup holds every day. */
+  forgetChangedDays(): void {
+    this.#changed.clear();
+  }
+
+  /** Recomputes every changed day from the mirror; each is forgotten once its recompute is in. */
+  async refreshRollup(): Promise<void> {
+    const tenants = [...this.#changed.entries()];
+    // A statement per TENANTS_PER_REFRESH tenants keeps the SQL text short (a server refuses
+    // queries over max_query_size); each tenant's days are recomputed in one statement.
+    for (let from = 0; from < tenants.length; from += TENANTS_PER_REFRESH) {
+      const batch = tenants.slice(from, from + TENANTS_PER_REFRESH).map(([key, tenant]) => ({ key, tenant, days: [...tenant.days] }));
+      await this.#refreshTenants(batch.map(({ tenant, days }) => ({ ...tenant, days })));
+      for (const { key, days } of batch) {
+        const left = this.#changed.get(key);
+        for (const day of days) left?.days.delete(day);
+        if (left?.days.size === 0) this.#changed.delete(key);
+      }
+    }
+  }
+
+  async #refreshTenants(tenants: Array<{ orgId: string; environment: string; days: string[] }>): Promise<void> {
+    const params = new Params();
+    params.values.rev = (await this.#nextRev(this.table)).toString();
+    const each = tenants.map((tenant) => rollupDays(tenant, tenant.days, (type, value) => params.add(type, value)));
+    const mirrorWhere = each.map((days) => `(${days.tenant} AND ${days.mirror})`).join(' OR ');
+    const rollupWhere = each.map((days) => `(${days.tenant} AND ${days.rollup})`).join(' OR ');
+    await this.client.command({ query: rollupRefreshSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
   }
 
   async readState(): Promise<MirrorState | null> {
