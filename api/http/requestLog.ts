@@ -29,12 +29,28 @@ const dropped = new client.Counter({
   registers: [registry],
 });
 
-/** Rows per shipment, and how soon a partial batch goes: fewer, larger inserts keep the store's parts few. */
-const BATCH = 2000;
-const FLUSH_MS = 1000;
+/**
+ * A shipment holds at most SHIPMENT_ROWS rows (reporting's INGEST_MAX_ROWS) and about
+ * SHIPMENT_BYTES (reporting reads a body of at most 1 MiB), and a partial one goes FLUSH_MS after
+ * its first row: each insert costs the store about as much as thousands of rows (a part of files
+ * on disk, merged later), so fewer, larger ones leave its CPU to the requests.
+ */
+const SHIPMENT_ROWS = 10_000;
+const SHIPMENT_BYTES = 900 * 1024;
+const FLUSH_MS = 2000;
 const RETRY_MS = 1000;
 /** Paths that are not API requests: pages, their assets, and the probes. */
 const UNLOGGED = /^\/(console|healthz$|metrics$|client\.js$|elements\/|checkout|pay\/|enroll|docs)/;
+
+/** About the bytes a row takes in a shipment: its texts, and the rest of its JSON. */
+function shippedBytes(row: RequestLogTuple): number {
+  let bytes = 64;
+  for (const value of row) if (typeof value === 'string') bytes += value.length;
+  return bytes;
+}
+
+/** Reporting refused a shipment for its size (413): fewer rows at a time go. */
+class ShipmentTooLarge extends Error {}
 
 export class RequestLogShipper {
   readonly #url: string;
@@ -42,6 +58,8 @@ export class RequestLogShipper {
   readonly #capacity: number;
   readonly #log: Logger;
   #rows: RequestLogTuple[] = [];
+  /** shippedBytes of the queued rows */
+  #bytes = 0;
   #timer: NodeJS.Timeout | null = null;
   #shipping: Promise<void> | null = null;
   /** rows dropped from the front since the shipment under way took its batch */
@@ -61,15 +79,32 @@ export class RequestLogShipper {
 
   add(row: RequestLogTuple): void {
     if (this.#rows.length >= this.#capacity) {
-      this.#rows.shift();
+      this.#bytes -= shippedBytes(this.#rows.shift()!);
       this.#droppedWhileShipping++;
       dropped.inc();
     }
     this.#rows.push(row);
-    // A full batch goes at once, unless a shipment is under way (it takes what is queued) or
+    this.#bytes += shippedBytes(row);
+    // A full shipment goes at once, unless one is under way (it takes what is queued) or
     // reporting is down (the retry timer tries again): a request never queues behind the log.
-    if (this.#rows.length >= BATCH && !this.#shipping && !this.#down) void this.flush().catch(() => {});
+    if (this.#full() && !this.#shipping && !this.#down) void this.flush().catch(() => {});
     else this.#schedule(FLUSH_MS);
+  }
+
+  #full(): boolean {
+    return this.#rows.length >= SHIPMENT_ROWS || this.#bytes >= SHIPMENT_BYTES;
+  }
+
+  /** The rows of the queue's front that one shipment carries: at most `rows`, and SHIPMENT_BYTES unless one row is more. */
+  #front(rows: number): RequestLogTuple[] {
+    let bytes = 0;
+    let n = 0;
+    while (n < Math.min(rows, this.#rows.length)) {
+      bytes += shippedBytes(this.#rows[n]!);
+      if (n > 0 && bytes > SHIPMENT_BYTES) break;
+      n++;
+    }
+    return this.#rows.slice(0, n);
   }
 
   #schedule(ms: number): void {
@@ -94,19 +129,23 @@ export class RequestLogShipper {
   }
 
   /**
-   * Ships the rows queued when it starts, and any full batch queued meanwhile. Rows that arrive
+   * Ships the rows queued when it starts, and any full shipment queued meanwhile. Rows that arrive
    * during a shipment wait for the timer: shipping them at once would make a busy process post a
    * small batch per round trip, and each insert costs the store far more than its rows.
    */
   async #shipAll(): Promise<void> {
     let due = this.#rows.length;
-    while (this.#rows.length && (due > 0 || this.#rows.length >= BATCH)) {
-      const batch = this.#rows.slice(0, BATCH);
-      due -= batch.length;
+    let rowsAtMost = SHIPMENT_ROWS;
+    while (this.#rows.length && (due > 0 || this.#full())) {
+      const batch = this.#front(rowsAtMost);
       this.#droppedWhileShipping = 0;
       try {
         await this.#post(batch);
       } catch (error) {
+        if (error instanceof ShipmentTooLarge && batch.length > 1) {
+          rowsAtMost = Math.ceil(batch.length / 2);
+          continue;
+        }
         if (!this.#down) this.#log.warn({ err: (error as Error).message, pending: this.#rows.length }, 'request log: reporting unavailable, rows kept until it is back');
         this.#down = true;
         this.#schedule(RETRY_MS);
@@ -114,6 +153,8 @@ export class RequestLogShipper {
       }
       // The batch was the front; rows dropped meanwhile left from the front, its own first.
       this.#rows.splice(0, Math.max(0, batch.length - this.#droppedWhileShipping));
+      this.#bytes = this.#rows.reduce((sum, row) => sum + shippedBytes(row), 0);
+      due -= batch.length;
       if (this.#down) this.#log.info('request log: reporting back, queued rows shipped');
       this.#down = false;
     }
@@ -125,6 +166,10 @@ export class RequestLogShipper {
     if (this.#secret) headers.Authorization = `Bearer ${this.#secret}`;
     const body = JSON.stringify({ columns: REQUEST_LOG_SHIPPED, rows });
     const response = await fetch(`${this.#url}/request_logs`, { method: 'POST', headers, body, signal: AbortSignal.timeout(5000) });
+    if (response.status === 413) {
+      await response.arrayBuffer();
+      throw new ShipmentTooLarge(`reporting refused ${rows.length} rows as too large`);
+    }
     if (!response.ok) throw new Error(`reporting answered ${response.status}`);
     await response.arrayBuffer();
   }

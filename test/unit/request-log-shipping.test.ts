@@ -9,15 +9,26 @@ import { RequestLogShipper } from '../../api/http/requestLog.ts';
 import { createLogger } from '../../api/logger.ts';
 import type { RequestLogTuple } from '../../api/families/request_logs/family.ts';
 
-/** A reporting stand-in answering each shipment after `delayMs`, and the batch sizes it took. */
-async function slowStore(t: Test, delayMs: number) {
+/**
+ * A reporting stand-in answering each shipment after `delayMs`, and the batch sizes it took; a
+ * body over `bodyLimit` bytes it refuses with 413, as reporting does past 1 MiB.
+ */
+async function slowStore(t: Test, delayMs: number, bodyLimit = 1024 * 1024) {
   const batches: number[] = [];
+  const bodies: number[] = [];
   const ids: string[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const { columns, rows } = JSON.parse(Buffer.concat(chunks).toString()) as { columns: string[]; rows: unknown[][] };
+      const body = Buffer.concat(chunks);
+      if (body.length > bodyLimit) {
+        res.statusCode = 413;
+        res.end('{}');
+        return;
+      }
+      bodies.push(body.length);
+      const { columns, rows } = JSON.parse(body.toString()) as { columns: string[]; rows: unknown[][] };
       batches.push(rows.length);
       ids.push(...rows.map((row) => row[columns.indexOf('id')] as string));
       setTimeout(() => res.end('{}'), delayMs);
@@ -25,14 +36,14 @@ async function slowStore(t: Test, delayMs: number) {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, batches, ids };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, batches, bodies, ids };
 }
 
-function row(n: number): RequestLogTuple {
-  return ['org_a', 'test', `req_${n}`, 'GET', '/customers/:id', '/customers/cus_1', 200, 1, null, null, 'v1', null, '127.0.0.1', 'test', Date.now()];
+function row(n: number, userAgent = 'test'): RequestLogTuple {
+  return ['org_a', 'test', `req_${n}`, 'GET', '/customers/:id', '/customers/cus_1', 200, 1, null, null, 'v1', null, '127.0.0.1', userAgent, Date.now()];
 }
 
-t.test('a busy process ships about once a second, not a small batch per round trip to the store', async (t) => {
+t.test('a busy process ships every two seconds or so, not a small batch per round trip to the store', async (t) => {
   const store = await slowStore(t, 20);
   const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
   t.teardown(() => shipper.stop());
@@ -45,7 +56,7 @@ t.test('a busy process ships about once a second, not a small batch per round tr
   }
   await shipper.flush();
   t.equal(store.batches.reduce((a, b) => a + b, 0), n, 'every row arrived');
-  t.ok(store.batches.length <= 5, `${store.batches.length} shipments for 2.5 s of requests (${store.batches.join(', ')})`);
+  t.ok(store.batches.length <= 3, `${store.batches.length} shipments for 2.5 s of requests (${store.batches.join(', ')})`);
 });
 
 t.test('a flush ships every row queued before it', async (t) => {
@@ -70,5 +81,27 @@ t.test('rows dropped past the bound while a shipment is under way are the oldest
   t.equal(shipper.pending, 5, 'rows 7-11 wait');
   await shipper.flush();
   t.same(store.ids, ['req_0', 'req_1', 'req_2', 'req_3', 'req_4', 'req_7', 'req_8', 'req_9', 'req_10', 'req_11']);
+  t.equal(shipper.pending, 0);
+});
+
+t.test('a shipment stays within the store\'s body limit: long rows go in more shipments, each row once', async (t) => {
+  const store = await slowStore(t, 5);
+  const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
+  t.teardown(() => shipper.stop());
+  const longAgent = 'Mozilla/5.0 '.repeat(42);
+  for (let i = 0; i < 6000; i++) shipper.add(row(i, longAgent));
+  await shipper.flush();
+  t.same(store.ids, Array.from({ length: 6000 }, (_, i) => `req_${i}`), 'every row, once, in order');
+  t.ok(store.batches.length >= 4, `${store.batches.length} shipments of ${store.bodies.join(', ')} bytes`);
+});
+
+t.test('a shipment the store refuses as too large goes again in smaller ones, each row once', async (t) => {
+  const store = await slowStore(t, 5, 64 * 1024);
+  const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
+  t.teardown(() => shipper.stop());
+  for (let i = 0; i < 3000; i++) shipper.add(row(i));
+  await shipper.flush();
+  t.same(store.ids, Array.from({ length: 3000 }, (_, i) => `req_${i}`), 'every row, once, in order');
+  t.ok(store.bodies.every((bytes) => bytes <= 64 * 1024), `bodies of ${store.bodies.join(', ')} bytes`);
   t.equal(shipper.pending, 0);
 });
