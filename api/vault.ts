@@ -8,9 +8,10 @@
  * under the current key. Values written before key ids (`v1.<iv>.<tag>.<body>`) are opened by
  * whichever known key authenticates them.
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pooledRandomBytes } from './randomPool.ts';
 
 export interface Vault {
   /** the current key's id: what the database records and a sealed value names */
@@ -73,14 +74,19 @@ export function loadVaultSecret(given: string | undefined, dataDir: string): Buf
 
 interface Keyring {
   id: string;
-  encryption: Buffer;
+  /** a KeyObject, made once: handing the cipher a Buffer costs it a new key object each call (a third of a seal) */
+  encryption: KeyObject;
+}
+
+function derivedKey(secret: Buffer, purpose: string): KeyObject {
+  return createSecretKey(Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), purpose, 32)));
 }
 
 function keyring(secret: Buffer): Keyring {
-  return { id: vaultKeyId(secret), encryption: Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'settle vault encryption', 32)) };
+  return { id: vaultKeyId(secret), encryption: derivedKey(secret, 'settle vault encryption') };
 }
 
-function open(key: Buffer, iv: string, tag: string, body: string): string {
+function open(key: KeyObject, iv: string, tag: string, body: string): string {
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
   decipher.setAuthTag(Buffer.from(tag, 'base64'));
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
@@ -90,12 +96,12 @@ export function createVault(secret: Buffer, previous: Buffer[] = []): Vault {
   const current = keyring(secret);
   const older = previous.map(keyring).filter((k) => k.id !== current.id);
   const all = [current, ...older];
-  const fingerprintKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'settle vault fingerprint', 32));
+  const fingerprintKey = derivedKey(secret, 'settle vault fingerprint');
   return {
     keyId: current.id,
     previousKeyIds: older.map((k) => k.id),
     encrypt(plain) {
-      const iv = randomBytes(12);
+      const iv = pooledRandomBytes(12);
       const cipher = createCipheriv('aes-256-gcm', current.encryption, iv);
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       return ['v2', current.id, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join('.');
