@@ -21,8 +21,9 @@ const COLUMNS = [...REQUEST_LOG_COLUMNS.keys()];
 /** The columns an ingest inserts, in the order web processes ship them. */
 const INSERTED: readonly string[] = REQUEST_LOG_SHIPPED;
 const CREATED_AT = INSERTED.indexOf('created_at');
-/** Rows one ingest may carry (a web process sends at most this many at once, in at most 1 MiB). */
+/** Rows and bytes one ingest may carry (a web process sends at most this much at once). */
 export const INGEST_MAX_ROWS = 10_000;
+export const INGEST_MAX_BYTES = 8 * 1024 * 1024;
 
 function tableOf(store: ReportingStore): string {
   return `${store.database}.request_logs`;

@@ -30,7 +30,7 @@ import { selectReport } from './repository.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
 import { metricsText } from '../api/metrics.ts';
-import { answerRequestLogs } from './requestLog.ts';
+import { answerRequestLogs, INGEST_MAX_BYTES } from './requestLog.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -110,7 +110,7 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
     }
     if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);
     if (ctx.method === 'POST' && ctx.path === '/rebuild') return streamRebuild(ctx, engine);
-    if (ctx.method === 'POST' && ctx.path.startsWith('/request_logs')) return answerRequestLogs(ctx, engine, await readJson(ctx), options.requestLogRetentionMs ?? 30 * 86_400_000);
+    if (ctx.method === 'POST' && ctx.path.startsWith('/request_logs')) return answerRequestLogs(ctx, engine, await readJson(ctx, ctx.path === '/request_logs' ? INGEST_MAX_BYTES : BODY_LIMIT), options.requestLogRetentionMs ?? 30 * 86_400_000);
     return next();
   });
   return app;
@@ -123,12 +123,12 @@ function authorize(ctx: Context, secret: string | undefined): void {
   if (!timingSafeEqual(digest(ctx.get('Authorization')), digest(`Bearer ${secret}`))) throw unauthorized('Missing or invalid reporting secret');
 }
 
-async function readJson(ctx: Context): Promise<unknown> {
+async function readJson(ctx: Context, limit = BODY_LIMIT): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req) {
     size += (chunk as Buffer).length;
-    if (size > BODY_LIMIT) throw new ApiError(413, 'PayloadTooLarge', 'Request body exceeds the size limit');
+    if (size > limit) throw new ApiError(413, 'PayloadTooLarge', 'Request body exceeds the size limit');
     chunks.push(chunk as Buffer);
   }
   try {

@@ -30,13 +30,14 @@ const dropped = new client.Counter({
 });
 
 /**
- * A shipment holds at most SHIPMENT_ROWS rows (reporting's INGEST_MAX_ROWS) and about
- * SHIPMENT_BYTES (reporting reads a body of at most 1 MiB), and a partial one goes FLUSH_MS after
+ * A shipment holds at most SHIPMENT_ROWS rows and about SHIPMENT_BYTES (within reporting's
+ * INGEST_MAX_ROWS and INGEST_MAX_BYTES; one of an earlier reporting that refuses it as too large
+ * goes again in halves), and a partial one goes FLUSH_MS after
  * its first row: each insert costs the store about as much as thousands of rows (a part of files
  * on disk, merged later), so fewer, larger ones leave its CPU to the requests.
  */
 const SHIPMENT_ROWS = 10_000;
-const SHIPMENT_BYTES = 900 * 1024;
+const SHIPMENT_BYTES = 6 * 1024 * 1024;
 const FLUSH_MS = 2000;
 const RETRY_MS = 1000;
 /** Paths that are not API requests: pages, their assets, and the probes. */

@@ -11,9 +11,9 @@ import type { RequestLogTuple } from '../../api/families/request_logs/family.ts'
 
 /**
  * A reporting stand-in answering each shipment after `delayMs`, and the batch sizes it took; a
- * body over `bodyLimit` bytes it refuses with 413, as reporting does past 1 MiB.
+ * body over `bodyLimit` bytes it refuses with 413, as reporting does past its INGEST_MAX_BYTES.
  */
-async function slowStore(t: Test, delayMs: number, bodyLimit = 1024 * 1024) {
+async function slowStore(t: Test, delayMs: number, bodyLimit = 8 * 1024 * 1024) {
   const batches: number[] = [];
   const bodies: number[] = [];
   const ids: string[] = [];
@@ -84,15 +84,16 @@ t.test('rows dropped past the bound while a shipment is under way are the oldest
   t.equal(shipper.pending, 0);
 });
 
-t.test('a shipment stays within the store\'s body limit: long rows go in more shipments, each row once', async (t) => {
+t.test('a shipment stays within reporting\'s limits of rows and bytes: long rows go in more shipments, each row once', async (t) => {
   const store = await slowStore(t, 5);
   const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
   t.teardown(() => shipper.stop());
   const longAgent = 'Mozilla/5.0 '.repeat(42);
-  for (let i = 0; i < 6000; i++) shipper.add(row(i, longAgent));
+  for (let i = 0; i < 12_000; i++) shipper.add(row(i, longAgent));
   await shipper.flush();
-  t.same(store.ids, Array.from({ length: 6000 }, (_, i) => `req_${i}`), 'every row, once, in order');
-  t.ok(store.batches.length >= 4, `${store.batches.length} shipments of ${store.bodies.join(', ')} bytes`);
+  t.same(store.ids, Array.from({ length: 12_000 }, (_, i) => `req_${i}`), 'every row, once, in order');
+  t.ok(store.batches.length >= 2 && store.batches.every((rows, i) => rows <= 10_000 && store.bodies[i]! <= 8 * 1024 * 1024),
+    `${store.batches.join(', ')} rows in ${store.bodies.join(', ')} bytes`);
 });
 
 t.test('a shipment the store refuses as too large goes again in smaller ones, each row once', async (t) => {
