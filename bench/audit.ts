@@ -10,7 +10,7 @@
  *   second web process (SETTLE_AUDIT_BY=trigger);
  * - get-by-id (GET /customers/:id) on a web process that logs every request to the reporting
  *   process, and on one that logs none (REPORTING_URL=off) (goal: at most 5 % slower);
- * - request-log ingestion into the reporting store: batches of 2,000 rows posted by 4 senders, as
+ * - request-log ingestion into the reporting store: batches of 10,000 rows posted by 4 senders, as
  *   web processes ship them (goal: at least 20,000 rows/s).
  *
  * Postgres as in `npm test`; BENCH_ROUNDS alternated rounds per comparison (default 2); BENCH_PARTS
@@ -213,7 +213,7 @@ if (PARTS.has('log')) rows.push(row('get-by-id (request log)', logged, notLogged
 
 // Ingestion: what the web processes' shippers send, straight to the reporting process.
 const INGEST_ROWS = 200_000;
-const BATCH = 2000;
+const BATCH = 10_000;
 const SENDERS = 4;
 // As web processes ship them (api/http/requestLog.ts): {columns, rows}, a row its values in order.
 const batch = (n: number): RequestLogTuple[] => Array.from({ length: BATCH }, (_, i) => [
