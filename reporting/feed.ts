@@ -82,14 +82,9 @@ export class FeedPruned extends Error {
   }
 }
 
-/** The change feed since a position (its txids are numbers, written as literals). */
-function changesSince(since: Snapshot): string {
-  const open = since.xip.length ? ` or c.txid = any('{${since.xip.join(',')}}'::xid8[])` : '';
-  return `from reporting_changes c left join transactions t on t.id = c.transaction_id
-       where (c.txid >= '${since.xmax}'::xid8${open})`;
-}
-
-/** Every stored transaction as it stands (a rebuild). */
+/** The change feed since a position, or (for a rebuild) every stored transaction as it stands. */
+const CHANGES_SINCE = `from reporting_changes c left join transactions t on t.id = c.transaction_id
+       where (c.txid >= ?::xid8 or c.txid = any(?::xid8[]))`;
 // Read from `transactions` itself: change rows are pruned once mirrored. A pruned row's version
 // is 0, below any version a later change takes.
 const EVERY_TRANSACTION = `from transactions t left join reporting_changes rc on rc.transaction_id = t.id
@@ -122,52 +117,35 @@ const TAIL_PLAN = `, set_config('enable_seqscan', 'off', true), set_config('enab
  */
 export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: FeedChunk) => Promise<void>, onTotal?: (total: number) => void): Promise<FeedPass> {
   return db.transaction(async (trx) => {
+    const [{ snapshot: text, pruned_below: prunedBelow }] = await rows<{ snapshot: string; pruned_below: string | null }>(trx,
+      `select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below, ${FEED_SESSION}${since === null ? '' : TAIL_PLAN}`);
+    const snapshot = parseSnapshot(text)!;
+    const pass: FeedPass = { snapshot, rows: 0 };
+    if (since && prunedBelow !== null && BigInt(prunedBelow) > since.xmin) throw new FeedPruned(since, BigInt(prunedBelow));
+    if (since && formatSnapshot(since) === text) return pass;
+    const [from, bindings] = since === null ? [EVERY_TRANSACTION, []] : [CHANGES_SINCE, [since.xmax.toString(), since.xip.map(String)]];
+    if (onTotal) {
+      const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total ${from}`, bindings);
+      onTotal(Number(total));
+    }
     // A rebuild copies rows as they stand, not changes: no commit time to measure lag from, and
     // the rollup is built whole afterwards, so no days to recompute.
     const changedMs = since === null ? '0' : 'extract(epoch from c.changed_at) * 1000';
     // The day as the mirror's DateTime64 holds it: within 1900–2299.
     const utcDay = `greatest(least((c.created_at at time zone 'UTC')::date, date '2299-12-31'), date '1900-01-01')::text`;
     const day = since === null ? 'null' : `to_json(c.org_id)::text || ',' || to_json(c.environment)::text || ',"' || ${utcDay} || '"'`;
-    const head = `select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below, ${FEED_SESSION}${since === null ? '' : TAIL_PLAN}`;
-    const cursor = (from: string) => `declare mirror_feed no scroll cursor for
+    await trx.raw(`declare mirror_feed no scroll cursor for
       select ${pgRowJson()} as line, ${changedMs} as changed_ms, ${day} as day
-        ${from}${since === null ? REBUILD_ORDER : ''}`;
-    if (since === null) {
-      const [{ snapshot: text }] = await rows<{ snapshot: string }>(trx, head);
-      const pass: FeedPass = { snapshot: parseSnapshot(text)!, rows: 0 };
-      if (onTotal) {
-        const [{ total }] = await rows<{ total: number }>(trx, `select count(*)::bigint as total ${EVERY_TRANSACTION}`);
-        onTotal(Number(total));
-      }
-      await trx.raw(cursor(EVERY_TRANSACTION));
-      await copyCursor(trx, pass, sink, null);
-      return pass;
-    }
-    // A pass: the snapshot, the cursor and its first chunk in one round trip (the simple protocol
-    // runs the statements in order, so the plan settings apply to the cursor). The position's
-    // txids are our own numbers, written out as literals.
-    const [headResult, , firstResult] = await trx.raw(`${head};\n${cursor(changesSince(since))};\nfetch forward ${CHUNK_ROWS} from mirror_feed`) as unknown as Array<{ rows: unknown[] }>;
-    const [{ snapshot: text, pruned_below: prunedBelow }] = headResult.rows as Array<{ snapshot: string; pruned_below: string | null }>;
-    const pass: FeedPass = { snapshot: parseSnapshot(text)!, rows: 0 };
-    if (prunedBelow !== null && BigInt(prunedBelow) > since.xmin) throw new FeedPruned(since, BigInt(prunedBelow));
-    await copyCursor(trx, pass, sink, firstResult.rows as FeedRow[]);
+        ${from}${since === null ? REBUILD_ORDER : ''}`, bindings);
+    await copyCursor(trx, pass, sink);
     return pass;
   }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
-interface FeedRow {
-  line: string;
-  changed_ms: string;
-  day: string | null;
-}
-
-/** Copies the cursor's rows to `sink` chunk by chunk, starting with `first` when it was fetched already. */
-async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>, first: FeedRow[] | null): Promise<void> {
+async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
   let pending: Promise<void> = Promise.resolve();
-  let next = first;
   for (;;) {
-    const fetched = next ?? await rows<FeedRow>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
-    next = null;
+    const fetched = await rows<{ line: string; changed_ms: string; day: string | null }>(trx, `fetch forward ${CHUNK_ROWS} from mirror_feed`);
     await pending;
     if (fetched.length === 0) break;
     const last = fetched.length < CHUNK_ROWS;
