@@ -22,6 +22,7 @@ import { createRateLimiter } from './http/rateLimit.ts';
 import { RequestScope, type AppServices, type RequestState } from './http/state.ts';
 import { apiVersion } from './http/version.ts';
 import { requestIdFor } from './http/requestId.ts';
+import { firstSegmentGate } from './http/routerGate.ts';
 import { RequestLogShipper, requestLogRoute, requestLogRow, shouldLog } from './http/requestLog.ts';
 import { serviceUnavailable } from './errors.ts';
 import { pingDatabase } from './db/health.ts';
@@ -76,10 +77,10 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
     }
   });
   app.use(openApiRoute);
-  app.use(docsRoutes().routes());
+  app.use(firstSegmentGate(docsRoutes()));
   app.use(metricsRoute);
-  app.use(browserRoutes().routes());
-  app.use(consoleRoutes().routes());
+  app.use(firstSegmentGate(browserRoutes()));
+  app.use(firstSegmentGate(consoleRoutes()));
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
   app.use(clientScope);
   app.use(keyScope);
@@ -90,10 +91,10 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(createBodyParser(services.config.bodyLimit));
   app.use(testDataRoutes(services));
   app.use(idempotency);
-  app.use(accessTokenRoutes().routes());
-  app.use(webhookRoutes().routes());
-  app.use(orgRoutes().routes());
-  app.use(testClockRoutes().routes());
+  app.use(firstSegmentGate(accessTokenRoutes()));
+  app.use(firstSegmentGate(webhookRoutes()));
+  app.use(firstSegmentGate(orgRoutes()));
+  app.use(firstSegmentGate(testClockRoutes()));
   app.use(routes.routes());
   return app;
 }
