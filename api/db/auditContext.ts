@@ -30,19 +30,22 @@ export interface AuditContext {
 
 interface Scope {
   context: AuditContext;
-  setting: string;
+  /** made when a statement first needs it: a read never does */
+  setting: string | null;
 }
 
 const scope = new AsyncLocalStorage<Scope>();
 
 /** Runs `work` (and everything it starts) as `context`'s actor. */
 export function runAudited<T>(context: AuditContext, work: () => T): T {
-  return scope.run({ context, setting: JSON.stringify(context) }, work);
+  return scope.run({ context, setting: null }, work);
 }
 
 /** The value of `settle.audit` for the work under way, or null when no actor is known here. */
 export function currentAuditSetting(): string | null {
-  return scope.getStore()?.setting ?? null;
+  const store = scope.getStore();
+  if (!store) return null;
+  return (store.setting ??= JSON.stringify(store.context));
 }
 
 export function currentAuditContext(): AuditContext | null {
