@@ -115,7 +115,7 @@ export interface BenchEnv {
 }
 
 /** A fresh migrated database, a test key of org "bench", and both servers answering. */
-/** `settleEnv`: more environment for Settle's web process (e.g. its REPORTING_URL). */
+/** `settleEnv`: more environment for Settle's web process (e.g. its REPORTING_URL; `off` unless given). */
 export async function startServers(bench: string, settleEnv: Record<string, string> = {}): Promise<BenchEnv> {
   let serverUrl = process.env.DATABASE_URL;
   let embedded: EmbeddedServer | null = null;
@@ -149,6 +149,10 @@ export async function startServers(bench: string, settleEnv: Record<string, stri
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     SETTLE_RATE_LIMIT: 'off',
+    // No reporting process runs beside these benchmarks: without this, the web process would
+    // queue every request's log row for a store that never answers (bench:audit measures the
+    // request log, and bench:reporting and bench:exports start reporting and pass its URL).
+    REPORTING_URL: 'off',
     ...settleEnv,
   });
   const anchor = startChild(bench, 'anchor', 'bench/anchor-server.ts', {

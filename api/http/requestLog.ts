@@ -53,6 +53,48 @@ const SHIPMENT_HEAD = `{"columns":${JSON.stringify(REQUEST_LOG_SHIPPED)},"rows":
 /** Reporting refused a shipment for its size (413): fewer rows at a time go. */
 class ShipmentTooLarge extends Error {}
 
+/**
+ * Queued rows, oldest first, with their texts' total length. Leaving from the front moves an
+ * index: while reporting is down the buffer stays full, and shifting an array of 100,000 rows on
+ * every request copied them all each time (10 µs a request).
+ */
+class RowQueue {
+  #items: string[] = [];
+  #head = 0;
+  bytes = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  at(index: number): string {
+    return this.#items[this.#head + index]!;
+  }
+
+  front(count: number): string[] {
+    return this.#items.slice(this.#head, this.#head + count);
+  }
+
+  push(text: string): void {
+    this.#items.push(text);
+    this.bytes += text.length;
+  }
+
+  dropFront(count: number): void {
+    const end = Math.min(this.#head + count, this.#items.length);
+    for (let i = this.#head; i < end; i++) {
+      this.bytes -= this.#items[i]!.length;
+      this.#items[i] = ''; // the row's text can go at once
+    }
+    this.#head = end;
+    // The left rows go once they are half the array, so the copy is paid once per that many drops.
+    if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+}
+
 export class RequestLogShipper {
   readonly #url: URL;
   readonly #agent: http.Agent;
@@ -60,9 +102,7 @@ export class RequestLogShipper {
   readonly #capacity: number;
   readonly #log: Logger;
   /** the queued rows, each as its JSON text */
-  #rows: string[] = [];
-  /** the length of the queued rows' texts */
-  #bytes = 0;
+  #rows = new RowQueue();
   #timer: NodeJS.Timeout | null = null;
   #shipping: Promise<void> | null = null;
   /** rows dropped from the front since the shipment under way took its batch */
@@ -83,13 +123,12 @@ export class RequestLogShipper {
 
   add(row: RequestLogTuple): void {
     if (this.#rows.length >= this.#capacity) {
-      this.#bytes -= this.#rows.shift()!.length;
+      this.#rows.dropFront(1);
       this.#droppedWhileShipping++;
       dropped.inc();
     }
     const text = JSON.stringify(row);
     this.#rows.push(text);
-    this.#bytes += text.length;
     // A full shipment goes at once, unless one is under way (it takes what is queued) or
     // reporting is down (the retry timer tries again): a request never queues behind the log.
     if (this.#full() && !this.#shipping && !this.#down) void this.flush().catch(() => {});
@@ -97,7 +136,7 @@ export class RequestLogShipper {
   }
 
   #full(): boolean {
-    return this.#rows.length >= SHIPMENT_ROWS || this.#bytes >= SHIPMENT_BYTES;
+    return this.#rows.length >= SHIPMENT_ROWS || this.#rows.bytes >= SHIPMENT_BYTES;
   }
 
   /** The rows of the queue's front that one shipment carries: at most `rows`, and SHIPMENT_BYTES unless one row is more. */
@@ -105,11 +144,11 @@ export class RequestLogShipper {
     let bytes = 0;
     let n = 0;
     while (n < Math.min(rows, this.#rows.length)) {
-      bytes += this.#rows[n]!.length + 1;
+      bytes += this.#rows.at(n).length + 1;
       if (n > 0 && bytes > SHIPMENT_BYTES) break;
       n++;
     }
-    return this.#rows.slice(0, n);
+    return this.#rows.front(n);
   }
 
   #schedule(ms: number): void {
@@ -157,8 +196,7 @@ export class RequestLogShipper {
         throw error;
       }
       // The batch was the front; rows dropped meanwhile left from the front, its own first.
-      this.#rows.splice(0, Math.max(0, batch.length - this.#droppedWhileShipping));
-      this.#bytes = this.#rows.reduce((sum, text) => sum + text.length, 0);
+      this.#rows.dropFront(Math.max(0, batch.length - this.#droppedWhileShipping));
       due -= batch.length;
       if (this.#down) this.#log.info('request log: reporting back, queued rows shipped');
       this.#down = false;

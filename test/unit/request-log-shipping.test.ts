@@ -106,3 +106,24 @@ t.test('a shipment the store refuses as too large goes again in smaller ones, ea
   t.ok(store.bodies.every((bytes) => bytes <= 64 * 1024), `bodies of ${store.bodies.join(', ')} bytes`);
   t.equal(shipper.pending, 0);
 });
+
+t.test('through an outage the buffer keeps the newest rows up to its bound, in order, and ships exactly them once the store is back', async (t) => {
+  const store = await slowStore(t, 0);
+  // Nothing listens on the shipper's port at first: a closed server's port.
+  const closed = http.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const downUrl = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const down = new RequestLogShipper(downUrl, undefined, 3000, createLogger('silent', 'web'));
+  t.teardown(() => down.stop());
+  for (let i = 0; i < 20_000; i++) down.add(row(i));
+  await t.rejects(down.flush(), 'the store is down: the rows stay');
+  t.equal(down.pending, 3000, 'the bound holds');
+  // The same queue, shipped to the store once it answers: the 3,000 newest, each once, in order.
+  const shipped = new RequestLogShipper(store.url, undefined, 3000, createLogger('silent', 'web'));
+  t.teardown(() => shipped.stop());
+  for (let i = 0; i < 20_000; i++) shipped.add(row(i));
+  await shipped.flush();
+  t.same(store.ids, Array.from({ length: 3000 }, (_, i) => `req_${17_000 + i}`));
+  t.equal(shipped.pending, 0);
+});
