@@ -51,7 +51,8 @@ export class RequestScope implements RequestState {
   readableType?: string;
   tenant?: Tenant;
   principal?: Principal;
-  version: Version = 'v1';
+  /** set by the version middleware; unset before it (a request refused earlier has none) */
+  declare version: Version;
   body?: Record<string, unknown>;
   idempotency?: IdempotencyClaim;
   #log: Logger | null = null;
