@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../api/db/connection.ts';
-import { REQUEST_LOG_SHIPPED, type RequestLogTuple } from '../api/families/request_logs/family.ts';
+import { REQUEST_LOG_SHIPPED, storedLogTime, type RequestLogTuple } from '../api/families/request_logs/family.ts';
 import { freePort } from '../api/db/embedded.ts';
 import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
 
@@ -230,18 +230,18 @@ if (PARTS.has('log')) rows.push(row('get-by-id (request log)', logged, notLogged
 const INGEST_ROWS = 200_000;
 const BATCH = 10_000;
 const SENDERS = 4;
-// As web processes ship them (api/http/requestLog.ts): {columns, rows}, a row its values in order.
+// As web processes ship them (api/http/requestLog.ts): a line of the column names, then a row a line.
 const batch = (n: number): RequestLogTuple[] => Array.from({ length: BATCH }, (_, i) => [
   'org_ingest', 'test', `req_${n}_${i}`, 'GET', '/customers/:id', `/customers/acct_${i}`, i % 17 === 0 ? 404 : 200, i % 40,
-  'test_secret_key_abcdefgh', null, 'v1', i % 17 === 0 ? 'NotFound' : null, '127.0.0.1', 'bench', Date.now(),
+  'test_secret_key_abcdefgh', null, 'v1', i % 17 === 0 ? 'NotFound' : null, '127.0.0.1', 'bench', storedLogTime(Date.now()),
 ]);
-const bodies = Array.from({ length: PARTS.has('ingest') ? INGEST_ROWS / BATCH : 0 }, (_, n) => JSON.stringify({ columns: REQUEST_LOG_SHIPPED, rows: batch(n) }));
+const bodies = Array.from({ length: PARTS.has('ingest') ? INGEST_ROWS / BATCH : 0 }, (_, n) => [REQUEST_LOG_SHIPPED, ...batch(n)].map((line) => `${JSON.stringify(line)}\n`).join(''));
 let next = 0;
 const started = performance.now();
 await Promise.all(Array.from({ length: SENDERS }, async () => {
   while (next < bodies.length) {
     const body = bodies[next++];
-    const response = await fetch(`http://127.0.0.1:${reportingPort}/request_logs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const response = await fetch(`http://127.0.0.1:${reportingPort}/request_logs`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body });
     if (!response.ok) throw new Error(`ingest answered ${response.status}: ${await response.text()}`);
     await response.arrayBuffer();
   }

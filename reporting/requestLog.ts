@@ -8,8 +8,8 @@ import type { Context } from 'koa';
 import type { Version } from '../api/engine/family.ts';
 import { isAggregateQuery } from '../api/engine/operations.ts';
 import type { Json } from '../api/engine/view.ts';
-import { badRequest, serviceUnavailable } from '../api/errors.ts';
-import { REQUEST_LOG_COLUMNS, REQUEST_LOG_SHIPPED, requestLogs, type RequestLogRow } from '../api/families/request_logs/family.ts';
+import { ApiError, badRequest, serviceUnavailable } from '../api/errors.ts';
+import { REQUEST_LOG_COLUMNS, REQUEST_LOG_SHIPPED, requestLogs, storedLogTime, type RequestLogRow } from '../api/families/request_logs/family.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import type { ListQuery } from '../api/query/ast.ts';
 import { ClickHouseCompiler } from './compiler.ts';
@@ -31,30 +31,45 @@ function tableOf(store: ReportingStore): string {
 
 const ready = new WeakMap<ReportingStore, Promise<void>>();
 
-/** Creates the table once per store, and keeps its TTL at the configured retention. */
+/**
+ * Columns of a table made by an earlier release as LowCardinality become plain: a LowCardinality
+ * column costs every insert its dictionary (a third of the store's CPU for a batch of request log
+ * rows, measured), and at this table's size a plain column reads about as fast. ClickHouse rewrites
+ * the old parts in the background.
+ */
+async function plainColumns(store: ReportingStore): Promise<void> {
+  const columns = await store.select<{ name: string; type: string }>(
+    `SELECT name, type FROM system.columns WHERE database = {database:String} AND table = 'request_logs' AND type LIKE 'LowCardinality(%'`, { database: store.database });
+  if (columns.length === 0) return;
+  const changes = columns.map(({ name, type }) => `MODIFY COLUMN ${name} ${type.replace(/^LowCardinality\((.*)\)$/, '$1')}`);
+  await store.client.command({ query: `ALTER TABLE ${tableOf(store)} ${changes.join(', ')}` });
+}
+
+/** Creates the table once per store, keeps its TTL at the configured retention and its columns plain. */
 function ensureTable(store: ReportingStore, retentionMs: number): Promise<void> {
   let done = ready.get(store);
   if (!done) {
     const ttl = `toDateTime(created_at) + INTERVAL ${Math.max(1, Math.floor(retentionMs / 1000))} SECOND`;
     done = (async () => {
       await store.client.command({ query: `CREATE TABLE IF NOT EXISTS ${tableOf(store)} (
-  org_id LowCardinality(String),
-  environment LowCardinality(String),
+  org_id String,
+  environment String,
   id String,
-  method LowCardinality(String),
+  method String,
   route String,
   path String,
   status UInt16,
   duration_ms UInt32,
   key_prefix Nullable(String),
   idempotency_key Nullable(String),
-  api_version LowCardinality(Nullable(String)),
+  api_version Nullable(String),
   error_type Nullable(String),
   ip String,
   user_agent String,
   created_at DateTime64(3, 'UTC')
 ) ENGINE = MergeTree ORDER BY (org_id, environment, created_at, id) TTL ${ttl}` });
       await store.client.command({ query: `ALTER TABLE ${tableOf(store)} MODIFY TTL ${ttl}` });
+      await plainColumns(store);
     })();
     done.catch(() => ready.delete(store));
     ready.set(store, done);
@@ -82,23 +97,10 @@ function validTuple(row: unknown): row is unknown[] {
   return Array.isArray(row) && row.length === INSERTED.length && CHECK_IN_ORDER.every((check, i) => check(row[i]));
 }
 
-let cachedSecond = Number.NaN;
-let cachedPrefix = '';
-/** Epoch milliseconds as ClickHouse reads a DateTime64(3) in UTC: the second's text is made once per second seen. */
-function storedTime(ms: number): string {
-  const whole = Math.floor(ms);
-  const second = Math.floor(whole / 1000);
-  if (second !== cachedSecond) {
-    cachedSecond = second;
-    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ');
-  }
-  return `${cachedPrefix}.${String(whole - second * 1000).padStart(3, '0')}`;
-}
-
 /**
- * A batch's rows as JSONCompactEachRow lines (values in INSERTED's order), or null when malformed:
- * `{columns, rows}` with rows of values as web processes ship them, or `{rows}` of objects as
- * those of an earlier release did.
+ * A JSON batch's rows as JSONCompactEachRow lines (values in INSERTED's order), or null when
+ * malformed: `{columns, rows}` with rows of values, the time in epoch milliseconds, or `{rows}` of
+ * objects, as web processes of earlier releases shipped them.
  */
 function batchLines(body: unknown): string[] | null {
   const { columns, rows } = (body ?? {}) as { columns?: unknown; rows?: unknown };
@@ -107,7 +109,7 @@ function batchLines(body: unknown): string[] | null {
     if (!Array.isArray(columns) || columns.length !== INSERTED.length || columns.some((c, i) => c !== INSERTED[i])) return null;
     if (!rows.every(validTuple)) return null;
     return rows.map((row: unknown[]) => {
-      row[CREATED_AT] = storedTime(row[CREATED_AT] as number);
+      row[CREATED_AT] = storedLogTime(row[CREATED_AT] as number);
       return JSON.stringify(row);
     });
   }
@@ -115,17 +117,66 @@ function batchLines(body: unknown): string[] | null {
   return rows.map((r) => JSON.stringify(INSERTED.map((c) => (c === 'created_at' ? r.created_at.replace('T', ' ').replace('Z', '') : (r as unknown as Record<string, unknown>)[c] ?? null))));
 }
 
-/** `POST /request_logs` {columns, rows}: stored as one insert. */
+/** `POST /request_logs` {columns, rows} (web processes of earlier releases): stored as one insert. */
 export async function ingestRequestLogs(ctx: Context, store: ReportingStore, body: unknown, retentionMs: number): Promise<void> {
   const lines = batchLines(body);
   if (!lines) throw badRequest('Malformed request log batch');
   await ensureTable(store, retentionMs);
-  if (lines.length) {
-    // Compact rows (values in column order, no keys) parse fastest; the data travels in the statement text, as the mirror's.
-    await store.client.command({ query: `INSERT INTO ${tableOf(store)} (${INSERTED.join(', ')}) FORMAT JSONCompactEachRow\n${lines.join('\n')}\n` });
-  }
+  if (lines.length) await insertLines(store, INSERTED, `${lines.join('\n')}\n`);
   ctx.body = { stored: lines.length };
 }
+
+/**
+ * `POST /request_logs` as `application/x-ndjson`, as web processes ship it: a line of column names,
+ * then a row a line (JSONCompactEachRow). The rows go to the store as they came, unparsed here:
+ * ClickHouse parses them once, and refuses a batch with any malformed row whole (one insert, one
+ * part), which answers 400. Parsing the batch here and writing it again cost the reporting
+ * process about as much CPU as the store's own parse.
+ */
+export async function ingestRequestLogLines(ctx: Context, store: ReportingStore, body: string, retentionMs: number): Promise<void> {
+  const headEnd = body.indexOf('\n');
+  const columns = headEnd < 0 ? null : namesOf(body.slice(0, headEnd));
+  if (!columns) throw badRequest('Malformed request log batch: its first line must name its columns', { columns: `a JSON array of ${INSERTED.join(', ')}` });
+  let rows = 0;
+  for (let at = body.indexOf('\n', headEnd + 1); at >= 0; at = body.indexOf('\n', at + 1)) rows++;
+  if (rows > INGEST_MAX_ROWS) throw new ApiError(413, 'PayloadTooLarge', `A request log batch holds at most ${INGEST_MAX_ROWS} rows`);
+  await ensureTable(store, retentionMs);
+  if (rows > 0) {
+    try {
+      await insertLines(store, columns, body.slice(headEnd + 1));
+    } catch (error) {
+      if (malformedInput(error)) throw badRequest('Malformed request log batch: a row does not match its columns; nothing of it was stored');
+      throw error;
+    }
+  }
+  ctx.body = { stored: rows };
+}
+
+/** A batch's column names: known, each once, `id` among them; null otherwise. */
+function namesOf(line: string): string[] | null {
+  let names: unknown;
+  try {
+    names = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(names) || names.length === 0 || !names.includes('id')) return null;
+  if (names.some((name) => typeof name !== 'string' || !INSERTED.includes(name)) || new Set(names).size !== names.length) return null;
+  return names as string[];
+}
+
+/** Compact rows (values in column order, no keys) parse fastest; the data travels in the statement text, as the mirror's. */
+async function insertLines(store: ReportingStore, columns: readonly string[], lines: string): Promise<void> {
+  await store.client.command({ query: `INSERT INTO ${tableOf(store)} (${columns.join(', ')}) FORMAT JSONCompactEachRow\n${lines}` });
+}
+
+/** A store error that says the input could not be read as the columns' values (the rows' fault, not the store's). */
+function malformedInput(error: unknown): boolean {
+  const type = (error as { type?: unknown } | null)?.type;
+  return typeof type === 'string' && (type.startsWith('CANNOT_PARSE') || MALFORMED_INPUT.has(type));
+}
+const MALFORMED_INPUT = new Set(['INCORRECT_DATA', 'TYPE_MISMATCH', 'CANNOT_READ_ARRAY_FROM_TEXT', 'CANNOT_CONVERT_TYPE', 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE',
+  'CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN', 'INCORRECT_NUMBER_OF_COLUMNS', 'CANNOT_READ_ALL_DATA', 'ATTEMPT_TO_READ_AFTER_EOF']);
 
 interface LogQuery {
   tenant: { orgId: string; environment: 'test' | 'live' };
@@ -188,4 +239,11 @@ export async function answerRequestLogs(ctx: Context, engine: { store: () => Rep
   const store = engine.store();
   if (!store) throw serviceUnavailable(engine.notReady());
   return ingestRequestLogs(ctx, store, body, retentionMs);
+}
+
+/** `POST /request_logs` as lines (`ingestRequestLogLines`). */
+export async function answerRequestLogLines(ctx: Context, engine: { store: () => ReportingStore | null; notReady: () => string }, body: string, retentionMs: number): Promise<void> {
+  const store = engine.store();
+  if (!store) throw serviceUnavailable(engine.notReady());
+  return ingestRequestLogLines(ctx, store, body, retentionMs);
 }

@@ -30,7 +30,7 @@ import { selectReport } from './repository.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
 import { metricsText } from '../api/metrics.ts';
-import { answerRequestLogs, INGEST_MAX_BYTES } from './requestLog.ts';
+import { answerRequestLogLines, answerRequestLogs, INGEST_MAX_BYTES } from './requestLog.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -110,6 +110,9 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
     }
     if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);
     if (ctx.method === 'POST' && ctx.path === '/rebuild') return streamRebuild(ctx, engine);
+    if (ctx.method === 'POST' && ctx.path === '/request_logs' && ctx.is('application/x-ndjson')) {
+      return answerRequestLogLines(ctx, engine, (await readBytes(ctx, INGEST_MAX_BYTES)).toString('utf8'), options.requestLogRetentionMs ?? 30 * 86_400_000);
+    }
     if (ctx.method === 'POST' && ctx.path.startsWith('/request_logs')) return answerRequestLogs(ctx, engine, await readJson(ctx, ctx.path === '/request_logs' ? INGEST_MAX_BYTES : BODY_LIMIT), options.requestLogRetentionMs ?? 30 * 86_400_000);
     return next();
   });
@@ -123,7 +126,7 @@ function authorize(ctx: Context, secret: string | undefined): void {
   if (!timingSafeEqual(digest(ctx.get('Authorization')), digest(`Bearer ${secret}`))) throw unauthorized('Missing or invalid reporting secret');
 }
 
-async function readJson(ctx: Context, limit = BODY_LIMIT): Promise<unknown> {
+async function readBytes(ctx: Context, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req) {
@@ -131,8 +134,13 @@ async function readJson(ctx: Context, limit = BODY_LIMIT): Promise<unknown> {
     if (size > limit) throw new ApiError(413, 'PayloadTooLarge', 'Request body exceeds the size limit');
     chunks.push(chunk as Buffer);
   }
+  return Buffer.concat(chunks);
+}
+
+async function readJson(ctx: Context, limit = BODY_LIMIT): Promise<unknown> {
+  const bytes = await readBytes(ctx, limit);
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(bytes.toString('utf8'));
   } catch {
     throw badRequest('Malformed JSON');
   }

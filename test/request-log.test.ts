@@ -5,6 +5,8 @@
  * process (bounded), shipped when it is back; rows dropped past the bound are counted in /metrics.
  */
 import t from 'tap';
+import { loadConfig } from '../api/config.ts';
+import { openStore } from '../reporting/store.ts';
 import { startTestApi } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { eventually } from './helpers/wait.ts';
@@ -22,6 +24,9 @@ async function logs(query = '', key = api.key) {
   return res.body.values as Array<Record<string, any>>;
 }
 
+/** the first test's first request: the key's org is the one whose rows the last test counts */
+let firstRequestId = '';
+
 t.test('each request is a row carrying its X-Request-Id, no query values, only for its own environment', async (t) => {
   const sent = performance.now();
   const made = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-1', 'User-Agent': 'settle-test/1' } });
@@ -31,7 +36,8 @@ t.test('each request is a row carrying its X-Request-Id, no query values, only f
   const refused = await api.request('GET', '/customers', { key: null });
   const rows = await logs('?limit=100');
   const byId = new Map(rows.map((r) => [r.id, r]));
-  const createdRow = byId.get(made.headers.get('x-request-id')!);
+  firstRequestId = made.headers.get('x-request-id')!;
+  const createdRow = byId.get(firstRequestId);
   t.match(createdRow, { object: 'request_log', method: 'POST', route: '/customers', path: '/customers', status: 200, idempotency_key: 'idem-1', user_agent: 'settle-test/1', error_type: null, key_prefix: api.key.slice(0, api.key.length - 24) });
   t.match(createdRow?.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   t.ok(createdRow?.duration_ms >= 0 && createdRow!.duration_ms <= Math.round(roundTripMs), `the server's time in ms, within the client's round trip (${createdRow?.duration_ms} of ${roundTripMs.toFixed(1)})`);
@@ -70,6 +76,34 @@ t.test('filters, q, aggregates and group_by as other lists; a request\'s audit e
   t.match(audited.body.values, [{ action: 'create', object_id: made.body.id, request_id: id }]);
 });
 
+t.test('reporting stores a batch as web processes ship it, whole or not at all', async (t) => {
+  const tenant = { orgId: 'org_batches', environment: 'test' };
+  const post = (body: string, type = 'application/x-ndjson') => fetch(`${reportingUrl}/request_logs`, { method: 'POST', headers: { 'Content-Type': type }, body });
+  const stored = async () => {
+    const res = await fetch(`${reportingUrl}/request_logs/query`, { method: 'POST', body: JSON.stringify({ tenant, version: 'v1', params: [['limit', '100']] }) });
+    return ((await res.json()) as { values: Array<{ id: string; status: number; created_at: string }> }).values.map((r) => `${r.id} ${r.status} ${r.created_at}`).sort();
+  };
+  const line = (values: unknown[]) => `${JSON.stringify(values)}\n`;
+  const names = ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'ip', 'user_agent', 'created_at'];
+  const row = (id: string, status: unknown) => line(['org_batches', 'test', id, 'GET', '/customers/:id', '/customers/acct_1', status, 3, '127.0.0.1', 'ua "quoted"', '2026-11-26 08:00:00.125']);
+  const good = await post(line(names) + row('req_b1', 200) + row('req_b2', 404));
+  t.same([good.status, await good.json()], [200, { stored: 2 }]);
+  const oneBad = await post(line(names) + row('req_b3', 200) + row('req_b4', 'two hundred'));
+  t.equal(oneBad.status, 400, 'a row the store cannot read refuses its batch');
+  t.match(await oneBad.json(), { error_type: 'BadRequest' });
+  for (const [head, why] of [[line([...names, 'secret']), 'an unknown column'], [line(['org_id', 'org_id', 'id']), 'a column twice'], ['{"columns":', 'no names line']] as const) {
+    t.equal((await post(head + row('req_b5', 200))).status, 400, why);
+  }
+  const tooMany = await post(line(names) + row('req_b6', 200).repeat(10_001));
+  t.equal(tooMany.status, 413, 'more rows than one batch may hold');
+  // A web process of an earlier release ships {columns, rows}, the time in epoch milliseconds.
+  const earlier = await post(JSON.stringify({ columns: ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'key_prefix', 'idempotency_key', 'api_version', 'error_type', 'ip', 'user_agent', 'created_at'],
+    rows: [['org_batches', 'test', 'req_b7', 'GET', '/customers', '/customers', 200, 1, null, null, 'v1', null, '127.0.0.1', 'ua', Date.parse('2026-11-26T08:00:01.500Z')]] }), 'application/json');
+  t.equal(earlier.status, 200);
+  t.same(await stored(), ['req_b1 200 2026-11-26T08:00:00.125Z', 'req_b2 404 2026-11-26T08:00:00.125Z', 'req_b7 200 2026-11-26T08:00:01.500Z'],
+    'the good batches, every row, and nothing of the refused ones');
+});
+
 t.test('while reporting is down requests answer and their rows wait; they arrive when it is back', async (t) => {
   await reporting.stop();
   const ids: string[] = [];
@@ -94,4 +128,28 @@ t.test('past its bound the buffer drops the oldest rows and counts them in /metr
   const before = await droppedNow();
   for (let i = 0; i < 12; i++) t.equal((await dead.request('GET', '/customers')).status, 200);
   t.equal(await droppedNow() - before, 7, '12 rows into a buffer of 5: 7 dropped');
+});
+
+t.test('a table of an earlier release, with LowCardinality columns, keeps its rows and becomes plain', async (t) => {
+  await reporting.stop(); // the outage test's process stopped with it; the web process keeps its rows meanwhile
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir });
+  const inStore = async <T>(sql: string) => {
+    const store = openStore(config);
+    try {
+      return await store.select<T>(sql.replaceAll('$db', store.database));
+    } finally {
+      await store.close();
+    }
+  };
+  const columnsNow = () => inStore<{ name: string; type: string }>(`SELECT name, type FROM system.columns WHERE database = '$db' AND table = 'request_logs' AND name IN ('org_id', 'environment', 'method', 'api_version') ORDER BY name`);
+  const old = openStore(config);
+  await old.command(`ALTER TABLE ${old.database}.request_logs MODIFY COLUMN org_id LowCardinality(String), MODIFY COLUMN environment LowCardinality(String), MODIFY COLUMN method LowCardinality(String), MODIFY COLUMN api_version LowCardinality(Nullable(String)) SETTINGS mutations_sync = 1`);
+  await old.close();
+  t.equal((await columnsNow()).filter((c) => c.type.startsWith('LowCardinality')).length, 4, 'the earlier release\'s table');
+  const [{ rows: before }] = await inStore<{ rows: string }>(`SELECT count() AS rows FROM $db.request_logs WHERE org_id IN (SELECT org_id FROM $db.request_logs WHERE id = '${firstRequestId}')`);
+  reporting = await startTestReporting(t, databaseUrl, dataDir, { REPORTING_PORT: new URL(reportingUrl).port });
+  const seen = (await logs('?limit=1000')).length;
+  t.ok(seen > Number(before), `its rows and the new ones (${before}, then ${seen})`);
+  await reporting.stop();
+  t.same(await columnsNow(), [{ name: 'api_version', type: 'Nullable(String)' }, { name: 'environment', type: 'String' }, { name: 'method', type: 'String' }, { name: 'org_id', type: 'String' }]);
 });

@@ -6,11 +6,12 @@
  * `settle_request_log_dropped_total` on /metrics. `GET /request_logs` first ships what this process
  * holds, then asks reporting, so a client reads its own requests.
  *
- * On the request path a row is only the request's values as they are (`RequestLogTuple`: strings
- * and numbers, the time in epoch milliseconds), queued as its JSON text: rows wait seconds, long
- * enough to reach the old generation, and one string a row is far less for the collector to trace
- * than an array and its strings. A shipment is those texts joined into `{columns, rows}` with a row
- * an array of values, posted with node:http (kept alive); reporting formats the times.
+ * On the request path a row is only the request's values (`RequestLogTuple`: strings and numbers,
+ * the time as the store reads it), queued as its JSON text: rows wait seconds, long enough to reach
+ * the old generation, and one string a row is far less for the collector to trace than an array
+ * and its strings. A shipment is those texts as lines under a line of the column names
+ * (`application/x-ndjson`), posted with node:http (kept alive): the lines are what the store parses
+ * (ClickHouse's JSONCompactEachRow), so reporting hands them on without parsing them itself.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -19,7 +20,7 @@ import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../config.ts';
 import { badRequest, serviceUnavailable } from '../errors.ts';
-import { REQUEST_LOG_SHIPPED, requestLogs, type RequestLogTuple } from '../families/request_logs/family.ts';
+import { REQUEST_LOG_SHIPPED, requestLogs, storedLogTime, type RequestLogTuple } from '../families/request_logs/family.ts';
 import { registry } from '../metrics.ts';
 import { isAggregateQuery } from '../engine/operations.ts';
 import { parseListQuery } from '../query/listQuery.ts';
@@ -47,8 +48,8 @@ const RETRY_MS = 1000;
 /** Paths that are not API requests: pages, their assets, and the probes. */
 const UNLOGGED = /^\/(console|healthz$|metrics$|client\.js$|elements\/|checkout|pay\/|enroll|docs)/;
 
-/** The start of a shipment's JSON, before its rows. */
-const SHIPMENT_HEAD = `{"columns":${JSON.stringify(REQUEST_LOG_SHIPPED)},"rows":[`;
+/** A shipment's first line: the names of the columns its rows hold, in order. */
+const SHIPMENT_HEAD = `${JSON.stringify(REQUEST_LOG_SHIPPED)}\n`;
 
 /** Reporting refused a shipment for its size (413): fewer rows at a time go. */
 class ShipmentTooLarge extends Error {}
@@ -77,13 +78,13 @@ class RowQueue {
 
   push(text: string): void {
     this.#items.push(text);
-    this.bytes += text.length;
+    this.bytes += text.length + 1;
   }
 
   dropFront(count: number): void {
     const end = Math.min(this.#head + count, this.#items.length);
     for (let i = this.#head; i < end; i++) {
-      this.bytes -= this.#items[i]!.length;
+      this.bytes -= this.#items[i]!.length + 1;
       this.#items[i] = ''; // the row's text can go at once
     }
     this.#head = end;
@@ -205,8 +206,8 @@ export class RequestLogShipper {
   }
 
   async #post(rows: string[]): Promise<void> {
-    const body = `${SHIPMENT_HEAD}${rows.join(',')}]}`;
-    const headers: Record<string, string | number> = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
+    const body = `${SHIPMENT_HEAD}${rows.join('\n')}\n`;
+    const headers: Record<string, string | number> = { 'Content-Type': 'application/x-ndjson', 'Content-Length': Buffer.byteLength(body) };
     if (this.#secret) headers.Authorization = `Bearer ${this.#secret}`;
     const status = await new Promise<number>((resolve, reject) => {
       const request = (this.#url.protocol === 'https:' ? https : http).request(this.#url, { method: 'POST', headers, agent: this.#agent, timeout: 5000 }, (response) => {
@@ -254,7 +255,7 @@ export function requestLogRow(ctx: Context & { state: RequestState }, startedMs:
     errorTypeOf(ctx),
     ctx.ip,
     typeof userAgent === 'string' ? userAgent.slice(0, 512) : '',
-    Math.floor(Date.now() - elapsed),
+    storedLogTime(Date.now() - elapsed),
   ];
 }
 

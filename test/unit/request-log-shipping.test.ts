@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { RequestLogShipper } from '../../api/http/requestLog.ts';
 import { createLogger } from '../../api/logger.ts';
-import type { RequestLogTuple } from '../../api/families/request_logs/family.ts';
+import { storedLogTime, type RequestLogTuple } from '../../api/families/request_logs/family.ts';
 
 /**
  * A reporting stand-in answering each shipment after `delayMs`, and the batch sizes it took; a
@@ -28,9 +28,9 @@ async function slowStore(t: Test, delayMs: number, bodyLimit = 8 * 1024 * 1024) 
         return;
       }
       bodies.push(body.length);
-      const { columns, rows } = JSON.parse(body.toString()) as { columns: string[]; rows: unknown[][] };
+      const [columns, ...rows] = body.toString().split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown[]);
       batches.push(rows.length);
-      ids.push(...rows.map((row) => row[columns.indexOf('id')] as string));
+      ids.push(...rows.map((row) => row[columns!.indexOf('id')] as string));
       setTimeout(() => res.end('{}'), delayMs);
     });
   });
@@ -40,7 +40,7 @@ async function slowStore(t: Test, delayMs: number, bodyLimit = 8 * 1024 * 1024) 
 }
 
 function row(n: number, userAgent = 'test'): RequestLogTuple {
-  return ['org_a', 'test', `req_${n}`, 'GET', '/customers/:id', '/customers/cus_1', 200, 1, null, null, 'v1', null, '127.0.0.1', userAgent, Date.now()];
+  return ['org_a', 'test', `req_${n}`, 'GET', '/customers/:id', '/customers/cus_1', 200, 1, null, null, 'v1', null, '127.0.0.1', userAgent, storedLogTime(Date.now())];
 }
 
 t.test('a busy process ships every two seconds or so, not a small batch per round trip to the store', async (t) => {

@@ -10,17 +10,37 @@ const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
 
 /**
  * The columns a logged request is shipped in, in order: a web process keeps each request as a
- * `RequestLogTuple` of these values and ships a batch as `{columns, rows}` (api/http/requestLog.ts).
+ * `RequestLogTuple` of these values and ships a batch as lines of JSON, these names first
+ * (api/http/requestLog.ts).
  */
 export const REQUEST_LOG_SHIPPED = ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'key_prefix',
   'idempotency_key', 'api_version', 'error_type', 'ip', 'user_agent', 'created_at'] as const;
 
-/** A logged request as a web process keeps and ships it: `RequestLogRow`'s values in REQUEST_LOG_SHIPPED's order, created_at in milliseconds since the epoch. */
+/**
+ * A logged request as a web process keeps and ships it: `RequestLogRow`'s values in
+ * REQUEST_LOG_SHIPPED's order, created_at as the store reads it (`storedLogTime`).
+ */
 export type RequestLogTuple = [
   org_id: string, environment: string, id: string, method: string, route: string, path: string, status: number, duration_ms: number,
   key_prefix: string | null, idempotency_key: string | null, api_version: string | null, error_type: string | null, ip: string, user_agent: string,
-  created_at: number,
+  created_at: string,
 ];
+
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
+/**
+ * Epoch milliseconds as the store reads a DateTime64(3) in UTC (`2026-11-26 08:00:00.123`): the
+ * second's text is made once per second seen.
+ */
+export function storedLogTime(ms: number): string {
+  const whole = Math.floor(ms);
+  const second = Math.floor(whole / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19).replace('T', ' ');
+  }
+  return `${cachedPrefix}.${String(whole - second * 1000).padStart(3, '0')}`;
+}
 
 /** A logged request as the store holds it (and as web processes of an earlier release shipped it, one object per request). */
 export interface RequestLogRow {
