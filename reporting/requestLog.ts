@@ -45,6 +45,21 @@ async function plainColumns(store: ReportingStore): Promise<void> {
   await store.client.command({ query: `ALTER TABLE ${tableOf(store)} ${changes.join(', ')}` });
 }
 
+/**
+ * Parts merge in bigger steps than ClickHouse's default (`merge_selector_base` 20, not 5): each
+ * shipment is a part of its own, and with the default the background merges rewrote each row
+ * several times over, which cost the store more CPU than the inserts (a 400k-row run of 10k-row
+ * inserts: 1.4–1.6 CPU s with it against 2.1–2.4 s without, and no more after). A ClickHouse
+ * server too old to know the setting keeps its default.
+ */
+async function fewerMerges(store: ReportingStore): Promise<void> {
+  try {
+    await store.client.command({ query: `ALTER TABLE ${tableOf(store)} MODIFY SETTING merge_selector_base = 20` });
+  } catch (error) {
+    if ((error as { type?: unknown }).type !== 'UNKNOWN_SETTING') throw error;
+  }
+}
+
 /** Creates the table once per store, keeps its TTL at the configured retention and its columns plain. */
 function ensureTable(store: ReportingStore, retentionMs: number): Promise<void> {
   let done = ready.get(store);
@@ -70,6 +85,7 @@ function ensureTable(store: ReportingStore, retentionMs: number): Promise<void> 
 ) ENGINE = MergeTree ORDER BY (org_id, environment, created_at, id) TTL ${ttl}` });
       await store.client.command({ query: `ALTER TABLE ${tableOf(store)} MODIFY TTL ${ttl}` });
       await plainColumns(store);
+      await fewerMerges(store);
     })();
     done.catch(() => ready.delete(store));
     ready.set(store, done);

@@ -152,4 +152,6 @@ t.test('a table of an earlier release, with LowCardinality columns, keeps its ro
   t.ok(seen > Number(before), `its rows and the new ones (${before}, then ${seen})`);
   await reporting.stop();
   t.same(await columnsNow(), [{ name: 'api_version', type: 'Nullable(String)' }, { name: 'environment', type: 'String' }, { name: 'method', type: 'String' }, { name: 'org_id', type: 'String' }]);
+  const [{ engine }] = await inStore<{ engine: string }>(`SELECT engine_full AS engine FROM system.tables WHERE database = '$db' AND name = 'request_logs'`);
+  t.match(engine, /merge_selector_base = 20/, 'its parts merge in bigger steps');
 });
