@@ -218,6 +218,16 @@ export interface RollupMeasure {
 }
 
 export interface Rollup {
+  /** the grain of its rows: each day, or each month (its first day in the day column) */
+  grain: { column: string; value: number; name: 'day' | 'month' };
+  /** the functions of the kept time whose value its grain decides (over a day: its year, weekday, date…) */
+  timeFunctions: ReadonlySet<string>;
+  /**
+   * a coarser grain of the same table, read instead when it covers the query and none of the
+   * tenant's days trails (with one, the trailing day's rows from the mirror cost more than the
+   * finer grain's rows: 36 against 32 ms of CPU for one day at 1M)
+   */
+  coarser?: Rollup;
   /** stored field → its column, for the dimensions */
   dimensions: ReadonlyMap<string, { name: string }>;
   /** the datetime field kept by day, and the Date32 column it is kept in */
@@ -230,7 +240,13 @@ export interface Rollup {
 
 const ROLLUP_DIMENSION_FIELDS = ['type', 'status', 'currency'];
 
-export const ROLLUP: Rollup = {
+/** The functions of a time whose value depends only on its UTC month. */
+const MONTH_FUNCTIONS = new Set(['year', 'month', 'monthname', 'last_day']);
+
+/** The rollup by month: the day rows of each month summed into one. A tenant's two years are some 1,400 rows. */
+const ROLLUP_MONTHS: Rollup = {
+  grain: { column: 'grain', value: 1, name: 'month' },
+  timeFunctions: MONTH_FUNCTIONS,
   dimensions: new Map(ROLLUP_DIMENSION_FIELDS.map((store) => [store, { name: COLUMN_BY_STORE.get(store)!.name }])),
   day: { store: 'created_at', column: 'day' },
   measures: new Map(MIRROR_COLUMNS.filter((c) => c.field?.type === 'money').map((c) => [c.field!.store, {
@@ -239,33 +255,54 @@ export const ROLLUP: Rollup = {
   rows: 'n',
 };
 
+/** The rollup by day, with its month rows in the same table (`grain`). */
+export const ROLLUP: Rollup = {
+  ...ROLLUP_MONTHS,
+  grain: { column: 'grain', value: 0, name: 'day' },
+  timeFunctions: new Set([...MONTH_FUNCTIONS, 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'date']),
+  coarser: ROLLUP_MONTHS,
+};
+
 /** The rollup table of a mirror table. */
 export function rollupTable(table: string): string {
   return `${table}_rollup`;
 }
 
-const ROLLUP_KEY = ['org_id', 'environment', ROLLUP.day.column, ...[...ROLLUP.dimensions.values()].map((d) => d.name)];
+const GRAIN = ROLLUP.grain.column;
 
-function rollupColumns(): Array<{ name: string; chType: string; fromMirror: string; empty: string }> {
-  const dimensions = [...ROLLUP.dimensions.entries()].map(([store, { name }]) => ({ name, chType: COLUMN_BY_STORE.get(store)!.chType, fromMirror: name, empty: name }));
+// The tenant's rows of one grain are one range of the key: a query reads them alone.
+const ROLLUP_KEY = ['org_id', 'environment', GRAIN, ROLLUP.day.column, ...[...ROLLUP.dimensions.values()].map((d) => d.name)];
+
+/**
+ * Each rollup column: its value over the mirror's rows of a day group, in a deletion, and over the
+ * day rows of a month (`ofDays`, with `day` already the month's first day).
+ */
+function rollupColumns(): Array<{ name: string; chType: string; fromMirror: string; empty: string; ofDays: string }> {
+  const dimensions = [...ROLLUP.dimensions.entries()].map(([store, { name }]) => ({ name, chType: COLUMN_BY_STORE.get(store)!.chType, fromMirror: name, empty: name, ofDays: name }));
   const measures = [...ROLLUP.measures.entries()].flatMap(([store, m]) => {
     const x = COLUMN_BY_STORE.get(store)!.name;
     return [
-      { name: m.count, chType: 'UInt64', fromMirror: `count(${x})`, empty: '0' },
-      { name: m.sum, chType: 'Int64', fromMirror: `sum(ifNull(${x}, 0))`, empty: '0' },
-      { name: m.squares, chType: 'Int128', fromMirror: `sum(toInt128(ifNull(${x}, 0)) * ifNull(${x}, 0))`, empty: '0' },
-      { name: m.min, chType: 'Nullable(Int64)', fromMirror: `min(${x})`, empty: 'NULL' },
-      { name: m.max, chType: 'Nullable(Int64)', fromMirror: `max(${x})`, empty: 'NULL' },
+      { name: m.count, chType: 'UInt64', fromMirror: `count(${x})`, empty: '0', ofDays: `sum(${m.count})` },
+      { name: m.sum, chType: 'Int64', fromMirror: `sum(ifNull(${x}, 0))`, empty: '0', ofDays: `sum(${m.sum})` },
+      { name: m.squares, chType: 'Int128', fromMirror: `sum(toInt128(ifNull(${x}, 0)) * ifNull(${x}, 0))`, empty: '0', ofDays: `sum(${m.squares})` },
+      { name: m.min, chType: 'Nullable(Int64)', fromMirror: `min(${x})`, empty: 'NULL', ofDays: `min(${m.min})` },
+      { name: m.max, chType: 'Nullable(Int64)', fromMirror: `max(${x})`, empty: 'NULL', ofDays: `max(${m.max})` },
     ];
   });
   return [
-    { name: 'org_id', chType: 'LowCardinality(String)', fromMirror: 'org_id', empty: 'org_id' },
-    { name: 'environment', chType: 'LowCardinality(String)', fromMirror: 'environment', empty: 'environment' },
-    { name: ROLLUP.day.column, chType: 'Date32', fromMirror: `toDate32(${ROLLUP.day.store})`, empty: ROLLUP.day.column },
+    { name: 'org_id', chType: 'LowCardinality(String)', fromMirror: 'org_id', empty: 'org_id', ofDays: 'org_id' },
+    { name: 'environment', chType: 'LowCardinality(String)', fromMirror: 'environment', empty: 'environment', ofDays: 'environment' },
+    { name: GRAIN, chType: 'UInt8', fromMirror: String(ROLLUP.grain.value), empty: GRAIN, ofDays: String(ROLLUP.coarser!.grain.value) },
+    { name: ROLLUP.day.column, chType: 'Date32', fromMirror: `toDate32(${ROLLUP.day.store})`, empty: ROLLUP.day.column, ofDays: ROLLUP.day.column },
     ...dimensions,
-    { name: ROLLUP.rows, chType: 'UInt64', fromMirror: 'count()', empty: '0' },
+    { name: ROLLUP.rows, chType: 'UInt64', fromMirror: 'count()', empty: '0', ofDays: `sum(${ROLLUP.rows})` },
     ...measures,
   ];
+}
+
+/** Every column of the rollup table, in order. */
+function rollupNames(): string {
+  return [...rollupColumns().map((c) => c.name), 'rev', 'is_deleted'].join(', ');
 }
 
 export function rollupDdl(table: string): string {
@@ -275,15 +312,28 @@ export function rollupDdl(table: string): string {
   is_deleted UInt8
 ) ENGINE = ReplacingMergeTree(rev, is_deleted)
 ORDER BY (${ROLLUP_KEY.join(', ')})
-SETTINGS allow_nullable_key = 1`;
+SETTINGS allow_nullable_key = 1, index_granularity = 1024`;
 }
 
-/** The rollup's groups aggregated from the mirror's FINAL view: of every day (`all`), or where `{where}` (text) holds. */
+/** The rollup's day groups aggregated from the mirror's FINAL view: of every day (`all`), or where `{where}` (text) holds. */
 export function rollupSelect(mirror: string, scope: 'all' | { where: string }, rev = '{rev:UInt64}'): string {
   const columns = rollupColumns();
   return `SELECT ${columns.map((c) => (c.fromMirror === c.name ? c.name : `${c.fromMirror} AS ${c.name}`)).join(', ')}, ${rev} AS rev, 0 AS is_deleted
 FROM ${mirror} FINAL${scope === 'all' ? '' : `\nWHERE ${scope.where}`}
 GROUP BY ${ROLLUP_KEY.join(', ')}`;
+}
+
+/** The month groups of `days`, a query giving day rows of the rollup (every column, in order). */
+export function rollupMonthsSelect(days: string, rev = '{rev:UInt64}'): string {
+  const columns = rollupColumns();
+  return `SELECT ${columns.map((c) => (c.ofDays === c.name ? c.name : `${c.ofDays} AS ${c.name}`)).join(', ')}, ${rev} AS rev, 0 AS is_deleted
+FROM (SELECT * REPLACE (toStartOfMonth(${ROLLUP.day.column}) AS ${ROLLUP.day.column}) FROM (${days}))
+GROUP BY ${ROLLUP_KEY.join(', ')}`;
+}
+
+/** The day rows of the rollup where `where` holds, latest versions. */
+function storedDays(rollup: string, where: string): string {
+  return `SELECT ${rollupNames()} FROM ${rollup} FINAL WHERE ${GRAIN} = ${ROLLUP.grain.value} AND ${where}`;
 }
 
 /**
@@ -293,8 +343,7 @@ GROUP BY ${ROLLUP_KEY.join(', ')}`;
  * trail the mirror (today's, mostly).
  */
 export function rollupWithDaysSql(mirror: string, rollup: string, days: RollupDays): string {
-  const names = [...rollupColumns().map((c) => c.name), 'rev', 'is_deleted'].join(', ');
-  return `SELECT ${names} FROM ${rollup} FINAL WHERE ${days.tenant} AND NOT ${days.rollup}
+  return `${storedDays(rollup, `${days.tenant} AND NOT ${days.rollup}`)}
 UNION ALL
 ${rollupSelect(mirror, { where: `${days.tenant} AND ${days.mirror}` }, '0')}`;
 }
@@ -302,31 +351,60 @@ ${rollupSelect(mirror, { where: `${days.tenant} AND ${days.mirror}` }, '0')}`;
 /** Binds a value as a typed query parameter and gives its placeholder (`{p0:String}`). */
 export type Bind = (type: string, value: unknown) => string;
 
-/** A tenant's days: the tenant's condition, and the days as a condition over the mirror and over the rollup. */
+/**
+ * A tenant's days: the tenant's condition, and the days as a condition over the mirror and over
+ * the rollup's day rows; their months as a condition over the month rows and over the day rows.
+ */
 export interface RollupDays {
   tenant: string;
   mirror: string;
   rollup: string;
+  months: string;
+  monthsDays: string;
 }
 
 /** The time range lets the mirror's sort key find the days' rows; the list keeps only the days themselves. */
 export function rollupDays(tenant: { orgId: string; environment: string }, days: readonly string[], bind: Bind): RollupDays {
   const sorted = [...new Set(days)].sort();
-  const next = new Date(`${sorted.at(-1)}T00:00:00Z`);
-  next.setUTCDate(next.getUTCDate() + 1);
+  const after = (day: string, months: number): string => {
+    const next = new Date(`${day}T00:00:00Z`);
+    if (months === 0) next.setUTCDate(next.getUTCDate() + 1);
+    else next.setUTCMonth(next.getUTCMonth() + months, 1);
+    return next.toISOString().slice(0, 10);
+  };
   const list = bind('Array(Date32)', sorted);
+  const months = [...new Set(sorted.map((day) => `${day.slice(0, 7)}-01`))];
+  const monthList = bind('Array(Date32)', months);
   const time = "DateTime64(6, 'UTC')";
+  const day = ROLLUP.day.column;
   return {
     tenant: `org_id = ${bind('String', tenant.orgId)} AND environment = ${bind('String', tenant.environment)}`,
-    mirror: `(created_at >= ${bind(time, `${sorted[0]} 00:00:00`)} AND created_at < ${bind(time, `${next.toISOString().slice(0, 10)} 00:00:00`)} AND toDate32(created_at) IN ${list})`,
-    rollup: `(day IN ${list})`,
+    mirror: `(created_at >= ${bind(time, `${sorted[0]} 00:00:00`)} AND created_at < ${bind(time, `${after(sorted.at(-1)!, 0)} 00:00:00`)} AND toDate32(created_at) IN ${list})`,
+    rollup: `(${GRAIN} = ${ROLLUP.grain.value} AND ${day} IN ${list})`,
+    months: `(${GRAIN} = ${ROLLUP.coarser!.grain.value} AND ${day} IN ${monthList})`,
+    monthsDays: `(${GRAIN} = ${ROLLUP.grain.value} AND ${day} >= ${bind('Date32', months[0])} AND ${day} < ${bind('Date32', after(months.at(-1)!, 1))}`
+      + ` AND toStartOfMonth(${day}) IN ${monthList})`,
   };
 }
 
-/** The whole rollup from the mirror (a rebuild). */
+/** The whole rollup's day rows from the mirror (a rebuild); `rollupMonthsFillSql` adds its months. */
 export function rollupFillSql(mirror: string, rollup: string): string {
-  return `INSERT INTO ${rollup} (${rollupColumns().map((c) => c.name).join(', ')}, rev, is_deleted)
+  return `INSERT INTO ${rollup} (${rollupNames()})
 ${rollupSelect(mirror, 'all')}`;
+}
+
+/** The whole rollup's month rows from its day rows (after `rollupFillSql`). */
+export function rollupMonthsFillSql(rollup: string): string {
+  return `INSERT INTO ${rollup} (${rollupNames()})
+${rollupMonthsSelect(storedDays(rollup, '1'))}`;
+}
+
+/** Deletions at `{rev}` for each group of the rollup where `where` holds now. */
+function rollupDeletions(rollup: string, where: string): string {
+  const columns = rollupColumns();
+  return `SELECT ${columns.map((c) => (c.empty === c.name ? c.name : `${c.empty} AS ${c.name}`)).join(', ')}, {rev:UInt64} AS rev, 1 AS is_deleted
+FROM ${rollup} FINAL
+WHERE ${where}`;
 }
 
 /**
@@ -335,11 +413,21 @@ ${rollupSelect(mirror, 'all')}`;
  * `{rev}` + 1. One statement, so nobody reads a day half done.
  */
 export function rollupRefreshSql(mirror: string, rollup: string, mirrorWhere: string, rollupWhere: string): string {
-  const columns = rollupColumns();
-  return `INSERT INTO ${rollup} (${columns.map((c) => c.name).join(', ')}, rev, is_deleted)
-SELECT ${columns.map((c) => (c.empty === c.name ? c.name : `${c.empty} AS ${c.name}`)).join(', ')}, {rev:UInt64} AS rev, 1 AS is_deleted
-FROM ${rollup} FINAL
-WHERE ${rollupWhere}
+  return `INSERT INTO ${rollup} (${rollupNames()})
+${rollupDeletions(rollup, rollupWhere)}
 UNION ALL
 ${rollupSelect(mirror, { where: mirrorWhere }, '{rev:UInt64} + 1')}`;
+}
+
+/**
+ * The months named by `monthsWhere` (their month rows) and `monthsDaysWhere` (their day rows)
+ * again from their day rows, after those days' own recompute: a deletion at `{rev}` for each month
+ * group, the groups anew at `{rev}` + 1. Readers read no month with a day not yet recomputed, so
+ * the months may follow the days in a statement of their own, which reads the rollup alone.
+ */
+export function rollupMonthsRefreshSql(rollup: string, monthsWhere: string, monthsDaysWhere: string): string {
+  return `INSERT INTO ${rollup} (${rollupNames()})
+${rollupDeletions(rollup, monthsWhere)}
+UNION ALL
+${rollupMonthsSelect(storedDays(rollup, `(${monthsDaysWhere})`), '{rev:UInt64} + 1')}`;
 }

@@ -33,9 +33,6 @@ export class NotCovered extends Error {
   override name = 'NotCovered';
 }
 
-/** Functions whose value depends only on the UTC day of a time: over the rollup's day they answer as over the time. */
-const DAY_FUNCTIONS = new Set(['year', 'month', 'monthname', 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'date']);
-
 /** A money field's partials over the rollup's partial columns: each rollup row stands for a group of transactions. */
 function measurePartials(m: RollupMeasure): Partials {
   const n = `sum(${m.count})`;
@@ -304,7 +301,7 @@ export class ClickHouseCompiler {
     if (AGGREGATE_FUNCTIONS[fn]) return this.aggregate(node, fn, allowAggregates);
     const spec = FUNCTIONS[fn];
     if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
-    const arg = this.singleArg(node, DAY_FUNCTIONS.has(fn));
+    const arg = this.singleArg(node, this.rollup?.timeFunctions.has(fn));
     if (spec.args !== 'any' && category(arg.type) !== spec.args) throw wrongArgument(node, spec.args);
     if (arg.type === 'money') {
       // abs keeps money; the others work on the decimal amount, as the Postgres compiler does.
@@ -348,7 +345,7 @@ export class ClickHouseCompiler {
     return { arg, partials: dimensionPartials(arg.sql, this.rollup.rows) };
   }
 
-  /** A function's one argument; `byDay`: the rollup's day may stand for a time (a function of the day alone). */
+  /** A function's one argument; `byDay`: the rollup's day may stand for a time (a function its grain decides). */
   private singleArg(node: Call, byDay = false): Typed {
     if (node.args.length !== 1) throw badRequest(`${node.fn}() takes one argument`, { [node.fn]: 'Takes one argument' });
     const arg = node.args[0];

@@ -32,6 +32,8 @@ export interface CompiledReport {
   columns: Array<{ key: string; alias: string; decode: (raw: unknown) => unknown }>;
   /** it reads the rollup (reporting/columns.ts), not the table's rows */
   rollup: boolean;
+  /** the rollup's grain it reads, if it reads the rollup */
+  grain?: Rollup['grain']['name'];
 }
 
 /** Canonical text of an operand, positions left out: equal expressions, equal keys. */
@@ -67,14 +69,15 @@ const MIRROR: ReportSource = { family: transactionShape, final: true, rollup: RO
  * (ReportingStore.changedDays), read from the table instead.
  */
 export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR, changedDays: readonly string[] = []): CompiledReport {
-  if (source.rollup) {
-    const rollup = source.rollup;
+  // The coarsest grain that covers the query.
+  const rollups = source.rollup ? [...(source.rollup.coarser && changedDays.length === 0 ? [source.rollup.coarser] : []), source.rollup] : [];
+  for (const rollup of rollups) {
     try {
       return compileOver(request, source, (bind) => (changedDays.length === 0
         ? `${rollupTable(table)} FINAL`
         : `(${rollupWithDaysSql(table, rollupTable(table), rollupDays(request.tenant, changedDays, bind))})`), rollup);
     } catch {
-      // not covered (or refused): the table's compilation decides
+      // not covered (or refused): a finer grain, then the table's compilation decides
     }
   }
   return compileOver(request, source, () => `${table}${source.final ? ' FINAL' : ''}`);
@@ -126,6 +129,7 @@ function compileOver(request: ReportRequest, source: ReportSource, from: (bind: 
   if (order.length === 0) for (const { alias } of groups.values()) order.push(`${alias} ASC NULLS FIRST`);
 
   const conditions = [`org_id = ${params.add('String', request.tenant.orgId)}`, `environment = ${params.add('String', request.tenant.environment)}`];
+  if (rollup) conditions.push(`${rollup.grain.column} = ${rollup.grain.value}`);
   if (request.type) conditions.push(`type = ${params.add('String', request.type)}`);
   if (query.where) conditions.push(`(${compiler.where(query.where)})`);
   const groupBy = groups.size ? `\nGROUP BY ${[...groups.values()].map((g) => g.alias).join(', ')}` : '';
@@ -135,7 +139,7 @@ FROM ${from((type, value) => params.add(type, value))}
 WHERE ${conditions.join(' AND ')}${groupBy}${orderBy}
 LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}
 SETTINGS max_execution_time = 60`;
-  return { sql, params: params.values, columns, rollup: rollup !== undefined };
+  return { sql, params: params.values, columns, rollup: rollup !== undefined, grain: rollup?.grain.name };
 }
 
 /** Times travel as text and are read back as instants; everything else as ClickHouse gives it. */

@@ -9,7 +9,7 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
-import { insertStatement, rollupDays, rollupDdl, rollupFillSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
+import { insertStatement, rollupDays, rollupDdl, rollupFillSql, rollupMonthsFillSql, rollupMonthsRefreshSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
 import { Params } from './compiler.ts';
 import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Bucket, type Snapshot } from './feed.ts';
 
@@ -153,7 +153,9 @@ export class ReportingStore {
 
   /** Fills the rollup of `table` from it, whole (after a rebuild's copy). */
   async fillRollup(table = this.table): Promise<void> {
-    await this.client.command({ query: rollupFillSql(table, rollupTable(table)), query_params: { rev: (await this.#nextRev(table)).toString() } });
+    const rev = (await this.#nextRev(table)).toString();
+    await this.client.command({ query: rollupFillSql(table, rollupTable(table)), query_params: { rev } });
+    await this.client.command({ query: rollupMonthsFillSql(rollupTable(table)), query_params: { rev } });
   }
 
   /** Notes days a pass changed: until recomputed, readers aggregate them from the mirror. */
@@ -203,6 +205,11 @@ export class ReportingStore {
     const mirrorWhere = each.map((days) => `(${days.tenant} AND ${days.mirror})`).join(' OR ');
     const rollupWhere = each.map((days) => `(${days.tenant} AND ${days.rollup})`).join(' OR ');
     await this.client.command({ query: rollupRefreshSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
+    // Their months next, from the day rows just written; until the days are forgotten, no reader reads those months.
+    const monthsWhere = each.map((days) => `(${days.tenant} AND ${days.months})`).join(' OR ');
+    const monthsDaysWhere = each.map((days) => `(${days.tenant} AND ${days.monthsDays})`).join(' OR ');
+    params.values.rev = (await this.#nextRev(this.table)).toString();
+    await this.client.command({ query: rollupMonthsRefreshSql(rollupTable(this.table), monthsWhere, monthsDaysWhere), query_params: params.values });
   }
 
   async readState(): Promise<MirrorState | null> {

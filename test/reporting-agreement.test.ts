@@ -23,7 +23,7 @@ import { createLogger } from '../api/logger.ts';
 import { covers } from '../reporting/feed.ts';
 import { Mirror } from '../reporting/mirror.ts';
 import { compileReport, runReport } from '../reporting/report.ts';
-import { rollupSelect, rollupTable } from '../reporting/columns.ts';
+import { rollupMonthsSelect, rollupSelect, rollupTable } from '../reporting/columns.ts';
 import { openStore } from '../reporting/store.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { positionNow, tempDataDir } from './reporting-support.ts';
@@ -369,7 +369,7 @@ await mirror.start();
 
 const collection = collectionByPath.get('transactions')!;
 const pgDb = inliningDb(db);
-const stats = { agreed: 0, bothRefused: 0, pgFailedChRefused: 0, fromRollup: 0 };
+const stats = { agreed: 0, bothRefused: 0, pgFailedChRefused: 0, fromRollup: 0, fromMonths: 0 };
 
 /** `rollup`: wait for the rollup's recompute too; without it, the days changed since are read from the mirror. */
 async function agreementRound(t: Test, label: string, rollup = true): Promise<void> {
@@ -381,14 +381,16 @@ async function agreementRound(t: Test, label: string, rollup = true): Promise<vo
     const { version, params } = covered ? randomCoveredQuery() : randomQuery();
     const tenant = pick(TENANTS);
     const query = parseListQuery(params);
-    const fromRollup = (() => {
+    const grain = (() => {
       try {
-        return compileReport({ tenant, version, query }, store.table, undefined, store.changedDays(tenant)).rollup;
+        return compileReport({ tenant, version, query }, store.table, undefined, store.changedDays(tenant)).grain;
       } catch {
-        return false;
+        return undefined;
       }
     })();
+    const fromRollup = grain !== undefined;
     if (fromRollup) stats.fromRollup += 1;
+    if (grain === 'month') stats.fromMonths += 1;
     if (covered && !fromRollup) t.fail(`${label} #${i} ${version} ${new URLSearchParams(params)}: the rollup covers it, yet the mirror was read`);
     const context = { tx: pgDb, tenant, version, collection } as unknown as OperationContext;
     const pg = await outcome(async () => (await aggregate(context, query)).values as Array<Record<string, unknown>>);
@@ -416,8 +418,14 @@ t.test('random data, random queries: Postgres and ClickHouse agree', async (t) =
 t.test('after updates, deletes and inserts, mirrored and not yet rolled up: they still agree', async (t) => {
   await changeRows(db);
   await agreementRound(t, 'changed', false);
-  t.comment(`agreed ${stats.agreed} (${stats.fromRollup} read from the rollup), both refused ${stats.bothRefused}, Postgres failed and ClickHouse refused ${stats.pgFailedChRefused}`);
+  t.comment(`agreed ${stats.agreed} (${stats.fromRollup} read from the rollup, ${stats.fromMonths} from its months), both refused ${stats.bothRefused}, Postgres failed and ClickHouse refused ${stats.pgFailedChRefused}`);
   t.ok(stats.agreed > QUERIES, 'most random queries have an answer to compare');
+});
+
+t.test('once the changed days are recomputed, with their months: they still agree, and queries by month read the months', async (t) => {
+  await agreementRound(t, 'recomputed');
+  t.ok(TENANTS.every((tenant) => store.changedDays(tenant).length === 0), 'no day trails');
+  t.ok(stats.fromMonths > 0, `${stats.fromMonths} queries read the rollup's months`);
 });
 
 t.test('the mirror holds exactly the rows of Postgres (FINAL view), per tenant', async (t) => {
@@ -454,10 +462,12 @@ t.test('the rollup holds what aggregating the mirror afresh gives, after the cha
             timestamptz '2024-05-01 00:00:00+00' + g * interval '1 hour', now()
        from generate_series(1, 250) g`);
   t.ok(await mirror.waitFor(await positionNow(db), 10_000));
-  const columns = 'org_id, environment, toString(day) AS day, type, status, currency, n, amount_count, toString(amount_sum) AS amount_sum, toString(amount_squares) AS amount_squares, amount_min, amount_max, fee_count';
-  const order = 'ORDER BY org_id, environment, day, type, status, currency';
-  const kept = await store.select(`SELECT ${columns} FROM ${rollupTable(store.table)} FINAL ${order}`);
-  const afresh = await store.select(`SELECT ${columns} FROM (${rollupSelect(store.table, 'all', '0')}) ${order}`);
+  const columns = 'org_id, environment, grain, toString(day) AS day, type, status, currency, n, amount_count, toString(amount_sum) AS amount_sum, toString(amount_squares) AS amount_squares, amount_min, amount_max, fee_count';
+  const order = 'ORDER BY org_id, environment, grain, day, type, status, currency';
+  const kept = await store.select<{ grain: number }>(`SELECT ${columns} FROM ${rollupTable(store.table)} FINAL ${order}`);
+  const days = rollupSelect(store.table, 'all', '0');
+  const afresh = await store.select(`SELECT ${columns} FROM (${days} UNION ALL ${rollupMonthsSelect(days, '0')}) ${order}`);
   t.ok(kept.length > 100, `${kept.length} groups`);
+  t.ok(kept.some((row) => Number(row.grain) === 1), 'months among them');
   t.same(kept, afresh);
 });

@@ -67,3 +67,14 @@ t.test('over the rollup, what it does not keep is NotCovered (the report then re
   t.equal(rollup().operand(term('max(month(created_at))'), true).sql, 'if(sumIf(n, isNotNull(toMonth(toDateTime64(day, 6, \'UTC\')))) > 0, max(toMonth(toDateTime64(day, 6, \'UTC\'))), NULL)',
     'a function of the day alone is kept');
 });
+
+t.test('over the rollup\'s months, a function of the day finer than its month is NotCovered (the days answer it)', async (t) => {
+  const months = () => new ClickHouseCompiler(transactionShape, 'v1', undefined, COLUMN_BY_STORE, ROLLUP.coarser);
+  for (const fields of ['max(day(created_at))', 'min(date(created_at))', 'max(dayofweek(created_at))', 'max(year(date(created_at)))']) {
+    t.throws(() => months().operand(term(fields), true), NotCovered, fields);
+    t.doesNotThrow(() => new ClickHouseCompiler(transactionShape, 'v1', undefined, COLUMN_BY_STORE, ROLLUP).operand(term(fields), true), `the days keep ${fields}`);
+  }
+  for (const fields of ['max(year(created_at))', 'min(month(created_at))', 'max(monthname(created_at))', 'max(last_day(created_at))', 'sum(amount)']) {
+    t.doesNotThrow(() => months().operand(term(fields), true), `the months keep ${fields}`);
+  }
+});
