@@ -181,8 +181,9 @@ async function answerQuery(ctx: Context, engine: ReportingEngine, options: Serve
   const rows = await selectReport(store, compiled);
   const done = performance.now();
   // Where a reporting answer's time went: waiting for the mirror to cover the request's snapshot, then ClickHouse.
-  // and which table answered: the rollup, or the mirror's rows.
-  ctx.set('Server-Timing', `mirror_wait;dur=${(queryStarted - waitStarted).toFixed(1)}, clickhouse;dur=${(done - queryStarted).toFixed(1)};desc="${compiled.rollup ? 'rollup' : 'mirror'}"`);
+  // and which table answered: the rollup (its day or month rows), or the mirror's rows.
+  const answered = compiled.grain === 'month' ? 'rollup months' : compiled.rollup ? 'rollup' : 'mirror';
+  ctx.set('Server-Timing', `mirror_wait;dur=${(queryStarted - waitStarted).toFixed(1)}, clickhouse;dur=${(done - queryStarted).toFixed(1)};desc="${answered}"`);
   ctx.body = { object: 'list', values: decodeRows(compiled, rows), reporting_position: formatSnapshot(position) };
 }
 

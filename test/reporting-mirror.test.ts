@@ -67,8 +67,10 @@ t.test('creates, captures, voids and refunds are visible at once (read-your-writ
   const byType = await query({ fields: 'type,count,sum(amount)', group_by: 'type', order_by: 'type' });
   t.same(byType.body.values, [{ type: 'payment', count: 4, 'sum(amount)': 137.75 }, { type: 'refund', count: 1, 'sum(amount)': 30 }]);
   t.match(byType.body.reporting_position, /^\d+:\d+:[\d,]*$/, 'the answer carries the position it reflects (a Postgres snapshot)');
-  t.match(byType.headers.get('server-timing'), /^mirror_wait;dur=\d+(\.\d)?, clickhouse;dur=\d+(\.\d)?;desc="rollup"$/,
+  t.match(byType.headers.get('server-timing'), /^mirror_wait;dur=\d+(\.\d)?, clickhouse;dur=\d+(\.\d)?;desc="rollup( months)?"$/,
     'and says where its time went: waiting for the mirror, then ClickHouse, which read the rollup (by type: covered)');
+  const byDay = await query({ fields: 'date(created_at),count', group_by: 'date(created_at)' });
+  t.match(byDay.headers.get('server-timing'), /desc="rollup"$/, 'by day: the rollup\'s day rows');
   const byRegion = await query({ fields: 'attrs[region],count', group_by: 'attrs[region]' });
   t.match(byRegion.headers.get('server-timing'), /desc="mirror"$/, 'a grouping the rollup does not keep reads the mirror');
 });
