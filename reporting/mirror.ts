@@ -387,11 +387,17 @@ export class Mirror {
     this.#durable = snapshot;
   }
 
-  /** Prunes until stopped: rounds back to back while rows below the recorded position remain, then every interval. */
+  /**
+   * Prunes until stopped: rounds back to back while rows below the recorded position remain, then
+   * every interval. A rebuild runs alone: after a first catch-up the rounds deleting its million
+   * change rows took the CPU the rebuild right after it wanted.
+   */
   async #runPrunes(): Promise<void> {
     // Nothing new becomes prunable faster than passes record positions: never spin faster than they poll.
     const interval = Math.max(this.#options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS, this.#options.pollIntervalMs);
     while (!this.#stopping) {
+      while (this.#exclusive && !this.#stopping) await this.#exclusive.catch(() => {});
+      if (this.#stopping) break;
       const more = await this.#prune();
       if (this.#stopping) break;
       await new Promise<void>((resolve) => {
