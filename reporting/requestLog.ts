@@ -153,7 +153,8 @@ export async function ingestRequestLogLines(ctx: Context, store: ReportingStore,
   const headEnd = body.indexOf('\n');
   const columns = headEnd < 0 ? null : namesOf(body.slice(0, headEnd));
   if (!columns) throw badRequest('Malformed request log batch: its first line must name its columns', { columns: `a JSON array of ${INSERTED.join(', ')}` });
-  let rows = 0;
+  // A row a line; the last may lack its newline.
+  let rows = body.length > headEnd + 1 && !body.endsWith('\n') ? 1 : 0;
   for (let at = body.indexOf('\n', headEnd + 1); at >= 0; at = body.indexOf('\n', at + 1)) rows++;
   if (rows > INGEST_MAX_ROWS) throw new ApiError(413, 'PayloadTooLarge', `A request log batch holds at most ${INGEST_MAX_ROWS} rows`);
   await ensureTable(store, retentionMs);

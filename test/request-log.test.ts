@@ -88,6 +88,8 @@ t.test('reporting stores a batch as web processes ship it, whole or not at all',
   const row = (id: string, status: unknown) => line(['org_batches', 'test', id, 'GET', '/customers/:id', '/customers/acct_1', status, 3, '127.0.0.1', 'ua "quoted"', '2026-11-26 08:00:00.125']);
   const good = await post(line(names) + row('req_b1', 200) + row('req_b2', 404));
   t.same([good.status, await good.json()], [200, { stored: 2 }]);
+  const unterminated = await post(line(names) + row('req_b8', 200).trimEnd());
+  t.same([unterminated.status, await unterminated.json()], [200, { stored: 1 }], 'a last row without its newline is a row');
   const oneBad = await post(line(names) + row('req_b3', 200) + row('req_b4', 'two hundred'));
   t.equal(oneBad.status, 400, 'a row the store cannot read refuses its batch');
   t.match(await oneBad.json(), { error_type: 'BadRequest' });
@@ -100,7 +102,7 @@ t.test('reporting stores a batch as web processes ship it, whole or not at all',
   const earlier = await post(JSON.stringify({ columns: ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'key_prefix', 'idempotency_key', 'api_version', 'error_type', 'ip', 'user_agent', 'created_at'],
     rows: [['org_batches', 'test', 'req_b7', 'GET', '/customers', '/customers', 200, 1, null, null, 'v1', null, '127.0.0.1', 'ua', Date.parse('2026-11-26T08:00:01.500Z')]] }), 'application/json');
   t.equal(earlier.status, 200);
-  t.same(await stored(), ['req_b1 200 2026-11-26T08:00:00.125Z', 'req_b2 404 2026-11-26T08:00:00.125Z', 'req_b7 200 2026-11-26T08:00:01.500Z'],
+  t.same(await stored(), ['req_b1 200 2026-11-26T08:00:00.125Z', 'req_b2 404 2026-11-26T08:00:00.125Z', 'req_b7 200 2026-11-26T08:00:01.500Z', 'req_b8 200 2026-11-26T08:00:00.125Z'],
     'the good batches, every row, and nothing of the refused ones');
 });
 
