@@ -192,9 +192,11 @@ t.test('mirrored change rows are pruned, and a restart still reaches the same Cl
 t.test('a mirror whose position is older than what was pruned rebuilds instead of missing changes', async (t) => {
   await reporting.stop();
   const [hidden] = await insertPayments(1);
-  // What another target's leader (or a forgotten one) would have done: pruned past this mirror.
+  // What another target's leader (or a forgotten one) would have done: pruned past this mirror,
+  // every change row gone and the mark past every one of them (the snapshot's xmax: its xmin can
+  // be held back by any open transaction of the cluster, to no later than this mirror's own).
   await rows(api.db, `with gone as (delete from reporting_changes returning 1)
-    update reporting_pruned set below = pg_snapshot_xmin(pg_current_snapshot())`);
+    update reporting_pruned set below = pg_snapshot_xmax(pg_current_snapshot())`);
   t.equal(await changeRows(), 0, `the change of ${hidden} is gone from the feed`);
   reporting = await startTestReporting(t, api.databaseUrl, dataDir, env);
   const after = await mirrored();
