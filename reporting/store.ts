@@ -93,13 +93,18 @@ export class ReportingStore {
   /** the rollup's days changed by passes since their last recompute, by tenant (`tenantKey`) */
   readonly #changed = new Map<string, { orgId: string; environment: string; days: Set<string> }>();
 
-  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`) {
+  /** where embedded chdb reads inserted rows from (`insert`); null for a server */
+  readonly #spool: string | null;
+  #spooled = 0;
+
+  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`, spool: string | null = null) {
     if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
     this.client = client;
     this.database = database;
     this.table = `${database}.transactions`;
     this.embedded = embedded;
     this.follower = follower;
+    this.#spool = spool;
   }
 
   /** Refuses a ClickHouse older than MIN_CLICKHOUSE_VERSION (UnsupportedClickHouse); other errors: unreachable. */
@@ -233,12 +238,35 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
     });
   }
 
-  /** Inserts feed lines (reporting/columns.ts); the data travels in the statement text, the same for chdb and a server. */
+  /** Inserts feed lines (reporting/columns.ts). */
   async insertLines(lines: string[], table = this.table): Promise<void> {
     if (lines.length === 0) return;
-    // One join, so the statement is one flat string: lines joined and then put after the INSERT
-    // were copied whole again when the client trims the statement (a 35 MB copy, 30 ms, a chunk).
-    await this.client.command({ query: [insertStatement(table), ...lines, ''].join('\n') });
+    // One join, so the data is one flat string: lines joined and then put after the INSERT were
+    // copied whole again when the client trims the statement (a 35 MB copy, 30 ms, a chunk).
+    await this.insert((source) => insertStatement(table, source), [...lines, ''].join('\n'));
+  }
+
+  /**
+   * Runs an INSERT of `rows`, text in the statement's FORMAT. `statement(source)` is the INSERT
+   * with `source` put after its column list. A server takes the rows after the statement, as its
+   * HTTP interface reads them. Embedded chdb reads them from a spool file (` FROM INFILE`): rows
+   * after the statement text cost chdb about 7 ns a byte before it parsed them, whatever the
+   * format, even into a Null table. Measured on 400,000 feed rows (141 MB): stored as lines alone,
+   * 0.81–0.96 CPU s after the statement against 0.27–0.29 from a file, writing it included; into
+   * the mirror table, 1.8–2.5 against 1.2–1.7.
+   */
+  async insert(statement: (source: string) => string, rows: string): Promise<void> {
+    if (!this.#spool) {
+      await this.client.command({ query: `${statement('')}\n${rows}` });
+      return;
+    }
+    const file = path.join(this.#spool, `${process.pid}-${++this.#spooled}.rows`);
+    try {
+      await fs.promises.writeFile(file, rows);
+      await this.client.command({ query: statement(` FROM INFILE '${file.replace(/[\\']/g, '\\$&')}'`) });
+    } finally {
+      await fs.promises.rm(file, { force: true });
+    }
   }
 
   async select<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
@@ -283,7 +311,12 @@ export function openStore(config: Config): ReportingStore {
   }
   const dir = path.join(config.dataDir, 'clickhouse');
   fs.mkdirSync(dir, { recursive: true });
+  // Only the process holding the leader lock opens the embedded store: a file left here is from
+  // an insert a stopped process did not finish.
+  const spool = path.join(config.dataDir, 'clickhouse-spool');
+  fs.rmSync(spool, { recursive: true, force: true });
+  fs.mkdirSync(spool, { recursive: true });
   // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
   const client = createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
-  return new ReportingStore(client, config.clickhouseDatabase, true, storeTarget(config).follower);
+  return new ReportingStore(client, config.clickhouseDatabase, true, storeTarget(config).follower, spool);
 }

@@ -4,6 +4,8 @@
  * environment only. While reporting is down requests still answer and their rows wait in the web
  * process (bounded), shipped when it is back; rows dropped past the bound are counted in /metrics.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { openStore } from '../reporting/store.ts';
@@ -104,6 +106,8 @@ t.test('reporting stores a batch as web processes ship it, whole or not at all',
   t.equal(earlier.status, 200);
   t.same(await stored(), ['req_b1 200 2026-11-26T08:00:00.125Z', 'req_b2 404 2026-11-26T08:00:00.125Z', 'req_b7 200 2026-11-26T08:00:01.500Z', 'req_b8 200 2026-11-26T08:00:00.125Z'],
     'the good batches, every row, and nothing of the refused ones');
+  // The embedded store reads each batch from a spool file (reporting/store.ts): none stays behind.
+  t.same(fs.readdirSync(path.join(dataDir, 'clickhouse-spool')), [], 'no spool file left, of a stored batch or a refused one');
 });
 
 t.test('while reporting is down requests answer and their rows wait; they arrive when it is back', async (t) => {
@@ -116,7 +120,11 @@ t.test('while reporting is down requests answer and their rows wait; they arrive
   }
   t.equal((await api.request('GET', '/request_logs')).status, 503, 'the log cannot be read meanwhile');
   t.equal((await api.request('GET', '/request_logs?q=(((')).status, 400, 'a malformed query is still the caller\'s to fix');
+  // An insert a stopped process did not finish leaves its spool file; the next process to open the store removes it.
+  const stale = path.join(dataDir, 'clickhouse-spool', '1-1.rows');
+  fs.writeFileSync(stale, '["unfinished"]\n');
   reporting = await startTestReporting(t, databaseUrl, dataDir, { REPORTING_PORT: new URL(reportingUrl).port });
+  t.notOk(fs.existsSync(stale), 'a spool file of a stopped process is removed');
   const seen = await eventually(async () => {
     const res = await api.request('GET', '/request_logs?limit=1000');
     return res.status === 200 ? new Set((res.body.values as Array<{ id: string }>).map((r) => r.id)) : new Set<string>();
