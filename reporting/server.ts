@@ -30,7 +30,7 @@ import { selectReport } from './repository.ts';
 import type { ReportingStore } from './store.ts';
 import type { RebuildProgress } from './mirror.ts';
 import { metricsText } from '../api/metrics.ts';
-import { answerRequestLogLines, answerRequestLogs, INGEST_MAX_BYTES } from './requestLog.ts';
+import { answerRequestLogLines, answerRequestLogs, INGEST_MAX_BYTES, LEGACY_MAX_BYTES } from './requestLog.ts';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -111,9 +111,9 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
     if (ctx.method === 'POST' && ctx.path === '/query') return answerQuery(ctx, engine, options);
     if (ctx.method === 'POST' && ctx.path === '/rebuild') return streamRebuild(ctx, engine);
     if (ctx.method === 'POST' && ctx.path === '/request_logs' && ctx.is('application/x-ndjson')) {
-      return answerRequestLogLines(ctx, engine, (await readBytes(ctx, INGEST_MAX_BYTES)).toString('utf8'), options.requestLogRetentionMs ?? 30 * 86_400_000);
+      return answerRequestLogLines(ctx, engine, await readBytes(ctx, INGEST_MAX_BYTES), options.requestLogRetentionMs ?? 30 * 86_400_000);
     }
-    if (ctx.method === 'POST' && ctx.path.startsWith('/request_logs')) return answerRequestLogs(ctx, engine, await readJson(ctx, ctx.path === '/request_logs' ? INGEST_MAX_BYTES : BODY_LIMIT), options.requestLogRetentionMs ?? 30 * 86_400_000);
+    if (ctx.method === 'POST' && ctx.path.startsWith('/request_logs')) return answerRequestLogs(ctx, engine, await readJson(ctx, ctx.path === '/request_logs' ? LEGACY_MAX_BYTES : BODY_LIMIT), options.requestLogRetentionMs ?? 30 * 86_400_000);
     return next();
   });
   return app;

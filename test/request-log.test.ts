@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../api/config.ts';
+import { INGEST_MAX_ROWS } from '../reporting/requestLog.ts';
 import { openStore } from '../reporting/store.ts';
 import { startTestApi } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
@@ -98,7 +99,7 @@ t.test('reporting stores a batch as web processes ship it, whole or not at all',
   for (const [head, why] of [[line([...names, 'secret']), 'an unknown column'], [line(['org_id', 'org_id', 'id']), 'a column twice'], ['{"columns":', 'no names line']] as const) {
     t.equal((await post(head + row('req_b5', 200))).status, 400, why);
   }
-  const tooMany = await post(line(names) + row('req_b6', 200).repeat(10_001));
+  const tooMany = await post(line(names) + row('req_b6', 200).repeat(INGEST_MAX_ROWS + 1));
   t.equal(tooMany.status, 413, 'more rows than one batch may hold');
   // A web process of an earlier release ships {columns, rows}, the time in epoch milliseconds.
   const earlier = await post(JSON.stringify({ columns: ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'key_prefix', 'idempotency_key', 'api_version', 'error_type', 'ip', 'user_agent', 'created_at'],

@@ -8,21 +8,25 @@ import t, { type Test } from 'tap';
 import { RequestLogShipper } from '../../api/http/requestLog.ts';
 import { createLogger } from '../../api/logger.ts';
 import { storedLogTime, type RequestLogTuple } from '../../api/families/request_logs/family.ts';
+import { INGEST_MAX_BYTES, INGEST_MAX_ROWS } from '../../reporting/requestLog.ts';
 
 /**
  * A reporting stand-in answering each shipment after `delayMs`, and the batch sizes it took; a
  * body over `bodyLimit` bytes it refuses with 413, as reporting does past its INGEST_MAX_BYTES.
  */
-async function slowStore(t: Test, delayMs: number, bodyLimit = 8 * 1024 * 1024) {
+async function slowStore(t: Test, delayMs: number, bodyLimit = INGEST_MAX_BYTES) {
+  const refused = { count: 0 };
   const batches: number[] = [];
   const bodies: number[] = [];
   const ids: string[] = [];
+  const agents: string[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       if (body.length > bodyLimit) {
+        refused.count++;
         res.statusCode = 413;
         res.end('{}');
         return;
@@ -31,12 +35,13 @@ async function slowStore(t: Test, delayMs: number, bodyLimit = 8 * 1024 * 1024) 
       const [columns, ...rows] = body.toString().split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as unknown[]);
       batches.push(rows.length);
       ids.push(...rows.map((row) => row[columns!.indexOf('id')] as string));
+      agents.push(...rows.map((row) => row[columns!.indexOf('user_agent')] as string));
       setTimeout(() => res.end('{}'), delayMs);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, batches, bodies, ids };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, batches, bodies, ids, agents, refused };
 }
 
 function row(n: number, userAgent = 'test'): RequestLogTuple {
@@ -88,12 +93,25 @@ t.test('a shipment stays within reporting\'s limits of rows and bytes: long rows
   const store = await slowStore(t, 5);
   const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
   t.teardown(() => shipper.stop());
+  // About 25 MB of rows: more than one shipment carries.
   const longAgent = 'Mozilla/5.0 '.repeat(42);
-  for (let i = 0; i < 12_000; i++) shipper.add(row(i, longAgent));
+  for (let i = 0; i < 40_000; i++) shipper.add(row(i, longAgent));
   await shipper.flush();
-  t.same(store.ids, Array.from({ length: 12_000 }, (_, i) => `req_${i}`), 'every row, once, in order');
-  t.ok(store.batches.length >= 2 && store.batches.every((rows, i) => rows <= 10_000 && store.bodies[i]! <= 8 * 1024 * 1024),
+  t.same(store.ids, Array.from({ length: 40_000 }, (_, i) => `req_${i}`), 'every row, once, in order');
+  t.ok(store.batches.length >= 2 && store.batches.every((rows, i) => rows <= INGEST_MAX_ROWS && store.bodies[i]! <= INGEST_MAX_BYTES),
     `${store.batches.join(', ')} rows in ${store.bodies.join(', ')} bytes`);
+});
+
+t.test('rows of any text arrive as they were, across the queue\'s slabs', async (t) => {
+  const store = await slowStore(t, 5);
+  const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
+  t.teardown(() => shipper.stop());
+  // Multi-byte text (2 to 4 bytes a character), a quote, a backslash, a line break: about 4 MB.
+  const agent = (i: number) => `ü😀€ "q" \\ \n ${i} `.repeat(1 + (i % 60));
+  for (let i = 0; i < 5000; i++) shipper.add(row(i, agent(i)));
+  await shipper.flush();
+  t.same(store.ids, Array.from({ length: 5000 }, (_, i) => `req_${i}`), 'every row, once, in order');
+  t.ok(store.agents.every((text, i) => text === agent(i)), 'each row\'s text as it was');
 });
 
 t.test('a shipment the store refuses as too large goes again in smaller ones, each row once', async (t) => {
@@ -105,6 +123,12 @@ t.test('a shipment the store refuses as too large goes again in smaller ones, ea
   t.same(store.ids, Array.from({ length: 3000 }, (_, i) => `req_${i}`), 'every row, once, in order');
   t.ok(store.bodies.every((bytes) => bytes <= 64 * 1024), `bodies of ${store.bodies.join(', ')} bytes`);
   t.equal(shipper.pending, 0);
+  // Later shipments keep to the size the store took: no refusal again for each of them.
+  const refusedBefore = store.refused.count;
+  for (let i = 3000; i < 6000; i++) shipper.add(row(i));
+  await shipper.flush();
+  t.equal(store.refused.count, refusedBefore, 'no shipment refused after the first ones');
+  t.equal(store.ids.length, 6000);
 });
 
 t.test('through an outage the buffer keeps the newest rows up to its bound, in order, and ships exactly them once the store is back', async (t) => {
