@@ -6,11 +6,17 @@
 
 /**
  * V8 flags of the web process, however it is started (`npm run web`, `settle up`, the benchmarks):
- * a young generation of at most 8 MB per semi-space. Left to itself, V8 grows it to several times
- * that under a long export's steady allocation, and the process keeps the memory: a 300k-row CSV
- * export grew the web process by 202 MB with the default, 84 MB with this (bench:exports).
+ * a young generation of 8 MB per semi-space, from the start and at most.
+ * - At most: left to itself, V8 grows it to several times that under a long export's steady
+ *   allocation, and the process keeps the memory: a 300k-row CSV export grew the web process by
+ *   202 MB with the default, 84 MB with this (bench:exports).
+ * - From the start: growing from 1 MB under a sudden load, the young generation promoted the
+ *   requests then in flight, and some processes stayed in a state that promoted about a megabyte
+ *   every scavenge, with a full collection every second: 15–20 % fewer get-by-id requests a
+ *   second than a process that did not, at random (in 11 of 16 starts of one process of two,
+ *   beside a busy neighbour). Starting at 8 MB, none of 8 starts did.
  */
-export const WEB_NODE_FLAGS = ['--max-semi-space-size=8'];
+export const WEB_NODE_FLAGS = ['--max-semi-space-size=8', '--min-semi-space-size=8'];
 
 /** On the first SIGTERM or SIGINT: log, run `stop` (drain in-flight work), exit 0, or 1 if stopping failed. */
 export function exitOnSignals(stop: () => Promise<void>, log: (message: string) => void): void {

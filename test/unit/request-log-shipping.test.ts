@@ -114,6 +114,29 @@ t.test('rows of any text arrive as they were, across the queue\'s slabs', async 
   t.ok(store.agents.every((text, i) => text === agent(i)), 'each row\'s text as it was');
 });
 
+t.test('a steady stream of rows reuses the queue\'s memory rather than allocating it again', async (t) => {
+  const store = await slowStore(t, 1);
+  const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
+  t.teardown(() => shipper.stop());
+  const allocate = Buffer.allocUnsafeSlow;
+  let allocated = 0;
+  Buffer.allocUnsafeSlow = (size: number) => {
+    allocated += size;
+    return allocate(size);
+  };
+  t.teardown(() => {
+    Buffer.allocUnsafeSlow = allocate;
+  });
+  // About 60 MB of rows through the queue, 20,000 at a time.
+  for (let i = 0; i < 400_000; i++) {
+    shipper.add(row(i, 'Mozilla/5.0 (X11; Linux x86_64)'));
+    if (i % 20_000 === 19_999) await shipper.flush();
+  }
+  await shipper.flush();
+  t.equal(store.ids.length, 400_000);
+  t.ok(allocated <= 8 * 1024 * 1024, `${(allocated / 1024 / 1024).toFixed(0)} MB allocated for the queue`);
+});
+
 t.test('a shipment the store refuses as too large goes again in smaller ones, each row once', async (t) => {
   const store = await slowStore(t, 5, 64 * 1024);
   const shipper = new RequestLogShipper(store.url, undefined, 100_000, createLogger('silent', 'web'));
