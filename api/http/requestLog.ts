@@ -67,8 +67,8 @@ const SPARE_SLABS = 16;
  * written into slabs outside the JavaScript heap the moment it is queued, so the collector never
  * traces a waiting row and a row's text dies young. Rows leave from the front (shipped, or dropped
  * past the bound); a slab whose last row has left is written again. Slabs are reused rather than
- * allocated afresh: V8 counts their memory as the heap's, and a megabyte allocated per 4,000 rows
- * made it run a full collection every second or two under load.
+ * allocated afresh, so a steady stream of rows allocates its memory once: V8 counts memory outside
+ * its heap towards starting full collections.
  *
  * A shipment under way writes the slabs' bytes as they are (`hold` … `release`): meanwhile an
  * emptied slab waits rather than taking new rows.
