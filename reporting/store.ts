@@ -260,7 +260,7 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
       await this.client.command({ query: `${statement('')}\n${rows.toString()}` });
       return;
     }
-    const file = path.join(this.#spool, `${process.pid}-${++this.#spooled}.rows`);
+    const file = path.join(this.#spool, `${++this.#spooled}.rows`);
     try {
       await fs.promises.writeFile(file, rows);
       await this.client.command({ query: statement(` FROM INFILE '${file.replace(/[\\']/g, '\\$&')}'`) });
@@ -291,6 +291,32 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
   }
 }
 
+/**
+ * This process's spool directory (`ReportingStore.insert`), `<root>/<pid>`. What a stopped process
+ * left there (an insert it did not finish) is removed; a running process's directory is left alone,
+ * even if it holds the store and this process is about to find that out.
+ */
+function openSpool(root: string): string {
+  fs.mkdirSync(root, { recursive: true });
+  for (const entry of fs.readdirSync(root)) {
+    const pid = /^\d+$/.test(entry) ? Number(entry) : null;
+    if (pid !== null && pid !== process.pid && running(pid)) continue;
+    fs.rmSync(path.join(root, entry), { recursive: true, force: true });
+  }
+  const spool = path.join(root, String(process.pid));
+  fs.mkdirSync(spool, { recursive: true });
+  return spool;
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export function openStore(config: Config): ReportingStore {
   if (config.clickhouseUrl) {
     // Credentials in CLICKHOUSE_URL win over CLICKHOUSE_USER/PASSWORD, and leave the URL.
@@ -311,11 +337,7 @@ export function openStore(config: Config): ReportingStore {
   }
   const dir = path.join(config.dataDir, 'clickhouse');
   fs.mkdirSync(dir, { recursive: true });
-  // Only the process holding the leader lock opens the embedded store: a file left here is from
-  // an insert a stopped process did not finish.
-  const spool = path.join(config.dataDir, 'clickhouse-spool');
-  fs.rmSync(spool, { recursive: true, force: true });
-  fs.mkdirSync(spool, { recursive: true });
+  const spool = openSpool(path.join(config.dataDir, 'clickhouse-spool'));
   // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
   const client = createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
   return new ReportingStore(client, config.clickhouseDatabase, true, storeTarget(config).follower, spool);

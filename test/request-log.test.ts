@@ -4,6 +4,7 @@
  * environment only. While reporting is down requests still answer and their rows wait in the web
  * process (bounded), shipped when it is back; rows dropped past the bound are counted in /metrics.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -108,7 +109,8 @@ t.test('reporting stores a batch as web processes ship it, whole or not at all',
   t.same(await stored(), ['req_b1 200 2026-11-26T08:00:00.125Z', 'req_b2 404 2026-11-26T08:00:00.125Z', 'req_b7 200 2026-11-26T08:00:01.500Z', 'req_b8 200 2026-11-26T08:00:00.125Z'],
     'the good batches, every row, and nothing of the refused ones');
   // The embedded store reads each batch from a spool file (reporting/store.ts): none stays behind.
-  t.same(fs.readdirSync(path.join(dataDir, 'clickhouse-spool')), [], 'no spool file left, of a stored batch or a refused one');
+  const spooled = fs.readdirSync(path.join(dataDir, 'clickhouse-spool'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+  t.same(spooled.map((entry) => entry.name), [], 'no spool file left, of a stored batch or a refused one');
 });
 
 t.test('while reporting is down requests answer and their rows wait; they arrive when it is back', async (t) => {
@@ -121,11 +123,20 @@ t.test('while reporting is down requests answer and their rows wait; they arrive
   }
   t.equal((await api.request('GET', '/request_logs')).status, 503, 'the log cannot be read meanwhile');
   t.equal((await api.request('GET', '/request_logs?q=(((')).status, 400, 'a malformed query is still the caller\'s to fix');
-  // An insert a stopped process did not finish leaves its spool file; the next process to open the store removes it.
-  const stale = path.join(dataDir, 'clickhouse-spool', '1-1.rows');
-  fs.writeFileSync(stale, '["unfinished"]\n');
+  // An insert a stopped process did not finish leaves its spool file; the next process to open
+  // the store removes it, and leaves a running process's alone.
+  const spoolOf = (pid: number) => path.join(dataDir, 'clickhouse-spool', String(pid));
+  const stopped = spawnSync(process.execPath, ['-e', 'process.pid']).pid!;
+  // This test's parent process stands for another running one (reporting runs in this process).
+  const other = process.ppid;
+  for (const pid of [stopped, other]) {
+    fs.mkdirSync(spoolOf(pid), { recursive: true });
+    fs.writeFileSync(path.join(spoolOf(pid), '1.rows'), '["unfinished"]\n');
+  }
   reporting = await startTestReporting(t, databaseUrl, dataDir, { REPORTING_PORT: new URL(reportingUrl).port });
-  t.notOk(fs.existsSync(stale), 'a spool file of a stopped process is removed');
+  t.notOk(fs.existsSync(spoolOf(stopped)), 'a stopped process\'s spool is removed');
+  t.ok(fs.existsSync(path.join(spoolOf(other), '1.rows')), 'a running process\'s is left alone');
+  fs.rmSync(spoolOf(other), { recursive: true });
   const seen = await eventually(async () => {
     const res = await api.request('GET', '/request_logs?limit=1000');
     return res.status === 200 ? new Set((res.body.values as Array<{ id: string }>).map((r) => r.id)) : new Set<string>();
