@@ -472,10 +472,13 @@ async function refund(): Promise<string> {
   if (res.status === 200) entry.id = res.body.id;
   const fits = before.status === 'processed' && refundable > 0 && (amount === null || amount <= refundable);
   if (!fits && res.status === 200) {
-    // A v2 payment may have completed in between; nothing else makes a refund fit that did not.
+    // A v2 payment may have completed in between, or a refund of it been voided (in a burst, a
+    // void of one alongside may commit first); nothing else makes a refund fit that did not.
     const after = await paymentState(payment.id);
-    const nowRefundable = Number(before.amount) - Number(after.refunded) + Number(res.body.amount !== undefined ? cents(res.body.amount) : 0);
-    if (before.status === 'processed' || (amount !== null && amount > nowRefundable)) {
+    const refundedBesides = Number(after.refunded) - Number(res.body.amount !== undefined ? cents(res.body.amount) : 0);
+    const nowRefundable = Number(before.amount) - refundedBesides;
+    const voidedBetween = refundedBesides < Number(before.refunded);
+    if ((before.status === 'processed' && !voidedBetween) || (amount !== null && amount > nowRefundable)) {
       problems.push(`refund of ${major(amount ?? refundable)} on ${payment.id} (${before.status}, ${major(refundable)} refundable) was accepted`);
     }
   }
