@@ -48,6 +48,7 @@ await waitForHttp(`${plain}/healthz`, unlogged);
 // The logging web process is started the same way, right after: the harness's own web process
 // (started first, beside its anchor), with neither logging, served get-by-id 4.5 % slower than
 // one started so (4 alternated rounds, load 1.6-1.8), which had been counted against the log.
+// Most of such gaps were a second-started process's young generation (api/process.ts).
 const loggedPort = await freePort();
 const loggedChild = startChild('audit', 'settle web, request log', 'api/server.ts', {
   DATABASE_URL: databaseUrl, PORT: String(loggedPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SETTLE_RATE_LIMIT: 'off', REPORTING_URL: `http://127.0.0.1:${reportingPort}`,

@@ -178,7 +178,7 @@ export class RequestLogShipper {
   readonly #secret: string | undefined;
   readonly #capacity: number;
   readonly #log: Logger;
-  /** the queued rows, each as its JSON text */
+  /** the queued rows, as the bytes of their JSON texts */
   #rows = new RowQueue();
   #timer: NodeJS.Timeout | null = null;
   #shipping: Promise<void> | null = null;
@@ -252,7 +252,6 @@ export class RequestLogShipper {
       try {
         await this.#post(batch);
       } catch (error) {
-        this.#rows.release();
         if (error instanceof ShipmentTooLarge && batch.rows > 1) {
           this.#rowsAtMost = Math.ceil(batch.rows / 2);
           continue;
@@ -261,8 +260,9 @@ export class RequestLogShipper {
         this.#down = true;
         this.#schedule(RETRY_MS);
         throw error;
+      } finally {
+        this.#rows.release();
       }
-      this.#rows.release();
       // The batch was the front; rows dropped meanwhile left from the front, its own first.
       this.#rows.dropFront(Math.max(0, batch.rows - this.#droppedWhileShipping));
       due -= batch.rows;
