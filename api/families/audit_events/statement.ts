@@ -10,8 +10,8 @@
  * trigger builds them from the stored row (`audit_changes(null, audit_fields(row))`: the type and
  * the data's keys, secrets' keys dropped at every depth, JSON nulls left out), and, for a writer
  * that has its request's actor at hand, the event's whole `data` as `audit_data` over
- * `audit_context_of` the actor's setting builds it, with a time-ordered id of the format
- * `audit_id()` gives (so the events' primary key grows at its right edge). The database takes
+ * `audit_context_of` the actor's setting builds it, with an id that sorts by time
+ * (`newId`, so the events' primary key grows at its right edge). The database takes
  * them as they are when the stored row holds exactly the fields sent; otherwise (a field the
  * database added or changed on the way in, a BEFORE trigger's; no actor here; a key left to its
  * case-insensitive matching) it builds the event itself, as the trigger does:
@@ -21,7 +21,7 @@
  * SETTLE_AUDIT_BY=trigger leaves every row to the trigger (the benchmark compares the two); either
  * way each created row is audited once, in its own statement.
  */
-import { randomBase62 } from '../../ids.ts';
+import { newId } from '../../ids.ts';
 
 /** The keys the trigger's `audit_scrub` drops, matched case-insensitively as PostgreSQL's `~*`. */
 const SECRET_KEY = /(sealed|secret|hash|password|card_code|fingerprint)/i;
@@ -90,22 +90,6 @@ export interface BuiltEvent {
 }
 
 const SYSTEM_ACTOR = '{"type":"system"}';
-/** The characters of ids in the order of their codes, so a time written with them sorts as the time. */
-const SORTED_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-/** 62^8 milliseconds reach past the year 8000. */
-const TIME_DIGITS = 8;
-let timeMs = Number.NaN;
-let timeText = '';
-
-/** `aud_`, the time in 8 base62 digits and 16 random ones: the format of `audit_id()`, in the order written. */
-export function auditEventId(now = Date.now()): string {
-  if (now !== timeMs) {
-    timeMs = now;
-    timeText = '';
-    for (let left = now, i = 0; i < TIME_DIGITS; i++, left = Math.floor(left / 62)) timeText = SORTED_DIGITS[left % 62] + timeText;
-  }
-  return `aud_${timeText}${randomBase62(24 - TIME_DIGITS)}`;
-}
 
 /** A JSON string of a setting's text field as `->>` reads it, or undefined when that is not a string or null. */
 function textField(value: unknown): string | undefined {
@@ -127,7 +111,7 @@ export function createdEvent(setting: string | null, objectType: string, objectI
   if (requestId === undefined || ip === undefined) return null;
   const actor = context.actor === undefined ? SYSTEM_ACTOR : JSON.stringify(context.actor);
   return {
-    id: auditEventId(),
+    id: newId('aud'),
     data: `{"actor":${actor},"action":"create","object_type":${JSON.stringify(objectType)},"object_id":${JSON.stringify(objectId)},`
       + `"changes":${changes.changes},"request_id":${requestId},"ip":${ip}}`,
   };
@@ -136,15 +120,15 @@ export function createdEvent(setting: string | null, objectType: string, objectI
 /**
  * The part of a statement that writes the audit events of the rows it created: `sources` is a
  * query of those rows as `object_type, tbl, id, org_id, environment, type, data, keys, actor,
- * stored` (the sent fields and their keys, the row's own actor setting, and the stored row), and
- * either `built` (the writer's changes, or null) or, with `built = 'events'`, `event_id` and
- * `event` (the writer's event, or null). Each event has its own row's actor, so rows of many
+ * stored, event_id` (the sent fields and their keys, the row's own actor setting, the stored row,
+ * and the event's id, `newId('aud')`, or null for one of the database's), and either `built` (the
+ * writer's changes, or null) or, with `built = 'events'`, `event` (the writer's event, or null). Each event has its own row's actor, so rows of many
  * requests may share the statement. Shared by every statement that audits its own rows.
  */
 export function auditCreatedSql(sources: string, built: 'changes' | 'events' = 'changes'): string {
   const rows = built === 'events'
     ? `select s.*, s.event->'changes' as built from (${sources}) s`
-    : `select s.*, null::text as event_id, null::jsonb as event from (${sources}) s`;
+    : `select s.*, null::jsonb as event from (${sources}) s`;
   const sent = `jsonb_build_object('type', a.type, 'data', a.data)`;
   return `insert into audit_events (id, org_id, environment, data)
        select coalesce(a.event_id, audit_id()), a.org_id, a.environment,
