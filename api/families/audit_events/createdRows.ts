@@ -9,7 +9,7 @@ import { AUDIT_SETTING_SQL } from '../../db/auditContext.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW, type StoredObject } from '../../db/storedRow.ts';
 import type { Tenant } from '../../db/tenant.ts';
-import { auditCreatedSql, createdChanges, createdEvent, ownAuditSql } from './statement.ts';
+import { auditCreatedSql, createdAudit, ownAuditSql } from './statement.ts';
 
 export interface CreatedItem {
   tenant: Tenant;
@@ -20,26 +20,26 @@ export interface CreatedItem {
 
 /** `table` and `objectType` are a family's own names (never input); answers the stored rows in order. */
 export async function insertAuditedRows(db: Db, table: string, objectType: string, items: CreatedItem[]): Promise<StoredObject[]> {
-  const built = items.map((item) => createdChanges(item.row.type, item.row.data));
-  const events = items.map((item, i) => createdEvent(item.audit, objectType, item.row.id, built[i]));
+  const audit = createdAudit(objectType, items);
   const found = await rows<StoredObject>(db,
     `with row_in as (
        select *, ${ownAuditSql(table)} as own_audit
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::jsonb[], ?::text[], ?::text[]) with ordinality
-           as r(id, org_id, environment, type, data, event_id, event, keys, actor, n)),
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[]) with ordinality
+           as r(id, org_id, environment, type, data, event_id, event, built, keys, actor, n)),
      inserted as (
        insert into ${table} (id, org_id, environment, type, data)
        select id, org_id, environment, type, data from row_in order by n
-       returning ${STORED_ROW}, to_jsonb(${table}) as stored),
+       returning ${STORED_ROW}),
      audit as (${auditCreatedSql(`
-         select '${objectType}' as object_type, '${table}' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.event_id, i.event, i.keys, i.actor, s.stored
-           from row_in i join inserted s using (id)`, 'events')})
+         select '${objectType}' as object_type, '${table}' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor,
+                s.type as stored_type, s.data as stored_data, i.event_id, i.event, i.built
+           from row_in i join inserted s using (id)`)})
      -- an actor for the audit triggers, as this statement is its own transaction
      select ${STORED_ROW.split(', ').map((column) => `inserted.${column}`).join(', ')}, ${AUDIT_SETTING_SQL} as actor from inserted`,
     [
       items.map((item) => item.row.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
       items.map((item) => item.row.type), items.map((item) => JSON.stringify(item.row.data)),
-      events.map((e) => e?.id ?? null), events.map((e) => e?.data ?? null), built.map((b) => b?.keys ?? null), items.map((item) => item.audit),
+      audit.eventIds, audit.events, audit.built, audit.keys, items.map((item) => item.audit),
       items[0].audit,
     ]);
   const byId = new Map(found.map((row) => {

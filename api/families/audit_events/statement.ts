@@ -12,15 +12,16 @@
  * that has its request's actor at hand, the event's whole `data` as `audit_data` over
  * `audit_context_of` the actor's setting builds it, with an id that sorts by time
  * (`newId`, so the events' primary key grows at its right edge). The database takes
- * them as they are when the stored row holds exactly the fields sent; otherwise (a field the
- * database added or changed on the way in, a BEFORE trigger's; no actor here; a key left to its
- * case-insensitive matching) it builds the event itself, as the trigger does:
- * `audit_created_changes` keeps `changes` exact. test/audit-statement.test.ts compares both on
+ * them as they are when the stored row holds exactly the type and data sent. When the database
+ * added or changed a field on the way in (a BEFORE trigger's), `audit_created_changes` gives the
+ * event's `changes`, exact; with no actor here, or a key left to its case-insensitive matching, the
+ * database builds the whole event, as the trigger does. test/audit-statement.test.ts compares both on
  * the same changes.
  *
  * SETTLE_AUDIT_BY=trigger leaves every row to the trigger (the benchmark compares the two); either
  * way each created row is audited once, in its own statement.
  */
+import type { StoredObject } from '../../db/storedRow.ts';
 import { newId } from '../../ids.ts';
 
 /** The keys the trigger's `audit_scrub` drops, matched case-insensitively as PostgreSQL's `~*`. */
@@ -117,25 +118,58 @@ export function createdEvent(setting: string | null, objectType: string, objectI
   };
 }
 
+/** A writer's created rows' audit, as the statement's parameters (one entry a row): see `auditCreatedSql`. */
+export interface CreatedAudit {
+  eventIds: Array<string | null>;
+  events: Array<string | null>;
+  /** the changes, for a row without an event */
+  built: Array<string | null>;
+  keys: Array<string | null>;
+}
+
+/** What a writer sends for the rows it creates of `objectType`, each with its request's actor setting; all null when `on` is false. */
+export function createdAudit(objectType: string, rows: Array<{ row: StoredObject; audit: string | null }>, on = true): CreatedAudit {
+  const audit: CreatedAudit = { eventIds: [], events: [], built: [], keys: [] };
+  for (const { row, audit: setting } of rows) {
+    const changes = on ? createdChanges(row.type, row.data) : null;
+    const event = createdEvent(setting, objectType, row.id, changes);
+    audit.eventIds.push(event?.id ?? (on ? newId('aud') : null));
+    audit.events.push(event?.data ?? null);
+    audit.built.push(event ? null : changes?.changes ?? null);
+    audit.keys.push(changes?.keys ?? null);
+  }
+  return audit;
+}
+
 /**
  * The part of a statement that writes the audit events of the rows it created: `sources` is a
  * query of those rows as `object_type, tbl, id, org_id, environment, type, data, keys, actor,
- * stored, event_id` (the sent fields and their keys, the row's own actor setting, the stored row,
- * and the event's id, `newId('aud')`, or null for one of the database's), and either `built` (the
- * writer's changes, or null) or, with `built = 'events'`, `event` (the writer's event, or null). Each event has its own row's actor, so rows of many
- * requests may share the statement. Shared by every statement that audits its own rows.
+ * stored_type, stored_data, event_id, event, built`: the sent fields and their keys, the row's
+ * own actor setting, the stored row's type and data, and what the writer built: the event's id
+ * (`newId('aud')`, or null for one of the database's), its whole event (`createdEvent`, or null),
+ * or, without an event, its changes (`createdChanges`, or null). Each event has its own row's
+ * actor, so rows of many requests may share the statement. Shared by every statement that audits
+ * its own rows.
+ *
+ * The rows are of family tables, whose columns besides the type and the data are the bookkeeping
+ * ones `audit_row_fields` leaves out (id, tenant, times; test/audit-statement.test.ts checks every
+ * audited family table): a row's fields are its type and its data. So the writer's event is taken
+ * as it is when the stored type and data are those sent, two comparisons of what the insert
+ * returned (building both rows' fields as jsonb to compare them cost Postgres some 9 µs an
+ * event, bench/audit.ts's create customer). When the database added fields on the way in (a
+ * payment's fee and funding date), the event keeps the writer's actor, request and address and
+ * takes the changes `audit_created_changes` gives; without an event the database builds it all.
  */
-export function auditCreatedSql(sources: string, built: 'changes' | 'events' = 'changes'): string {
-  const rows = built === 'events'
-    ? `select s.*, s.event->'changes' as built from (${sources}) s`
-    : `select s.*, null::jsonb as event from (${sources}) s`;
+export function auditCreatedSql(sources: string): string {
   const sent = `jsonb_build_object('type', a.type, 'data', a.data)`;
+  const changes = `audit_created_changes(jsonb_build_object('type', a.stored_type, 'data', a.stored_data), ${sent}, a.keys::text[], coalesce(a.event->'changes', a.built))`;
   return `insert into audit_events (id, org_id, environment, data)
        select coalesce(a.event_id, audit_id()), a.org_id, a.environment,
-              case when a.event is not null and audit_row_fields(a.stored) = audit_row_fields(${sent}) then a.event
-                   else audit_data(audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')), 'create', a.object_type, a.id,
-                          audit_created_changes(a.stored, ${sent}, a.keys::text[], a.built)) end
-         from (${rows}) a
+              case when a.event is null
+                     then audit_data(audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')), 'create', a.object_type, a.id, ${changes})
+                   when a.stored_type = a.type and a.stored_data = a.data then a.event
+                   else jsonb_set(a.event, '{changes}', ${changes}) end
+         from (${sources}) a
         where ${auditedTableSql('a.tbl')}
        returning 1`;
 }

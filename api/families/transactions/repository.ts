@@ -1,11 +1,10 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
-import { auditCreatedSql, auditRows, createdChanges, ownAuditSql } from '../audit_events/statement.ts';
+import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../audit_events/statement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
-import { newId } from '../../ids.ts';
 import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
@@ -191,39 +190,36 @@ export interface PaymentItem {
 export async function insertPayments(db: Db, items: PaymentItem[]): Promise<StoredObject[]> {
   const audit = auditRows.inStatement;
   if (items.length > 1 && !audit) throw new Error('Payments are written together only when their statement audits them');
-  const build = (row: StoredObject | undefined) => (audit && row ? createdChanges(row.type, row.data) : null);
-  // The events' ids sort by time, as the writer's events' (statement.ts); none where the audit is the trigger's.
-  const eventId = () => (audit ? newId('aud') : null);
   const withMethod = items.filter((item) => item.write.method);
-  const methodBuilt = withMethod.map((item) => build(item.write.method));
-  const txnBuilt = items.map((item) => build(item.write.transaction));
+  const methodAudit = createdAudit('payment_method', withMethod.map((item) => ({ row: item.write.method!, audit: item.audit })), audit);
+  const txnAudit = createdAudit('transaction', items.map((item) => ({ row: item.write.transaction, audit: item.audit })), audit);
   const events = tenantsEventsInsert(items.map((item) => ({ tenant: item.tenant, drafts: item.write.events })));
   const jobs = items.flatMap((item) => item.write.jobs);
   const found = await rows<StoredObject>(db,
     `with method_in as (
        select *${audit ? `, ${ownAuditSql('payment_methods')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[])
-           as m(id, org_id, environment, type, data, built, keys, actor, event_id)),
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
+           as m(id, org_id, environment, type, data, built, keys, actor, event_id, event)),
      method as (
        insert into payment_methods (id, org_id, environment, type, data)
        select id, org_id, environment, type, data from method_in
-       returning id${audit ? ', to_jsonb(payment_methods) as stored' : ''}),
+       returning id${audit ? ', type, data' : ''}),
      txn_in as (
        select *${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[])
-           as t(id, org_id, environment, type, data, built, keys, actor, event_id)),
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
+           as t(id, org_id, environment, type, data, built, keys, actor, event_id, event)),
      txn as (
        insert into transactions (id, org_id, environment, type, data) select id, org_id, environment, type, data from txn_in
-       returning ${ROW}${audit ? ', to_jsonb(transactions) as stored' : ''}),
+       returning ${ROW}),
      event as (${events.sql}),
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))${audit ? `,
      audit as (${auditCreatedSql(`
-         select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, m.stored, i.event_id
+         select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor, m.type as stored_type, m.data as stored_data, i.event_id, i.event, i.built
            from method_in i join method m using (id)
          union all
-         select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.built, i.keys, i.actor, t.stored, i.event_id
+         select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor, t.type, t.data, i.event_id, i.event, i.built
            from txn_in i join txn t using (id)`)})` : ''}
      -- the inserts run whether read or not; the jobs' select runs because it is read here
      -- an actor for the audit triggers, as this statement is its own transaction (a group's rows
@@ -233,10 +229,10 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
     [
       withMethod.map((item) => item.write.method!.id), withMethod.map((item) => item.tenant.orgId), withMethod.map((item) => item.tenant.environment),
       withMethod.map((item) => item.write.method!.type), withMethod.map((item) => JSON.stringify(item.write.method!.data)),
-      methodBuilt.map((b) => b?.changes ?? null), methodBuilt.map((b) => b?.keys ?? null), withMethod.map((item) => item.audit), methodBuilt.map(eventId),
+      methodAudit.built, methodAudit.keys, withMethod.map((item) => item.audit), methodAudit.eventIds, methodAudit.events,
       items.map((item) => item.write.transaction.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
       items.map((item) => item.write.transaction.type), items.map((item) => JSON.stringify(item.write.transaction.data)),
-      txnBuilt.map((b) => b?.changes ?? null), txnBuilt.map((b) => b?.keys ?? null), items.map((item) => item.audit), txnBuilt.map(eventId),
+      txnAudit.built, txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, txnAudit.events,
       ...events.bindings,
       jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt.toISOString()), jobs.map((j) => j.key ?? null),
       items[0].audit,
