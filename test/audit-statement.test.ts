@@ -163,6 +163,35 @@ t.test('a created row the database changed on the way in is audited as it was st
   }
 });
 
+t.test('a created row the database only added fields to is audited with them, secret-named ones dropped', async (t) => {
+  await api.db.raw(`
+    create function test_only_add() returns trigger language plpgsql as $$
+    begin
+      if new.data->>'name' = 'Plain added' then new.data := new.data || '{"added": {"n": 1, "list": [null, "x"]}, "none": null}'; end if;
+      if new.data->>'name' = 'Secret added' then new.data := new.data || '{"api_secret": "gone", "extra": {"password": "gone", "kept": 2}}'; end if;
+      return new;
+    end $$;
+    create trigger test_only_add before insert on accounts for each row execute function test_only_add();`);
+  try {
+    for (const name of ['Plain added', 'Secret added']) {
+      const created = await api.request('POST', '/customers', { json: { name, email: 'sent@example.com' } });
+      t.equal(created.status, 200);
+      const [event] = await eventsOf(created.body.id);
+      t.equal(event.depth, BY_STATEMENT, `${name}: written by the statement`);
+      t.same(event.data.changes, await triggersChanges('accounts', created.body.id), `${name}: the changes the trigger computes from the stored row`);
+      t.match(event.data, { actor: { type: 'secret_key', key_prefix: keyPrefix }, action: 'create', object_id: created.body.id });
+    }
+    const [plain] = await eventsOf((await api.db.raw(`select id from accounts where data->>'name' = 'Plain added'`)).rows[0].id);
+    t.same(plain.data.changes.added, [null, { n: 1, list: [null, 'x'] }]);
+    t.notOk('none' in plain.data.changes, 'a JSON null added is left out');
+    const [secret] = await eventsOf((await api.db.raw(`select id from accounts where data->>'name' = 'Secret added'`)).rows[0].id);
+    t.notOk('api_secret' in secret.data.changes, 'a secret-named field added is dropped');
+    t.same(secret.data.changes.extra, [null, { kept: 2 }], 'and a secret-named key inside one');
+  } finally {
+    await api.db.raw('drop trigger test_only_add on accounts; drop function test_only_add()');
+  }
+});
+
 t.test('the builder computes what the trigger computes from the same fields, or leaves them to the database', async (t) => {
   const cases: Array<[string, Record<string, unknown>]> = [
     ['payment', { amount: 1234, fee: 0.5, big: 1e21, tiny: -0, list: [], none: null, gone: undefined, attrs: ATTRS }],

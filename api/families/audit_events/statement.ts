@@ -156,20 +156,30 @@ export function createdAudit(objectType: string, rows: Array<{ row: StoredObject
  * audited family table): a row's fields are its type and its data. So the writer's event is taken
  * as it is when the stored type and data are those sent, two comparisons of what the insert
  * returned (building both rows' fields as jsonb to compare them cost Postgres some 9 µs an
- * event, bench/audit.ts's create customer). When the database added fields on the way in (a
+ * event, bench/audit.ts's create customer). When the database only added fields on the way in (a
  * payment's fee and funding date), the event keeps the writer's actor, request and address and
- * takes the changes `audit_created_changes` gives; without an event the database builds it all.
+ * its changes, with the added fields' own: the stored data is the data sent and those fields, and
+ * none of them names a secret anywhere in it (else the trigger's `audit_scrub` decides). That
+ * costs some 23 µs a transaction in Postgres, against 42 µs for `audit_created_changes`, which
+ * gives the changes in every other case (a field sent that the database changed or dropped);
+ * without an event the database builds it all.
  */
 export function auditCreatedSql(sources: string): string {
   const sent = `jsonb_build_object('type', a.type, 'data', a.data)`;
   const changes = `audit_created_changes(jsonb_build_object('type', a.stored_type, 'data', a.stored_data), ${sent}, a.keys::text[], coalesce(a.event->'changes', a.built))`;
+  // The stored data's keys that were not sent, with their values, for an event whose data the
+  // database changed on the way in (computed once a row: the fence keeps it from being inlined).
+  const added = `select case when a.event is not null and a.stored_data <> a.data then a.stored_data - a.keys::text[] end as fields offset 0`;
   return `insert into audit_events (id, org_id, environment, data)
        select coalesce(a.event_id, audit_id()), a.org_id, a.environment,
               case when a.event is null
                      then audit_data(audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')), 'create', a.object_type, a.id, ${changes})
                    when a.stored_type = a.type and a.stored_data = a.data then a.event
+                   when a.stored_type = a.type and a.data || added.fields = a.stored_data and added.fields::text !~* '${SECRET_KEY.source}'
+                     then jsonb_set(a.event, '{changes}', (a.event->'changes')
+                            || coalesce((select jsonb_object_agg(key, jsonb_build_array(null, value)) from jsonb_each(added.fields) where value <> 'null'), '{}'))
                    else jsonb_set(a.event, '{changes}', ${changes}) end
-         from (${sources}) a
+         from (${sources}) a cross join lateral (${added}) added
         where ${auditedTableSql('a.tbl')}
        returning 1`;
 }
