@@ -13,10 +13,11 @@
  * `audit_context_of` the actor's setting builds it, with an id that sorts by time
  * (`newId`, so the events' primary key grows at its right edge). The database takes
  * them as they are when the stored row holds exactly the type and data sent. When the database
- * added or changed a field on the way in (a BEFORE trigger's), `audit_created_changes` gives the
- * event's `changes`, exact; with no actor here, or a key left to its case-insensitive matching, the
- * database builds the whole event, as the trigger does. test/audit-statement.test.ts compares both on
- * the same changes.
+ * added fields on the way in (a BEFORE trigger's), their changes join the writer's; when it changed
+ * or dropped a field sent, `audit_created_changes` gives the event's `changes`, exact (see
+ * `auditCreatedSql`); with no actor here, or a key left to its case-insensitive matching, the
+ * database builds the whole event, as the trigger does. test/audit-statement.test.ts compares
+ * both on the same changes.
  *
  * SETTLE_AUDIT_BY=trigger leaves every row to the trigger (the benchmark compares the two); either
  * way each created row is audited once, in its own statement.
