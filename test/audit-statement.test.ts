@@ -199,13 +199,17 @@ t.test('the builder computes what the trigger computes from the same fields, or 
     ['customer', { type: 'processing', name: 'Quote " backslash \\ tab \t nul-free \u0001', 'key "with" \\ marks': [{ Secret_Key: 1, ok: true }] }],
     ['webhook', { sender_secret: 'gone', url: 'https://example.com', PASSWORD: 'gone', nested: { card_code: '123', deeper: { hashed: 'x', kept: 'y' } } }],
     ['entity', {}],
+    // Plain fields (no secret, nothing escaped, ASCII only) are written whole in one go.
+    ['payment', { amount: 1234, big: 1e21, tiny: -0, list: [], none: null, gone: undefined, nan: Number.NaN, nested: { a: [1, null, { b: 'x' }] }, 7: 'a key of digits' }],
+    ['payment', { amount: 1, when: new Date(0), later: { when: new Date(1000) } }],
   ];
   for (const [type, data] of cases) {
     const built = createdChanges(type, data);
     t.ok(built, `${type}: built`);
     const [trigger] = (await api.db.raw(`select audit_changes(null, audit_fields(jsonb_build_object('type', ?::text, 'data', ?::jsonb))) as changes,
-                                                ?::jsonb as built`, [type, JSON.stringify(data), built!.changes])).rows;
+                                                ?::jsonb as built, ?::text[] as keys`, [type, JSON.stringify(data), built!.changes, built!.keys])).rows;
     t.same(trigger.built, trigger.changes, `${type}: the trigger's changes`);
+    t.same([...trigger.keys].sort(), Object.keys(JSON.parse(JSON.stringify({ type, ...data }))).sort(), `${type}: the keys of the fields sent`);
   }
   t.equal(createdChanges('payment', { attrs: { 'ſecret': 1 } }), null, 'a key outside ASCII is the database\'s');
   t.ok(createdChanges('payment', { attrs: { note: 'café' } }), 'a value outside ASCII is not');

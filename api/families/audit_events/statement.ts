@@ -49,6 +49,32 @@ export interface BuiltChanges {
 /** The `changes` of a created row of `type` and `data`, or null when the database is to compute them. */
 export function createdChanges(type: string, data: Record<string, unknown>): BuiltChanges | null {
   const fields: Record<string, unknown> = { type, ...data };
+  return plainChanges(fields) ?? fieldByField(fields);
+}
+
+/**
+ * The changes of fields none of whose keys or values names a secret, has letters outside ASCII or
+ * anything JSON escapes with a backslash (most rows): each field's value wrapped as it is and the
+ * whole written by one `JSON.stringify` (a field a time cost about 1 µs a field). Null otherwise.
+ */
+function plainChanges(fields: Record<string, unknown>): BuiltChanges | null {
+  const changes: Record<string, unknown> = {};
+  let keys = '';
+  for (const key of Object.keys(fields)) {
+    const value = fields[key];
+    // What JSON leaves out (undefined, functions) is no field; what it writes as null is a field
+    // with no change; a value with a toJSON of its own (a date), or the key that is an object's
+    // prototype here, is the field-by-field writer's.
+    if (value === undefined || typeof value === 'function' || typeof value === 'symbol') continue;
+    if (key === '__proto__' || (typeof value === 'object' && value !== null && typeof (value as { toJSON?: unknown }).toJSON === 'function')) return null;
+    keys += `${keys ? ',' : ''}"${key}"`;
+    if (value !== null && !(typeof value === 'number' && !Number.isFinite(value))) changes[key] = [null, value];
+  }
+  const text = JSON.stringify(changes);
+  return SECRET_KEY.test(text) || NOT_ASCII.test(text) || text.includes('\\') ? null : { changes: text, keys: `{${keys}}` };
+}
+
+function fieldByField(fields: Record<string, unknown>): BuiltChanges | null {
   let changes = '';
   let keys = '';
   try {
