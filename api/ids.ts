@@ -22,6 +22,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { pooledRandomBytes } from './randomPool.ts';
 import type { RandomSource } from './seams.ts';
 
+/** In the order of the characters' codes, so a time written with them sorts as the time. */
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 const scope = new AsyncLocalStorage<RandomSource>();
@@ -47,8 +48,6 @@ export function randomBase62(length: number, random: RandomSource = currentRando
   return out;
 }
 
-/** The characters in the order of their codes, so a time written with them sorts as the time. */
-const SORTED_DIGITS = ALPHABET;
 /** The time is in milliseconds since 2020: 62^7 of them reach into 2131. */
 const EPOCH_MS = Date.UTC(2020, 0, 1);
 export const TIME_DIGITS = 7;
@@ -62,7 +61,7 @@ export function sortableTime(now = Date.now()): string {
     timeMs = now;
     let left = Math.max(0, now - EPOCH_MS);
     let text = '';
-    for (let i = 0; i < TIME_DIGITS; i++, left = Math.floor(left / 62)) text = SORTED_DIGITS[left % 62] + text;
+    for (let i = 0; i < TIME_DIGITS; i++, left = Math.floor(left / 62)) text = ALPHABET[left % 62] + text;
     timeText = text;
   }
   return timeText;

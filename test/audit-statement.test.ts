@@ -202,6 +202,7 @@ t.test('the builder computes what the trigger computes from the same fields, or 
     // Plain fields (no secret, nothing escaped, ASCII only) are written whole in one go.
     ['payment', { amount: 1234, big: 1e21, tiny: -0, list: [], none: null, gone: undefined, nan: Number.NaN, nested: { a: [1, null, { b: 'x' }] }, 7: 'a key of digits' }],
     ['payment', { amount: 1, when: new Date(0), later: { when: new Date(1000) } }],
+    ['payment', { amount: 1, 'a "quoted" key': null, 'a \\ key': null }],
   ];
   for (const [type, data] of cases) {
     const built = createdChanges(type, data);

@@ -6,14 +6,15 @@
  */
 import t from 'tap';
 import type { BoundedAnswer, Outbound, OutboundRequest } from '../api/seams.ts';
+import { TIME_DIGITS } from '../api/ids.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { seededRandom } from './helpers/seams.ts';
 import { eventually } from './helpers/wait.ts';
 
 const customer = { json: { name: 'Seeded', email: 'seeded@example.com' } };
 
-// An id is its minting time (7 characters after the prefix) and then its random characters.
-const randomPart = (id: string) => id.slice(id.indexOf('_') + 1 + 7);
+// An id is its minting time (TIME_DIGITS characters after the prefix) and then its random characters.
+const randomPart = (id: string) => id.slice(id.indexOf('_') + 1 + TIME_DIGITS);
 
 t.test('two web processes given the same random seed mint the same id for the same first request', async (t) => {
   const first = await startTestApi(t, {}, { random: seededRandom('same') });

@@ -63,10 +63,11 @@ function plainChanges(fields: Record<string, unknown>): BuiltChanges | null {
   for (const key of Object.keys(fields)) {
     const value = fields[key];
     // What JSON leaves out (undefined, functions) is no field; what it writes as null is a field
-    // with no change; a value with a toJSON of its own (a date), or the key that is an object's
-    // prototype here, is the field-by-field writer's.
+    // with no change; a value with a toJSON of its own (a date), the key that is an object's
+    // prototype here, or a key the keys' literal must escape (a field with no change is not in
+    // the text tested below) is the field-by-field writer's.
     if (value === undefined || typeof value === 'function' || typeof value === 'symbol') continue;
-    if (key === '__proto__' || (typeof value === 'object' && value !== null && typeof (value as { toJSON?: unknown }).toJSON === 'function')) return null;
+    if (key === '__proto__' || /[\\"]/.test(key) || (typeof value === 'object' && value !== null && typeof (value as { toJSON?: unknown }).toJSON === 'function')) return null;
     keys += `${keys ? ',' : ''}"${key}"`;
     if (value !== null && !(typeof value === 'number' && !Number.isFinite(value))) changes[key] = [null, value];
   }
