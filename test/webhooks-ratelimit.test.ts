@@ -66,9 +66,11 @@ t.test('two workers never exceed one webhook\'s limit together; every event arri
   // second (CI saw 12, 10, 10, 8); the span below bounds the average.
   t.ok(Math.max(...seconds) <= 12, `10 (±2 for arrivals that ran late) in each second: ${seconds.join(', ')}`);
   const span = Math.max(...times) - Math.min(...times);
-  // 39 slots of 100 ms after the first: 3.9 s, less what the first arrival ran late by (a loaded
-  // CI machine measured 3,799 ms); the per-second counts above are the limit itself.
-  t.ok(span >= 3700, `40 deliveries at 10/s take about 3.9 s from first to last: ${span} ms`);
+  // 39 slots of 100 ms after the first: 3.9 s, less what the first arrival ran late by (it opens
+  // the receiver's connection; loaded CI machines measured 3,799 and 3,690 ms). The bound allows
+  // 400 ms of that and still fails a limiter that lets 12 a second through (3.25 s); the
+  // per-second counts above are the limit itself.
+  t.ok(span >= 3500, `40 deliveries at 10/s take about 3.9 s from first to last: ${span} ms`);
   // The receiver has the last event a moment before its worker records the answer.
   const deliveries = await eventually(() => api.db('webhook_deliveries').where({ webhook_id: limited.body.id }),
     (rows: Array<{ state: string }>) => rows.length === EVENTS && rows.every((d) => d.state !== 'pending'), 5000, 50);
