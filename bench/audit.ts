@@ -15,6 +15,10 @@
  * - request-log ingestion into the reporting store: batches of 10,000 rows posted by 4 senders, as
  *   web processes ship them (goal: at least 20,000 rows/s).
  *
+ * The audit comparison runs at each tenant size of BENCH_ROWS (default 10k, then 1M): the tenant
+ * is grown by SQL to that many customers, each with the audit event of its creation (an API key's,
+ * with a request id and an address, as the API writes them), before the size's rounds.
+ *
  * Postgres as in `npm test`; BENCH_ROUNDS alternated rounds per comparison (default 2); BENCH_PARTS
  * the comparisons to run (audit, log, ingest; default all). Results:
  * the table on stdout, JSON in bench/results/audit.json.
@@ -30,7 +34,7 @@ import { createdAudit } from '../api/families/audit_events/statement.ts';
 import { newId } from '../api/ids.ts';
 import { REQUEST_LOG_SHIPPED, storedLogTime, type RequestLogTuple } from '../api/families/request_logs/family.ts';
 import { freePort } from '../api/db/embedded.ts';
-import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
+import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, dataSizes, growTenant, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
 
 /** BENCH_ROUNDS: alternated rounds per comparison (default 2); more beat a noisy machine. */
 const ROUNDS = positive('BENCH_ROUNDS', 2);
@@ -41,7 +45,7 @@ const AUDITED = ['accounts', 'billing_charges', 'billing_schedules', 'entities',
 
 const reportingPort = await freePort();
 const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
-const { headers, databaseUrl } = await startServers('audit');
+const { headers, databaseUrl, key } = await startServers('audit');
 const reporting = startChild('audit', 'reporting', 'reporting/main.ts', { DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: chDir, REPORTING_PORT: String(reportingPort), LOG_LEVEL: 'warn' });
 await waitForHttp(`http://127.0.0.1:${reportingPort}/healthz`, reporting);
 const unloggedPort = await freePort();
@@ -168,11 +172,43 @@ interface Mode {
 const off: Mode = { name: 'off', triggers: false, server: audit, pid: auditing.pid! };
 const audited: Mode = { name: 'on', triggers: true, server: audit, pid: auditing.pid! };
 const triggerOnly: Mode = { name: 'on, by trigger', triggers: true, server: triggered, pid: byTrigger.pid! };
-// Alternated rounds, off first, so the neighbours' load falls on every mode alike.
-for (const [scenario, path, options, modes] of !PARTS.has('audit') ? [] : [
-  ['create customer', '/customers', post({ name: 'Bench customer', email: 'bench@example.com' }), [off, audited]],
-  ['card payment', '/transactions', post({ type: 'payment', amount: 10, customer_id: customer.id, payment_method: card }), [off, audited, triggerOnly]],
-] as const) {
+const tag = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
+
+/**
+ * Grows the tenant to `size` customers and gives each grown one the audit event of its creation
+ * by an API key, with a request id and an address (ids minted as the API mints them), so the
+ * audit table and its indexes are of that size too.
+ */
+async function growAudited(size: number): Promise<void> {
+  await setAudit(false);
+  await growTenant(databaseUrl, 'accounts', key.orgId, 'customer', 'acct', size, `'{"name": "Existing", "email": "existing@example.com"}'`);
+  await setAudit(true);
+  await db.raw(
+    `insert into audit_events (id, org_id, environment, type, data, created_at, modified_at)
+     select new_object_id('aud'), a.org_id, a.environment, 'audit_event',
+            jsonb_build_object('actor', jsonb_build_object('type', 'secret_key', 'key_prefix', 'test_secret_key_bench'), 'action', 'create',
+              'object_type', 'account', 'object_id', a.id,
+              'changes', jsonb_build_object('name', jsonb_build_array(null, a.data->'name'), 'email', jsonb_build_array(null, a.data->'email'), 'type', '[null, "customer"]'::jsonb),
+              'request_id', new_object_id('req'), 'ip', '127.0.0.1'),
+            a.created_at, a.created_at
+       from accounts a
+      where a.org_id = ? and a.data->>'name' = 'Existing'
+        and not exists (select from audit_events e where (e.data->>'object_id') = a.id)`, [key.orgId]);
+  await db.raw('analyze accounts');
+  await db.raw('analyze audit_events');
+}
+
+// At each size, alternated rounds, off first, so the neighbours' load falls on every mode alike.
+for (const [size, scenario, path, options, modes] of !PARTS.has('audit') ? [] : dataSizes().flatMap((size) => [
+  [size, 'create customer', '/customers', post({ name: 'Bench customer', email: 'bench@example.com' }), [off, audited]],
+  [size, 'card payment', '/transactions', post({ type: 'payment', amount: 10, customer_id: customer.id, payment_method: card }), [off, audited, triggerOnly]],
+] as const)) {
+  if (scenario === 'create customer') {
+    const started = Date.now();
+    await growAudited(size);
+    const [{ events }] = (await db.raw(`select count(*)::int as events from audit_events where org_id = ?`, [key.orgId])).rows;
+    process.stderr.write(`tenant at ${size} customers, ${events} audit events (${((Date.now() - started) / 1000).toFixed(1)} s to generate)\n`);
+  }
   const reqPerSec = new Map<Mode, number[]>(modes.map((mode) => [mode, []]));
   const cpu = new Map<Mode, number[]>(modes.map((mode) => [mode, []]));
   let bad = 0;
@@ -183,7 +219,7 @@ for (const [scenario, path, options, modes] of !PARTS.has('audit') ? [] : [
   for (let round = 0; round < ROUNDS; round++) {
     for (const mode of modes) {
       await setAudit(mode.triggers);
-      process.stderr.write(`${scenario}, audit ${mode.name}, round ${round + 1}: `);
+      process.stderr.write(`${scenario} @${tag(size)}, audit ${mode.name}, round ${round + 1}: `);
       const measured = await load(`${mode.server}${path}`, options, [() => cpuMs(mode.pid), () => postgresCpuMs(postmaster)]);
       reqPerSec.get(mode)!.push(measured.reqPerSec);
       const [web, postgres] = measured.cpuMsPerRequest as [number, number];
@@ -193,7 +229,7 @@ for (const [scenario, path, options, modes] of !PARTS.has('audit') ? [] : [
     }
   }
   for (const mode of modes.slice(1)) {
-    const label = mode === audited ? `${scenario} (audit)` : `${scenario} (audit ${mode.name})`;
+    const label = mode === audited ? `${scenario} @${tag(size)} (audit)` : `${scenario} @${tag(size)} (audit ${mode.name})`;
     rows.push(row(label, reqPerSec.get(mode)!, reqPerSec.get(off)!, 10, bad));
     auditCpu.push({ scenario: label, on: meanOf(cpu.get(mode)!), off: meanOf(cpu.get(off)!) });
   }
@@ -301,7 +337,7 @@ for (const r of rows) {
 }
 for (const { scenario, on, off } of auditCpu) {
   console.log(`\n${scenario}, web + Postgres CPU per request: ${on.toFixed(3)} ms audited, ${off.toFixed(3)} ms not (${((on / off - 1) * 100).toFixed(1)} %)`);
-  const built = buildCost[scenario];
+  const built = buildCost[scenario.replace(/ @\S+/, '')];
   if (built !== undefined) {
     const without = off - built / 1000;
     console.log(`  the web building its audit events, on both sides: ${built.toFixed(1)} µs a request; counted against the audit: ${((on / without - 1) * 100).toFixed(1)} %`);
