@@ -16,8 +16,8 @@
  *   web processes ship them (goal: at least 20,000 rows/s).
  *
  * The audit comparison runs at each tenant size of BENCH_ROWS (default 10k, then 1M): the tenant
- * is grown by SQL to that many customers, each with the audit event of its creation (an API key's,
- * with a request id and an address, as the API writes them), before the size's rounds.
+ * is grown by SQL to that many customers and that many audit events (as the API writes them),
+ * before the size's rounds.
  *
  * Postgres as in `npm test`; BENCH_ROUNDS alternated rounds per comparison (default 2); BENCH_PARTS
  * the comparisons to run (audit, log, ingest; default all). Results:
@@ -142,16 +142,24 @@ interface Row {
   feature: number;
   without: number;
   slowerPercent: number;
+  /** the same of the rounds' medians, which one round disturbed by a neighbour moves less */
+  medianSlowerPercent: number;
   goalPercent: number;
   bad: number;
 }
 
 const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const medianOf = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+const slower = (feature: number, without: number) => Math.round((1 - feature / without) * 1000) / 10;
 
 function row(scenario: string, feature: number[], without: number[], goalPercent: number, bad: number): Row {
   const f = meanOf(feature);
   const w = meanOf(without);
-  return { scenario, feature: Math.round(f), without: Math.round(w), slowerPercent: Math.round((1 - f / w) * 1000) / 10, goalPercent, bad };
+  return { scenario, feature: Math.round(f), without: Math.round(w), slowerPercent: slower(f, w), medianSlowerPercent: slower(medianOf(feature), medianOf(without)), goalPercent, bad };
 }
 
 const rows: Row[] = [];
@@ -175,25 +183,36 @@ const triggerOnly: Mode = { name: 'on, by trigger', triggers: true, server: trig
 const tag = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
 
 /**
- * Grows the tenant to `size` customers and gives each grown one the audit event of its creation
- * by an API key, with a request id and an address (ids minted as the API mints them), so the
- * audit table and its indexes are of that size too.
+ * Grows the tenant to `size` customers and its audit history to `size` events. The customers the
+ * scenarios made carry theirs already; each grown one gets the event of its creation by an API
+ * key, with a request id and an address (ids minted as the API mints them), and what is still
+ * short is made of objects since deleted. The bench's own rounds add some hundred thousand rows of
+ * each, so the smaller size is where they start, not where they stay.
  */
 async function growAudited(size: number): Promise<void> {
   await setAudit(false);
   await growTenant(databaseUrl, 'accounts', key.orgId, 'customer', 'acct', size, `'{"name": "Existing", "email": "existing@example.com"}'`);
   await setAudit(true);
+  const [{ events }] = (await db.raw(`select count(*)::int as events from audit_events where org_id = ?`, [key.orgId])).rows;
   await db.raw(
-    `insert into audit_events (id, org_id, environment, type, data, created_at, modified_at)
-     select new_object_id('aud'), a.org_id, a.environment, 'audit_event',
+    `with objects as (
+       (select a.id, a.org_id, a.environment, a.data, a.created_at
+          from accounts a
+         where a.org_id = ? and a.data->>'name' = 'Existing'
+           and not exists (select from audit_events e where (e.data->>'object_id') = a.id)
+         limit ?)
+       union all
+       select new_object_id('acct'), ?, 'test', '{"name": "Deleted", "email": "deleted@example.com"}', now() - make_interval(secs => g)
+         from generate_series(1, ?) g)
+     insert into audit_events (id, org_id, environment, type, data, created_at, modified_at)
+     select new_object_id('aud'), o.org_id, o.environment, 'audit_event',
             jsonb_build_object('actor', jsonb_build_object('type', 'secret_key', 'key_prefix', 'test_secret_key_bench'), 'action', 'create',
-              'object_type', 'account', 'object_id', a.id,
-              'changes', jsonb_build_object('name', jsonb_build_array(null, a.data->'name'), 'email', jsonb_build_array(null, a.data->'email'), 'type', '[null, "customer"]'::jsonb),
+              'object_type', 'account', 'object_id', o.id,
+              'changes', jsonb_build_object('name', jsonb_build_array(null, o.data->'name'), 'email', jsonb_build_array(null, o.data->'email'), 'type', '[null, "customer"]'::jsonb),
               'request_id', new_object_id('req'), 'ip', '127.0.0.1'),
-            a.created_at, a.created_at
-       from accounts a
-      where a.org_id = ? and a.data->>'name' = 'Existing'
-        and not exists (select from audit_events e where (e.data->>'object_id') = a.id)`, [key.orgId]);
+            o.created_at, o.created_at
+       from (select * from objects limit ?) o`,
+    [key.orgId, Math.max(0, size - events), key.orgId, Math.max(0, size - events), Math.max(0, size - events)]);
   await db.raw('analyze accounts');
   await db.raw('analyze audit_events');
 }
@@ -330,10 +349,10 @@ await cleanup();
 fs.rmSync(chDir, { recursive: true, force: true });
 
 console.log(`\naudit: ${CONNECTIONS} connections, ${SECONDS} s per run (after ${WARMUP_SECONDS} s warm-up), ${ROUNDS} alternated rounds each, Node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}\n`);
-console.log(['scenario'.padEnd(36), 'with req/s', 'without req/s', 'slower', 'goal', 'non-2xx'].join('  '));
+console.log(['scenario'.padEnd(36), 'with req/s', 'without req/s', 'slower', 'goal', 'of medians', 'non-2xx'].join('  '));
 for (const r of rows) {
   console.log([r.scenario.padEnd(36), String(r.feature).padStart(10), String(r.without).padStart(13), `${r.slowerPercent.toFixed(1)} %`.padStart(6),
-    `${r.slowerPercent <= r.goalPercent ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, r.bad].join('  '));
+    `${r.slowerPercent <= r.goalPercent ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, `${r.medianSlowerPercent.toFixed(1)} %`.padStart(10), r.bad].join('  '));
 }
 for (const { scenario, on, off } of auditCpu) {
   console.log(`\n${scenario}, web + Postgres CPU per request: ${on.toFixed(3)} ms audited, ${off.toFixed(3)} ms not (${((on / off - 1) * 100).toFixed(1)} %)`);
