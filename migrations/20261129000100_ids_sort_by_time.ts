@@ -7,15 +7,16 @@ import type { Knex } from 'knex';
  * characters (101 bits, CONTRACT §1). New rows then land at the right edge of their tables'
  * primary keys instead of at random pages of them.
  *
- * The random characters come from the bytes of version-4 uuids that are all random (bytes 1-6 and
- * 10-16: the version and variant bits are left out) in base64, without its two characters
- * outside base62: 26 bytes give some 35 characters, of which fewer than 17 would be left only if
- * more than half were `+` or `/`. PL/pgSQL keeps the time in a variable, read once.
+ * The random characters come from the bytes of two version-4 uuids that are all random (bytes 1-6
+ * and 10-16 of each: the version and variant bits are left out) in base64, without its two
+ * characters outside base62: 26 bytes give some 35 characters, of which fewer than 17 would be
+ * left only if more than half were `+` or `/`. PL/pgSQL keeps the time and each uuid in a
+ * variable, each drawn once (drawing a uuid for each run of bytes cost 8.1 µs an id against 6.5).
  */
 const DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const EPOCH_MS = Date.UTC(2020, 0, 1);
 
-const randomBytes = Array.from({ length: 2 }, () => 'substr(uuid_send(gen_random_uuid()), 1, 6) || substr(uuid_send(gen_random_uuid()), 10, 7)').join(' || ');
+const randomBytes = ['u', 'v'].map((uuid) => `substr(${uuid}, 1, 6) || substr(${uuid}, 10, 7)`).join(' || ');
 const timeDigits = Array.from({ length: 7 }, (_, i) => `substr('${DIGITS}', (ms / ${62 ** (6 - i)} % 62)::int + 1, 1)`).join(' || ');
 
 export async function up(knex: Knex): Promise<void> {
@@ -23,6 +24,8 @@ export async function up(knex: Knex): Promise<void> {
     create or replace function new_object_id(prefix text) returns text language plpgsql volatile parallel safe as $$
     declare
       ms bigint := greatest(0, floor(extract(epoch from clock_timestamp()) * 1000)::bigint - ${EPOCH_MS});
+      u bytea := uuid_send(gen_random_uuid());
+      v bytea := uuid_send(gen_random_uuid());
     begin
       return prefix || '_' || ${timeDigits}
         || left(translate(encode(${randomBytes}, 'base64'), E'+/=\\n', ''), 17);
