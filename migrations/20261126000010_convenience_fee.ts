@@ -6,13 +6,14 @@ import type { Knex } from 'knex';
  * charged to the payer on top of the amount as `conv_fee`, so the processing account's own `fee`
  * is 0 and its net is the whole amount; any other payment's `conv_fee` stays 0.
  */
-const FUNDING_FIELDS = (feeFields: string) => `
+export const FUNDING_FIELDS = (feeFields: string, skip = 'false') => `
   create or replace function transaction_funding_fields() returns trigger language plpgsql as $$
   declare
     delay int;
     priced bigint;
   begin
     if new.type not in ('payment', 'refund', 'payout', 'chargeback', 'chargeback_reversal') then return new; end if;
+    if ${skip} then return new; end if;
     if new.data->>'status' = 'processed' and (tg_op = 'INSERT' or old.data->>'status' is distinct from 'processed')
        and new.data->>'funding_status' is null then
       select coalesce((new.data->>'funding_delay')::int, (a.data->'processing'->'funding'->>'delay')::int, 2) into delay
@@ -31,10 +32,12 @@ const FUNDING_FIELDS = (feeFields: string) => `
     return new;
   end $$;`;
 
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(FUNDING_FIELDS(`case when new.data->>'conv_fee_payer' = 'true'
+export const CONVENIENCE_FEE_FIELDS = `case when new.data->>'conv_fee_payer' = 'true'
         then jsonb_build_object('fee', 0, 'conv_fee', priced)
-        else jsonb_build_object('fee', priced) end`));
+        else jsonb_build_object('fee', priced) end`;
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(FUNDING_FIELDS(CONVENIENCE_FEE_FIELDS));
 }
 
 export async function down(knex: Knex): Promise<void> {

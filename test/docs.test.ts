@@ -147,7 +147,7 @@ t.test('the Node and Python receivers in docs/webhooks.md accept what the worker
     delivery_id: 'wd_1', org_id: 'org_1', environment: 'test', webhook_id: 'wh_2Lk7PqW9xZ3vB8nR4tY6mC1d',
     event_id: 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d', trigger: 'payment', object_id: 'txn_2Lk7PqW9xZ3vB8nR4tY6mC1d', object_type: 'transaction',
     value: { type: 'payment', amount: 7.99, status: 'processed', status_code: 'approved', description: 'Café crème' }, event_created_at: new Date(), sequence: 1,
-  });
+  }, 'https://example.com/settle');
   const id = 'evt_2Lk7PqW9xZ3vB8nR4tY6mC1d';
   const signed = (secrets: string[], extra: Record<string, string> = {}) => ({
     'x-service-signature': serviceSignature(secrets[0], body), 'webhook-id': id, 'webhook-timestamp': String(now),

@@ -83,7 +83,7 @@ export function render(family: Family, version: Version, row: StoredObject, opti
   for (const step of renderPlan(family, version)) {
     const { field } = step;
     if (!appliesTo(field, row.type)) continue;
-    if (field.nonDefault && !options.include?.has(step.path)) continue;
+    if (field.nonDefault && !options.include?.has(step.path) && !field.defaultFor?.includes(row.type)) continue;
     const stored = step.column === null ? readKeys(row.data, step.from) : (row as unknown as Json)[step.column];
     // Schema paths are the service's own: no prototype-reaching key to refuse.
     let target = out;

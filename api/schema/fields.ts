@@ -40,6 +40,8 @@ export interface FieldSpec {
   writeOnly?: boolean;
   /** Rendered only when named in `fields` (`fields=*,ledger`). */
   nonDefault?: boolean;
+  /** Object types that show a `nonDefault` field without being asked (a refund its `ledger`). */
+  defaultFor?: string[];
   /** Allowed stored values. */
   enum?: string[];
   /** Per-version renames of values: API value → stored value (v1 funding_style `net` → `netted`). */

@@ -5,6 +5,7 @@
 import type { FieldSpec, Version } from './fields.ts';
 
 export const MAX_MONEY_MINOR = 1e12 * 100;
+export const MUST_BE_POSITIVE = 'Must be greater than 0';
 
 /** A reason string for `details`, or the converted value. */
 export type Converted = { ok: true; value: unknown } | { ok: false; reason: string };
@@ -15,15 +16,15 @@ const fail = (reason: string): Converted => ({ ok: false, reason });
 /**
  * "10.50" / 10.5 → 1050. More than two decimals are rounded half-up to the cent on the decimal
  * text, never through float arithmetic (client libraries send `rand * 1000`; CONTRACT §1).
- * Refuses negatives, zero (also after rounding), NaN and > 1e12.
+ * Refuses negatives, zero (also after rounding; unless `zero` allows it), NaN and > 1e12.
  */
-export function parseMoney(input: unknown): Converted {
+export function parseMoney(input: unknown, zero = false): Converted {
   const text = typeof input === 'number' ? numberToPlainText(input) : typeof input === 'string' ? input.trim() : null;
   if (text === null || !/^\d{1,13}(\.\d{1,20})?$/.test(text)) return fail('Must be a positive amount');
   const [whole, fraction = ''] = text.split('.');
   const roundUp = fraction.length > 2 && fraction[2] >= '5' ? 1 : 0;
   const minor = Number(whole) * 100 + Number(fraction.slice(0, 2).padEnd(2, '0')) + roundUp;
-  if (minor <= 0) return fail('Must be greater than 0');
+  if (minor < 0 || (minor === 0 && !zero)) return fail(MUST_BE_POSITIVE);
   if (minor > MAX_MONEY_MINOR) return fail('Must not exceed 1000000000000');
   return ok(minor);
 }
@@ -76,7 +77,8 @@ export function toStored(field: FieldSpec, version: Version, input: unknown): Co
   if (input === null) return field.required ? fail('Required') : ok(null);
   switch (field.type) {
     case 'money':
-      return parseMoney(input);
+      // `min: 0` lets a money field hold zero; its family's rules say when zero stands.
+      return parseMoney(input, field.min === 0);
     case 'integer':
     case 'number':
       return toNumber(field, input);

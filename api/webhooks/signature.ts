@@ -1,12 +1,29 @@
 /**
- * Webhook signatures (CONTRACT §8): `X-Service-Signature` is the lowercase hex HMAC-SHA256 of the
- * exact body bytes under the webhook's secret; the Standard Webhooks `webhook-signature` is
- * `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the base64-decoded part after `whsec_`.
+ * Webhook signatures: `X-Service-Signature` is the lowercase hex HMAC-SHA256 of the exact body
+ * bytes under the webhook's secret, and `X-Payload-Signature` the same digest as `sha256=<hex>`
+ * (the form integrations written against the hosted API verify); the Standard Webhooks
+ * `webhook-signature` is `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` keyed with the
+ * base64-decoded part after `whsec_`.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export function serviceSignature(secret: string, body: string | Buffer): string {
   return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+/**
+ * Every signature header of one delivery: `secrets[0]` is the webhook's current secret, any
+ * further one a rotated-out secret still in its overlap (only `webhook-signature` carries those).
+ */
+export function signatureHeaders(secrets: string[], eventId: string, timestamp: number, body: string | Buffer): Record<string, string> {
+  const hex = serviceSignature(secrets[0], body);
+  return {
+    'x-service-signature': hex,
+    'x-payload-signature': `sha256=${hex}`,
+    'webhook-id': eventId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, eventId, timestamp, body)).join(' '),
+  };
 }
 
 /** The Standard Webhooks key: the bytes after `whsec_`, or the secret's own bytes otherwise. */

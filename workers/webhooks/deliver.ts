@@ -20,7 +20,7 @@ import { RATE_SLOT_PRIORITY, type DeliveryJob } from '../../api/families/webhook
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { formatTimestamp } from '../../api/schema/values.ts';
 import { deliveries, deliveryDuration } from '../../api/metrics.ts';
-import { serviceSignature, standardWebhooksSignature } from '../../api/webhooks/signature.ts';
+import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
@@ -63,14 +63,21 @@ const DEFER_MAX_MS = 3000;
 /** Deferred jobs tried in turn when a slot frees (some may have run elsewhere already). */
 const WAKE_TRIES = 4;
 
-/** The body, built once: the signature covers these exact bytes. */
-export function deliveryBody(delivery: DeliveryJob): string {
+/**
+ * The body of an attempt, built once: the signature covers these exact bytes. `url` is where this
+ * attempt goes (the webhook's address when it is made), `triggered_at` the event's time.
+ */
+export function deliveryBody(delivery: DeliveryJob, url: string): string {
+  const at = formatTimestamp(delivery.event_created_at);
   return JSON.stringify({
     object: 'webhook_trigger',
     event_id: delivery.event_id,
+    webhook_id: delivery.webhook_id,
     trigger: delivery.trigger,
     triggered_on: { id: delivery.object_id, object: delivery.object_type, value: delivery.value },
-    created_at: formatTimestamp(delivery.event_created_at),
+    triggered_at: at,
+    url,
+    created_at: at,
     sequence: delivery.sequence,
   });
 }
@@ -128,12 +135,9 @@ async function attempt(deps: DeliveryDeps, job: DeliveryJob, webhook: Record<str
   const secrets = signingSecrets(deps, webhook, nowMs);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
-    'x-service-signature': serviceSignature(secrets[0], body),
     'x-service-event-id': job.event_id,
     'x-service-sequence': String(job.sequence),
-    'webhook-id': job.event_id,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((secret) => standardWebhooksSignature(secret, job.event_id, timestamp, body)).join(' '),
+    ...signatureHeaders(secrets, job.event_id, timestamp, body),
   };
   const lookup = deps.lookups.forTenant(job.org_id);
   const oauth = oauthParams(deps, webhook);
@@ -295,7 +299,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     if (!opened) return;
     slot.sending();
     const started = performance.now();
-    const sending = attempt(deps, job, opened.webhook, deliveryBody(job)).then(
+    const sending = attempt(deps, job, opened.webhook, deliveryBody(job, String(opened.webhook.url))).then(
       (outcome) => ({ opened: opened!, outcome, durationMs: Math.round(performance.now() - started) }),
       (error: unknown) => { slot.release(); throw error; });
     let watched = false;

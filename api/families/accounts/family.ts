@@ -54,6 +54,8 @@ const fields: FieldSpec[] = [
   { store: 'balance', type: 'json', v1: 'balance', v2: 'balance', types: PROCESSING, readOnly: true, nonDefault: true },
   // Funding methods created with the account (CONTRACT §13); never stored on the account itself.
   { store: 'payment_methods', type: 'list', v1: 'payment_methods', v2: 'payment_methods', types: PROCESSING, writeOnly: true },
+  // Whether the account stays in use for later payments (integrations send it on create); kept and read back.
+  { store: 'keep_active', type: 'boolean', v1: 'keep_active', v2: 'keep_active', default: true },
   attrsField,
   ...timestampFields,
 ];

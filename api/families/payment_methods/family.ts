@@ -6,8 +6,10 @@
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { paymentMethodRules } from './rules.ts';
+import { BANK_CURRENCIES, METHOD_STATUSES, VERIFICATION_STATUSES } from './statuses.ts';
 
 const CARD = ['card'];
+
 const BANK = ['bank_account'];
 
 const fields: FieldSpec[] = [
@@ -30,16 +32,22 @@ const fields: FieldSpec[] = [
     store: 'bank_account.account_class', type: 'string', v1: 'bank_account.account_class', v2: 'bank_account.account_class',
     types: BANK, enum: ['personal', 'business'],
   },
-  {
-    store: 'bank_account.currency', type: 'string', v1: 'bank_account.currency', v2: 'bank_account.currency',
-    types: BANK, enum: ['USD', 'CAD'], default: 'USD',
-  },
+  // `account_currency` is the same value under the name integrations send; absent, the currency
+  // of the payment the account is typed into, else USD (rules.ts).
+  ...['currency', 'account_currency'].map((name): FieldSpec => ({
+    store: 'bank_account.currency', type: 'string', v1: `bank_account.${name}`, v2: `bank_account.${name}`, types: BANK, enum: BANK_CURRENCIES,
+  })),
   { store: 'account_holder', type: 'string', v1: 'account_holder', v2: 'account_holder', maxLength: 256 },
   { store: 'email', type: 'email', v1: 'email', v2: 'email', maxLength: 256 },
   ...['street_address', 'unit_number', 'city', 'state_province', 'postal_code', 'country_code'].map((part): FieldSpec => ({
     store: `billing_address.${part}`, type: 'string', v1: `billing_address.${part}`, v2: `billing_address.${part}`, maxLength: 256,
   })),
-  { store: 'keep_active', type: 'boolean', v1: 'keep_active', v2: 'keep_active' },
+  // Kept for later payments (true), or used for the payment it came with only (false): `status`
+  // follows it, and an inactive method is refused when a later payment names it.
+  { store: 'keep_active', type: 'boolean', v1: 'keep_active', v2: 'keep_active', default: true },
+  { store: 'status', type: 'string', v1: 'status', v2: 'status', readOnly: true, enum: Object.values(METHOD_STATUSES) },
+  // The bank's answer on the account (the sandbox's at once: failed when it will refuse debits).
+  { store: 'verification_status', type: 'string', v1: 'verification_status', v2: 'verification_status', types: BANK, readOnly: true, enum: Object.values(VERIFICATION_STATUSES) },
   {
     store: 'transfer_type', type: 'string', v1: 'transfer_type', v2: 'transfer_type',
     enum: ['send_only', 'receive_only', 'two_way'],

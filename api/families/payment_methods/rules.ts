@@ -6,6 +6,7 @@ import { applyClientAccount, spendClientTokenOnce } from '../transactions/client
 import { setPayingDefault } from '../accounts/repository.ts';
 import { accountExists, clearAccountPointer, clearDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
+import { METHOD_STATUSES, VERIFICATION_STATUSES } from './statuses.ts';
 
 function section(row: StoredObject, name: string): Json {
   const value = row.data[name];
@@ -49,6 +50,18 @@ function sealBankAccount(ctx: RuleContext, bank: Json): Json {
   };
 }
 
+/** The sandbox bank verifies an account at once, unless it will refuse debits from it. */
+function bankVerification(ctx: RuleContext, bank: Json): string {
+  const account = String(bank.account_number ?? '').replace(/[\s-]/g, '');
+  return ctx.domain.processor.bankWillReject(account) ? VERIFICATION_STATUSES.failed : VERIFICATION_STATUSES.verified;
+}
+
+/** `status` follows `keep_active`, on create and on every update. */
+function withStatus(row: StoredObject): StoredObject {
+  const status = row.data.keep_active === false ? METHOD_STATUSES.inactive : METHOD_STATUSES.active;
+  return row.data.status === status ? row : { ...row, data: { ...row.data, status } };
+}
+
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
   if (ctx.principal.kind === 'client' && !previous) {
     next = { ...next, data: { ...next.data } };
@@ -65,13 +78,16 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
         throw invalidAttributes({ [name]: { [number]: 'Cannot be changed; create a new payment method' } });
       }
     }
-    return next;
+    return withStatus(next);
   }
   await spendClientTokenOnce(ctx);
   const data = { ...next.data };
   if (next.type === 'card') data.card = sealCard(ctx, section(next, 'card'));
-  else data.bank_account = sealBankAccount(ctx, section(next, 'bank_account'));
-  return { ...next, data };
+  else {
+    data.verification_status = bankVerification(ctx, section(next, 'bank_account'));
+    data.bank_account = sealBankAccount(ctx, section(next, 'bank_account'));
+  }
+  return withStatus({ ...next, data });
 }
 
 /** A method that becomes an account's paying (or funding) default takes it from the others. */

@@ -11,13 +11,16 @@ import { STATUSES, TYPES } from './lifecycle.ts';
 const fields: FieldSpec[] = [
   idField,
   { store: 'type', type: 'string', v1: 'type', v2: 'type', readOnly: true, enum: TYPES, values: { v1: { credit: 'payout', reversal: 'withdraw' } } },
-  { store: 'amount', type: 'money', v1: 'amount', v2: 'amount' },
+  // Zero only for a card verification (rules.ts `finishCreate`); every other transaction moves money.
+  { store: 'amount', type: 'money', v1: 'amount', v2: 'amount', min: 0 },
   { store: 'currency', type: 'string', v1: 'currency', v2: 'currency', enum: ['USD', 'CAD'], default: 'USD' },
   { store: 'status', type: 'string', v1: 'status', v2: 'status.value', enum: STATUSES },
   { store: 'status_code', type: 'string', v1: 'status_code', v2: 'status.code', readOnly: true },
   { store: 'status_message', type: 'string', v1: 'status_message', v2: 'status.message', readOnly: true },
   { store: 'description', type: 'string', v1: 'description', v2: 'description', maxLength: 1024 },
   { store: 'order_number', type: 'string', v1: 'order_number', v2: 'order_number', maxLength: 128 },
+  // The statement descriptor the payer's bank shows.
+  { store: 'descriptor', type: 'string', v1: 'descriptor', v2: 'descriptor', maxLength: 32 },
   { store: 'customer_id', type: 'id', v1: 'customer_id' },
   { store: 'processing_id', type: 'id', v1: 'processing_id', v2: 'processing_id' },
   { store: 'payment_method_id', type: 'id', v1: 'payment_method_id' },
@@ -43,7 +46,9 @@ const fields: FieldSpec[] = [
   { store: 'funding_timing', type: 'string', v2: 'funding_timing', enum: ['standard', 'rapid', 'instant'] },
   { store: 'funding_delay', type: 'integer', v2: 'funding_delay', min: 0, max: 10 },
   // Input on create (links and splits); the rows of the transfers table on output.
-  { store: 'ledger', type: 'list', v1: 'ledger', nonDefault: true },
+  // A refund shows its ledger by default in both versions: the entry tying it to the payment it refunds.
+  { store: 'ledger', type: 'list', v1: 'ledger', nonDefault: true, defaultFor: ['refund'] },
+  { store: 'ledger', type: 'list', v2: 'ledger', types: ['refund'], readOnly: true },
   { store: 'transfers', type: 'list', v2: 'transfers' },
   // Invoices a payment pays (api/families/transactions/allocations.ts); the invoice items table on output.
   { store: 'allocations', type: 'list', v1: 'allocations', nonDefault: true },

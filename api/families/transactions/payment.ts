@@ -74,7 +74,7 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   let newMethod: StoredObject | undefined;
   const events: EventDraft[] = [];
   if (inline) {
-    const prepared = await prepareNested(ctx, paymentMethods, inlineMethodBody(ctx, data.payment_method as Json, given.customerId));
+    const prepared = await prepareNested(ctx, paymentMethods, inlineMethodBody(ctx, data.payment_method as Json, given.customerId, data.currency));
     method = newMethod = prepared.row;
     number = typedNumber(method, data.payment_method as Json);
     events.push(...prepared.events);

@@ -11,6 +11,7 @@ import { isPlainObject, type Json } from '../../engine/view.ts';
 import { parseMoney } from '../../schema/values.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { newId } from '../../ids.ts';
+import { isKept, NOT_KEPT } from '../payment_methods/statuses.ts';
 import { authorizeCard } from './decide.ts';
 import * as repo from './repository.ts';
 
@@ -36,6 +37,7 @@ async function partMethod(ctx: RuleContext, accountId: string, methodId: unknown
   const method = typeof methodId === 'string' ? await repo.findMethod(ctx.tx, ctx.tenant, methodId) : await repo.defaultPayingMethod(ctx.tx, ctx.tenant, accountId);
   if (!method) throw partError(i, ['sender', 'method_id'], typeof methodId === 'string' ? 'No payment method with this id' : 'The sender has no default payment method');
   if (method.data.account_id !== accountId) throw partError(i, ['sender', 'method_id'], 'Must be a payment method of the sender');
+  if (!isKept(method.data)) throw partError(i, ['sender', 'method_id'], NOT_KEPT);
   if (method.type === 'card') {
     const outcome = await authorizeCard(ctx, ctx.domain.vault.decrypt(String((method.data.card as Json).sealed_number)));
     if (!outcome.approved) throw partError(i, ['sender', 'method_id'], outcome.message);

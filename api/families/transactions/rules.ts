@@ -7,11 +7,12 @@ import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { parseMoney } from '../../schema/values.ts';
+import { formatTimestamp, MUST_BE_POSITIVE, parseMoney } from '../../schema/values.ts';
 import { invalidAttributes, transactionDeclined } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
+import { isKept, NOT_KEPT } from '../payment_methods/statuses.ts';
 import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyPaymentLink } from '../payment_links/payments.ts';
 import { applyClientIntent } from './clientIntent.ts';
@@ -62,12 +63,19 @@ export function storeParties(data: Data, type: string, parties: Parties): void {
   data.receiver = inbound ? processingSide : customerSide;
 }
 
-/** The inline method's body as its own family takes it: the payer as its account, `type` explicit. */
-export function inlineMethodBody(ctx: RuleContext, input: Json, payerId: string | undefined): Json {
+/**
+ * The inline method's body as its own family takes it: the payer as its account, `type` explicit,
+ * and a bank account that names no currency in the payment's.
+ */
+export function inlineMethodBody(ctx: RuleContext, input: Json, payerId: string | undefined, currency: unknown): Json {
   const type = typeof input.type === 'string' ? input.type : isPlainObject(input.bank_account) ? 'bank_account' : 'card';
   if (!paymentMethods.types.includes(type)) throw invalidAttributes({ payment_method: { type: 'Must be card or bank_account' } });
   const body: Json = { ...input, type };
   if (payerId && body.account_id === undefined && body.customer_id === undefined) body[ctx.version === 'v1' ? 'customer_id' : 'account_id'] = payerId;
+  const bank = body.bank_account;
+  if (type === 'bank_account' && isPlainObject(bank) && bank.currency === undefined && bank.account_currency === undefined && typeof currency === 'string') {
+    body.bank_account = { ...bank, currency };
+  }
   return body;
 }
 
@@ -78,8 +86,8 @@ export function typedNumber(method: StoredObject, input: Json): string {
 }
 
 /** A method typed into the payment, created through its own family's pipeline (rules, afterWrite, events). */
-async function createInlineMethod(ctx: RuleContext, input: Json, accountId: string | undefined): Promise<Resolved> {
-  const method = await createNested(ctx, paymentMethods, inlineMethodBody(ctx, input, accountId));
+async function createInlineMethod(ctx: RuleContext, input: Json, accountId: string | undefined, currency: unknown): Promise<Resolved> {
+  const method = await createNested(ctx, paymentMethods, inlineMethodBody(ctx, input, accountId, currency));
   return { method, number: typedNumber(method, input) };
 }
 
@@ -137,9 +145,10 @@ export function namedMethodId(parties: Parties, data: Data): string | undefined 
   return parties.methodId ?? (isPlainObject(data.payment_method) ? String(data.payment_method.id) : undefined);
 }
 
-/** A named method, found: it must exist in the tenant. */
+/** A named method, found: it must exist in the tenant and have been kept for later payments. */
 export function requireNamedMethod(ctx: RuleContext, found: StoredObject | null | undefined): StoredObject {
   if (!found) throw invalidAttributes({ [partyFields(ctx).methodId]: 'No payment method with this id' });
+  if (!isKept(found.data)) throw invalidAttributes({ [partyFields(ctx).methodId]: NOT_KEPT });
   return found;
 }
 
@@ -150,7 +159,7 @@ export function requireMethod(ctx: RuleContext, method: StoredObject | null | un
 }
 
 async function resolveMethod(ctx: RuleContext, type: string, data: Data, parties: Parties): Promise<Resolved> {
-  if (hasInlineMethod(data)) return createInlineMethod(ctx, data.payment_method as Json, parties.customerId);
+  if (hasInlineMethod(data)) return createInlineMethod(ctx, data.payment_method as Json, parties.customerId, data.currency);
   const methodId = namedMethodId(parties, data);
   if (methodId) return { method: requireNamedMethod(ctx, await repo.findMethod(ctx.tx, ctx.tenant, methodId)) };
   if (type === 'payment' && parties.customerId) return { method: await repo.defaultPayingMethod(ctx.tx, ctx.tenant, parties.customerId) };
@@ -397,6 +406,19 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
 }
 
 /**
+ * A payment of zero with a card typed in and `keep_active: true` said outright verifies the card:
+ * the processor is asked as for any card payment, and an approval stores the card and processes the
+ * payment with nothing to fund (no fee, no ledger legs: the funding trigger skips a zero amount).
+ * Nothing is held for capture. Any other zero (a card not asked to be kept, a bank account, a
+ * stored method) is no payment.
+ */
+function isCardVerification(type: string, data: Data, method: StoredObject | null): boolean {
+  const typed = isPlainObject(data.payment_method) ? data.payment_method : {};
+  const keepAsked = typed.keep_active === true || typed.keep_active === 'true' || typed.keep_active === '1';
+  return type === 'payment' && method?.type === 'card' && keepAsked && isKept(method.data) && data.status !== 'authorized';
+}
+
+/**
  * The last step of every new transaction, whichever way its parties were found: the amount
  * required, both versions' party fields stored, the processor's decision, what the row records of
  * its method, and its transfer plan.
@@ -404,6 +426,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
 export async function finishCreate(ctx: RuleContext, row: StoredObject, data: Data, parties: Parties, method: StoredObject | null,
   decided: { automatic: boolean; number?: string; plan: Json[]; partsCharged?: boolean }): Promise<StoredObject> {
   if (typeof data.amount !== 'number') throw invalidAttributes({ amount: 'Required' });
+  if (data.amount === 0 && !isCardVerification(row.type, data, method)) throw invalidAttributes({ amount: MUST_BE_POSITIVE });
   storeParties(data, row.type, parties);
   // A reverse-flow payment's cards were each decided for their part: the whole is not asked again.
   Object.assign(data, await decideStatus(ctx, { ...row, data }, decided.partsCharged ? null : method, decided.automatic, decided.number));
@@ -484,7 +507,7 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
 async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>): Promise<void> {
   await loadAllocations(ctx, rows, include);
   if (include.has('conv_fee')) for (const row of rows) row.data = { ...row.data, conv_fee: row.data.conv_fee ?? 0 };
-  const wanted = ctx.version === 'v2' || include.has('ledger');
+  const wanted = ctx.version === 'v2' || include.has('ledger') || rows.some((r) => r.type === 'refund');
   if (!wanted || rows.length === 0) return;
   // A row this request just made with no transfers has none yet (v1's ledger shows times: read it).
   const unread = rows.filter((r) => !(ctx.version === 'v2' && ctx.createdNow?.has(r.id) && Array.isArray(r.data.transfer_plan) && r.data.transfer_plan.length === 0));
@@ -492,10 +515,12 @@ async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>
   for (const row of rows) {
     const own = entries.filter((e) => e.transaction_id === row.id);
     row.data = { ...row.data };
+    const ledger = () => own.map((e) => ({ object: 'transaction_ledger', id: e.id, entry_type: e.entry_type, amount: e.amount / 100, assoc_transaction_id: e.assoc_transaction_id, account_id: e.account_id, created_at: formatTimestamp(e.created_at) }));
     if (ctx.version === 'v1') {
-      row.data.ledger = own.map((e) => ({ object: 'transaction_ledger', id: e.id, entry_type: e.entry_type, amount: e.amount / 100, assoc_transaction_id: e.assoc_transaction_id, account_id: e.account_id, created_at: new Date(e.created_at).toISOString().slice(0, 19).replace('T', ' ') }));
+      row.data.ledger = ledger();
     } else {
       row.data.transfers = own.map((e) => ({ object: 'transfer', id: e.id, type: e.entry_type, account_id: e.account_id, amount: Math.abs(e.amount) / 100, transaction_id: e.transaction_id, assoc_transaction_id: e.assoc_transaction_id }));
+      if (row.type === 'refund') row.data.ledger = ledger();
     }
   }
 }
