@@ -11,6 +11,7 @@ import type { Json } from '../api/engine/view.ts';
 import { ApiError, badRequest, serviceUnavailable } from '../api/errors.ts';
 import { REQUEST_LOG_COLUMNS, REQUEST_LOG_SHIPPED, requestLogs, storedLogTime, type RequestLogRow } from '../api/families/request_logs/family.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
+import { formatTimestamp } from '../api/schema/values.ts';
 import type { ListQuery } from '../api/query/ast.ts';
 import { ClickHouseCompiler } from './compiler.ts';
 import { compileReport, decodeRows } from './report.ts';
@@ -255,7 +256,8 @@ LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.o
     ...row,
     status: Number(row.status),
     duration_ms: Number(row.duration_ms),
-    created_at: `${String(row.created_at).replace(' ', 'T')}Z`,
+    // Stored with milliseconds (the order within a second); shown as every timestamp is.
+    created_at: formatTimestamp(`${String(row.created_at).replace(' ', 'T')}Z`),
   }));
 }
 
