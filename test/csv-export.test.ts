@@ -34,6 +34,16 @@ t.test('a list with fields answers exactly those columns, nested ones as a.b, qu
   t.same(rows.slice(1).map((r) => r[0]), json.map((c: { id: string }) => c.id), 'the same rows as JSON, in the same order');
 });
 
+t.test('an object field named whole is flattened into its leaves, as the JSON shows them', async (t) => {
+  const res = await csv('/accounts?format=csv&fields=name,contact_details&order_by=created_at&type=customer', { 'X-API-Version': 'v2' });
+  t.equal(res.status, 200, res.text);
+  const rows = parseCsv(res.text);
+  t.same(rows[0], ['name', 'contact_details.email', 'contact_details.phone']);
+  t.same(rows.slice(1).map((row) => row.slice(1)), [['ann@example.com', ''], ['', '']], 'one column per leaf, no JSON in a cell');
+  const v1 = parseCsv((await csv('/customers?format=csv&fields=id,address&limit=1')).text)[0];
+  t.same(v1, ['id', 'address.address_line_1', 'address.address_line_2', 'address.city', 'address.state_province', 'address.postal_code', 'address.country_code']);
+});
+
 t.test('Accept: text/csv answers CSV; without fields the header is every default field; money in decimals', async (t) => {
   const res = await csv('/transactions?order_by=created_at', { Accept: 'text/csv' });
   t.equal(res.status, 200);

@@ -1,6 +1,6 @@
 /**
  * CSV answers of lists and aggregates (`format=csv` or `Accept: text/csv`): a header of the fields
- * as requested (nested fields as `a.b`), RFC 4180 quoting, UTF-8, money as the JSON shows it. A
+ * as requested (nested fields as `a.b`, an object named whole as its leaves), RFC 4180 quoting, UTF-8, money as the JSON shows it. A
  * list is streamed from a cursor a batch at a time, so an export of a million rows holds one batch;
  * without `limit` it holds every matching row up to SETTLE_EXPORT_MAX_ROWS, beyond which it is a
  * 400 naming the limit (counted before the first byte is sent).
@@ -41,12 +41,20 @@ function defaultColumns(family: Family, version: Version): string[] {
   return columns;
 }
 
-/** The header of a list: the named fields, `*` standing for the default ones where it was written. */
+/** A named field's columns: the field itself, or for an object holding fields (`contact_details`) its leaves. */
+function namedColumns(family: Family, version: Version, path: string): string[] {
+  const fields = fieldsOf(family, version);
+  if (fields.has(path)) return [path];
+  const leaves = [...fields].filter(([leaf, field]) => leaf.startsWith(`${path}.`) && !field.writeOnly).map(([leaf]) => leaf);
+  return leaves.length ? leaves : [path];
+}
+
+/** The header of a list: the named fields (objects as their leaves), `*` standing for the default ones where it was written. */
 export function listColumns(family: Family, version: Version, query: ListQuery): string[] {
   if (!query.fields) return defaultColumns(family, version);
   const columns: string[] = [];
   for (const term of query.fields) {
-    for (const column of term.expr === null ? defaultColumns(family, version) : [term.source]) {
+    for (const column of term.expr === null ? defaultColumns(family, version) : namedColumns(family, version, term.source)) {
       if (!columns.includes(column)) columns.push(column);
     }
   }
