@@ -226,6 +226,13 @@ const WATCH_GRACE_MS = 5000;
 /** Attempts running detached at once in one process; beyond this, an attempt keeps its job. */
 const DETACHED_MAX = 2000;
 
+/** How often a delivery in line asks again for a slot of its org. */
+const IN_LINE_RETRY_MS = 25;
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
 /** Statements of the delivery path gather this many deliveries at most. */
 const BATCH_MAX = 200;
 
@@ -283,11 +290,22 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const detached = new Set<Promise<void>>();
   return async (payload, helpers) => {
-    const job = deliveryJob(payload);
+    let job = deliveryJob(payload);
+    // A delivery in line (a resend's first attempt) waits its turn here, holding the line.
+    const inLine = helpers.job.job_queue_id != null;
     // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
-    const later = await deps.rates.admit(job);
+    let later = await deps.rates.admit(job);
+    while (later && inLine) {
+      job = { ...job, rate_slot_ms: later.slotMs };
+      await pause(later.runAt.getTime() - (deps.now?.() ?? Date.now()));
+      later = await deps.rates.admit(job);
+    }
     if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
-    const slot = await deps.slots.acquire(job.org_id, helpers.job.id);
+    let slot = await deps.slots.acquire(job.org_id, helpers.job.id);
+    while (!slot && inLine) {
+      await pause(IN_LINE_RETRY_MS);
+      slot = await deps.slots.acquire(job.org_id);
+    }
     if (!slot) return deferUntilRoom(deps, job);
     let opened: OpenedAttempt | undefined;
     try {
@@ -316,7 +334,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       if (settled.gone) await disableWebhook(deps.db, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
       else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
     };
-    if (detached.size >= DETACHED_MAX) return finish(await sending);
+    if (inLine || detached.size >= DETACHED_MAX) return finish(await sending);
     let timer: NodeJS.Timeout | undefined;
     const early = await Promise.race([sending, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), DETACH_AFTER_MS)))]);
     clearTimeout(timer);

@@ -76,9 +76,11 @@ const FIRST_ATTEMPTS_PER_TURN = 4;
  * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
  * `payload`. The key makes one job per delivery: a later job of the delivery (a retry, a deferral)
  * takes the key over, and the earlier one, if it is still locked by a process that died, never runs
- * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY), or the priority given.
+ * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY), or the priority given. `line`:
+ * SQL naming a job queue the first attempts join (graphile-worker runs one job of a queue at a
+ * time, in order), or null; a delivery's later jobs never join one, so a retry holds no line up.
  */
-export function deliveryJobs(source: string, runAt = 'null', later: boolean | number = false): string {
+export function deliveryJobs(source: string, runAt = 'null', later: boolean | number = false, line = 'null'): string {
   if (later !== false) {
     return `graphile_worker.add_jobs(array(
     select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${later === true ? LATER_ATTEMPT_PRIORITY : later}, null)::graphile_worker.job_spec
@@ -86,18 +88,24 @@ export function deliveryJobs(source: string, runAt = 'null', later: boolean | nu
   }
   // The jobs keep the source's order (a resend's is commit order); the turn is counted within it.
   return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id,
+    select row('deliver_webhook', payload, ${line}, ${runAt}, 25, 'deliver:' || id,
                least((row_number() over (partition by payload->>'org_id' order by position) - 1) / ${FIRST_ATTEMPTS_PER_TURN}, ${LATER_ATTEMPT_PRIORITY - 1})::int,
                null)::graphile_worker.job_spec
       from (select *, row_number() over () as position from ${source}) numbered
      order by position))`;
 }
 
-/** Enqueues the first attempt of each delivery (ones just created: a resend), in the order of their events. */
+/**
+ * Enqueues the first attempt of each delivery (ones just created: a resend), in the order of their
+ * events, in one line per webhook: an event's first attempt starts once the one before it has been
+ * answered (delivered, or failed with its retry scheduled). The delivery job waits for its rate and
+ * tenant slots in place rather than leaving the line.
+ */
 export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {
   if (deliveryIds.length === 0) return;
   await rows(db,
     `select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload
-       from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[]) order by e.seq) j`)}`,
+       from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[]) order by e.seq) j`, 'null', false,
+    `'resend:' || (payload->>'webhook_id')`)}`,
     [deliveryIds]);
 }

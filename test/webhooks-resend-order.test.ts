@@ -1,0 +1,72 @@
+/**
+ * `POST /webhooks/{id}/resend` of a window delivers its events in commit order: each event's first
+ * attempt starts only after the previous event's first attempt ended (answered, or failed with its
+ * retry scheduled), however many deliveries the worker could run at once. Retries do not hold the
+ * order up.
+ */
+import http from 'node:http';
+import t, { type Test } from 'tap';
+import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { eventually } from './helpers/wait.ts';
+
+const api = await startTestApi(t);
+await startTestWorker(t, api.databaseUrl, {
+  WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_POLL_INTERVAL: '50', WORKER_CONCURRENCY: '16', WEBHOOK_TENANT_CONCURRENCY: '16', WEBHOOK_RETRY_SCHEDULE: '30s',
+});
+
+interface Attempt {
+  eventId: string;
+  arrived: number;
+  answered: number;
+}
+
+/** A receiver that takes a while to answer, records when each request arrived and when it was answered, and fails the events named. */
+async function slowReceiver(t: Test, failing: Set<string>): Promise<{ url: string; attempts: Attempt[] }> {
+  const attempts: Attempt[] = [];
+  let clock = 0;
+  // A logical clock: arrivals and answers are ordered by when they happened, not by durations.
+  const tick = () => ++clock;
+  const server = http.createServer((req, res) => {
+    const arrived = tick();
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const eventId = JSON.parse(Buffer.concat(chunks).toString()).event_id as string;
+      setTimeout(() => {
+        attempts.push({ eventId, arrived, answered: tick() });
+        res.writeHead(failing.has(eventId) ? 500 : 200);
+        res.end();
+      }, 60);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, attempts };
+}
+
+t.test('a resent window arrives one event at a time, in commit order, a failed one not holding up the next', async (t) => {
+  const hook = (await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: 'https://example.com/off', status: 'disabled' } })).body;
+  const since = new Date().toISOString();
+  const accounts: string[] = [];
+  for (let i = 0; i < 12; i++) accounts.push((await api.request('POST', '/processing_accounts', { json: { name: `Account ${i}` } })).body.id);
+  const events = (await api.db('events').where({ trigger: 'processing_status' }).whereIn('object_id', accounts).orderBy('seq').select('id')).map((e: { id: string }) => e.id);
+  t.equal(events.length, 12);
+
+  const failing = new Set([events[3], events[7]]);
+  const receiver = await slowReceiver(t, failing);
+  await api.request('PUT', `/webhooks/${hook.id}`, { json: { url: receiver.url, status: 'active' } });
+  const resent = await api.request('POST', `/webhooks/${hook.id}/resend`, { json: { since, until: new Date(Date.now() + 60_000).toISOString() } });
+  t.same(resent.body, { object: 'webhook_resend', webhook_id: hook.id, events: 12 });
+
+  const attempts = await eventually(() => receiver.attempts, (a) => a.length >= 12, 30_000);
+  t.same(attempts.map((a) => a.eventId), events, 'first attempts in commit order');
+  for (let i = 1; i < attempts.length; i++) {
+    t.ok(attempts[i].arrived > attempts[i - 1].answered, `event ${i} arrived after event ${i - 1}'s attempt was answered`);
+  }
+  const states = async () => (await api.db('webhook_deliveries').where({ webhook_id: hook.id }).where('series', '>', 0).orderBy('event_id').select('event_id', 'state'))
+    .filter((d: { state: string }) => d.state !== 'delivered').map((d: { event_id: string; state: string }) => `${d.event_id} ${d.state}`);
+  t.same(await eventually(states, (s) => s.length === 2), [...failing].sort().map((id) => `${id} pending`), 'the failed ones wait for their retries, out of the line');
+});
