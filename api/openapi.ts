@@ -23,7 +23,10 @@ function fieldSchema(field: FieldSpec, version: Version): Schema {
     switch (field.type) {
       case 'integer': return { type: 'integer', ...(field.min !== undefined && { minimum: field.min }), ...(field.max !== undefined && { maximum: field.max }) };
       case 'number': return { type: 'number' };
-      case 'money': return { type: 'number', exclusiveMinimum: 0, description: 'Amount in major units; more than two decimals are rounded half-up to the cent' };
+      case 'money': return {
+        type: 'number', ...(field.min === 0 ? { minimum: 0 } : { exclusiveMinimum: 0 }),
+        description: `Amount in major units; more than two decimals are rounded half-up to the cent${field.min === 0 ? '. Zero only for a card verification (a card typed in with keep_active: true)' : ''}`,
+      };
       case 'boolean': return { type: 'boolean' };
       case 'datetime': return { type: 'string', pattern: TIMESTAMP_PATTERN, description: 'UTC "YYYY-MM-DD HH:MM:SS"' };
       case 'json': return { type: 'object', additionalProperties: true };
@@ -36,6 +39,7 @@ function fieldSchema(field: FieldSpec, version: Version): Schema {
   if (field.readOnly) schema.readOnly = true;
   if (field.writeOnly) schema.writeOnly = true;
   if (field.nonDefault) schema['x-non-default'] = true;
+  if (field.defaultFor) schema['x-default-for'] = field.defaultFor;
   if (!field.required) {
     schema.type = [schema.type, 'null'];
     if (schema.enum) schema.enum = [...(schema.enum as string[]), null];

@@ -302,3 +302,19 @@ t.test('a zero-amount card verification moves no money; other zeros stay refused
   const refund = await api.request('POST', '/transactions', { json: { type: 'refund', amount: 0, ledger: [{ assoc_transaction_id: verify.body.id }] } });
   t.equal(refund.status, 400, 'nothing to refund');
 });
+
+t.test('the OpenAPI document describes every field the connector relies on', async (t) => {
+  const props = (doc: any, schema: string) => doc.components.schemas[schema]?.properties ?? {};
+  for (const version of ['v1', 'v2']) {
+    const doc = (await api.request('GET', `/openapi.json?version=${version}`, { key: null })).body;
+    const accounts = version === 'v1' ? 'Customers' : 'Accounts';
+    t.ok(props(doc, `${accounts}Create`).keep_active, `${version}: keep_active on ${accounts}`);
+    t.ok(props(doc, 'TransactionsCreate').descriptor?.type.includes('string'), `${version}: descriptor`);
+    t.equal(props(doc, 'TransactionsCreate').descriptor?.maxLength, 32);
+    t.equal(props(doc, 'TransactionsCreate').amount?.minimum, 0, `${version}: a zero amount is described`);
+    const methods = props(doc, 'PaymentMethods');
+    t.ok(methods.status && methods.verification_status && methods.keep_active, `${version}: status, verification_status, keep_active of payment methods`);
+    t.ok(methods.bank_account?.properties?.account_currency, `${version}: account_currency`);
+    t.ok(props(doc, 'Transactions').ledger, `${version}: a refund's ledger`);
+  }
+});
