@@ -235,6 +235,11 @@ t.test('a method made with keep_active: false pays once and is not kept for late
   t.match(dropped.body, { keep_active: false, status: 'inactive' }, 'status follows keep_active on update');
   const reused = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 1, payment_method_id: kept.body.id } });
   t.equal(reused.status, 400);
+
+  const payer = (await api.request('POST', '/accounts', { version: 'v2', json: { type: 'customer', name: 'Defaulted once' } })).body;
+  await api.request('POST', '/payment_methods', { version: 'v2', json: { type: 'card', card: CARD, account_id: payer.id, keep_active: false, account_defaults: { paying: 'payments' } } });
+  const byDefault = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 1, customer_id: payer.id } });
+  t.equal(byDefault.status, 400, 'a method not kept is never the payer\'s default either');
 });
 
 t.test('descriptor: up to 32 characters, read back; longer is InvalidAttributes', async (t) => {
@@ -317,4 +322,16 @@ t.test('the OpenAPI document describes every field the connector relies on', asy
     t.ok(methods.bank_account?.properties?.account_currency, `${version}: account_currency`);
     t.ok(props(doc, 'Transactions').ledger, `${version}: a refund's ledger`);
   }
+});
+
+t.test('a method stored before status existed answers one: kept, and a bank account not-verified', async (t) => {
+  const bank = (await api.request('POST', '/payment_methods', { json: { type: 'bank_account', bank_account: BANK } })).body;
+  const card = (await api.request('POST', '/payment_methods', { json: { type: 'card', card: CARD, keep_active: false } })).body;
+  await api.db.raw(`update payment_methods set data = data - 'status' - 'verification_status' where id = any(?)`, [[bank.id, card.id]]);
+  const read = await api.request('GET', `/payment_methods/${bank.id}`);
+  parses(t, read.body, PAYMENT_METHOD_RESPONSE, 'the older bank method');
+  t.match(read.body, { status: 'active', verification_status: 'not-verified' });
+  t.equal((await api.request('GET', `/payment_methods/${card.id}`)).body.status, 'inactive', 'keep_active: false still reads inactive');
+  const reused = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 1, payment_method_id: card.id } });
+  t.equal(reused.status, 400, 'and is refused as one');
 });

@@ -6,7 +6,7 @@ import { applyClientAccount, spendClientTokenOnce } from '../transactions/client
 import { setPayingDefault } from '../accounts/repository.ts';
 import { accountExists, clearAccountPointer, clearDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
-import { METHOD_STATUSES, VERIFICATION_STATUSES } from './statuses.ts';
+import { METHOD_STATUSES, methodStatus, VERIFICATION_STATUSES } from './statuses.ts';
 
 function section(row: StoredObject, name: string): Json {
   const value = row.data[name];
@@ -107,8 +107,21 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   }
 }
 
+/**
+ * Methods stored before `status` and `verification_status` existed show them too: kept unless
+ * `keep_active` said otherwise, and a bank account no one verified `not-verified`.
+ */
+async function load(_ctx: RuleContext, rows: StoredObject[]): Promise<void> {
+  for (const [i, row] of rows.entries()) {
+    const unverified = row.type === 'bank_account' && row.data.verification_status === undefined;
+    if (row.data.status !== undefined && !unverified) continue;
+    const data = { ...row.data, status: methodStatus(row.data) };
+    rows[i].data = unverified ? { ...data, verification_status: VERIFICATION_STATUSES.notVerified } : data;
+  }
+}
+
 async function beforeDelete(ctx: RuleContext, deleted: StoredObject[]): Promise<void> {
   await clearAccountPointer(ctx.tx, deleted);
 }
 
-export const paymentMethodRules: FamilyRules = { prepare, afterWrite, beforeDelete };
+export const paymentMethodRules: FamilyRules = { prepare, afterWrite, load, beforeDelete };

@@ -8,9 +8,15 @@ export const METHOD_STATUSES = { active: 'active', inactive: 'inactive' } as con
 /** A bank account's `verification_status`. */
 export const VERIFICATION_STATUSES = { notVerified: 'not-verified', verified: 'verified', failed: 'failed' } as const;
 
-/** True unless the method was not kept (`keep_active: false`); methods stored before `status` existed are kept. */
+/** A method's status: as stored, or for one stored before `status` existed, as its `keep_active` says. */
+export function methodStatus(data: Record<string, unknown>): string {
+  if (typeof data.status === 'string') return data.status;
+  return data.keep_active === false ? METHOD_STATUSES.inactive : METHOD_STATUSES.active;
+}
+
+/** True unless the method was not kept for later payments (`keep_active: false`). */
 export function isKept(data: Record<string, unknown>): boolean {
-  return data.status !== METHOD_STATUSES.inactive;
+  return methodStatus(data) !== METHOD_STATUSES.inactive;
 }
 
 /** Why a method made with `keep_active: false` cannot pay again. */

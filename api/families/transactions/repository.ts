@@ -77,7 +77,7 @@ function payingMethodSql(tenant: Tenant, accountId: string, extra = ''): Sql {
   return {
     sql: `select ${extra}${ROW} from payment_methods
            where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
-             and data->>'status' is distinct from 'inactive'
+             and coalesce(data->>'status', case when data->>'keep_active' = 'false' then 'inactive' end) is distinct from 'inactive'
            order by created_at, id limit 1`,
     bindings: [...scope.bindings, accountId],
   };
