@@ -70,3 +70,18 @@ t.test('a resent window arrives one event at a time, in commit order, a failed o
     .filter((d: { state: string }) => d.state !== 'delivered').map((d: { event_id: string; state: string }) => `${d.event_id} ${d.state}`);
   t.same(await eventually(states, (s) => s.length === 2), [...failing].sort().map((id) => `${id} pending`), 'the failed ones wait for their retries, out of the line');
 });
+
+t.test('a rate-limited webhook\'s resend keeps commit order while it waits for its slots', async (t) => {
+  const receiver = await slowReceiver(t, new Set());
+  const hook = (await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: receiver.url, status: 'disabled', rate_limit: 4 } })).body;
+  const since = new Date().toISOString();
+  const accounts: string[] = [];
+  for (let i = 0; i < 8; i++) accounts.push((await api.request('POST', '/processing_accounts', { json: { name: `Limited ${i}` } })).body.id);
+  const events = (await api.db('events').where({ trigger: 'processing_status' }).whereIn('object_id', accounts).orderBy('seq').select('id')).map((e: { id: string }) => e.id);
+  await api.request('PUT', `/webhooks/${hook.id}`, { json: { status: 'active' } });
+  const resent = await api.request('POST', `/webhooks/${hook.id}/resend`, { json: { since, until: new Date(Date.now() + 60_000).toISOString() } });
+  t.equal(resent.body.events, 8);
+  const attempts = await eventually(() => receiver.attempts, (a) => a.length >= 8, 30_000);
+  t.same(attempts.map((a) => a.eventId), events, 'commit order');
+  t.ok(attempts.every((a, i) => i === 0 || a.arrived > attempts[i - 1].answered), 'one at a time');
+});

@@ -297,7 +297,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     let later = await deps.rates.admit(job);
     while (later && inLine) {
       job = { ...job, rate_slot_ms: later.slotMs };
-      await pause(later.runAt.getTime() - (deps.now?.() ?? Date.now()));
+      await pause(later.runAt.getTime() - Date.now());
       later = await deps.rates.admit(job);
     }
     if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
