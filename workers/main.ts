@@ -121,7 +121,11 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   }
   const tenantGate = databaseTenantGate(config.databaseUrl, db);
   // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
-  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
+  // Its commits (taking a job, completing one) do not wait for the WAL to reach the disk: on a
+  // server whose flushes are slow, two flushes per job were where workers waited most. A crash of
+  // the server may forget the last of them, and a forgotten completion or lock reruns the job, as
+  // a worker's crash does (jobs are at least once); a delivery already answered sends nothing again.
+  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2, options: '-c synchronous_commit=off' });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
   pgPool.on('error', lost);
   pgPool.on('connect', (client) => client.on('error', lost));
