@@ -36,8 +36,8 @@
  * sender with the default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
  * events, default 9,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
- * duplicates the receiver saw, the worker processes they declared dead (beside the jobs an earlier
- * phase's stopped worker left locked, whose release is right), and where their
+ * duplicates the receiver saw, the jobs they released from processes they found silent (beside the
+ * jobs an earlier phase's stopped worker left locked, whose release is right), and where their
  * database backends waited). Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
  * connections: four workers need a server allowing that many beside its other clients.
  *
@@ -658,9 +658,9 @@ function sampleWaits(db: Db, database: string): { stop: () => Promise<string> } 
 /**
  * The same backlog drained by 1, 2 and 4 worker processes (BENCH_SCALE_WORKERS) with the
  * defaults, started together once SCALE_BACKLOG events are committed: the rate from the first
- * receipt to the last, the duplicates the receiver saw, the worker processes they declared dead
- * (their log) beside the jobs left locked before they started, and where their database backends
- * waited (lock and I/O waits, mean backends per sample).
+ * receipt to the last, the duplicates the receiver saw, the jobs they released from processes
+ * they found silent (their log) beside the jobs left locked before they started, and where their
+ * database backends waited (lock and I/O waits, mean backends per sample).
  */
 async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; waits: string }>> {
   const results = [];
@@ -672,7 +672,7 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
     const lockedBefore = Number((await ctx.db.raw('select count(*) as n from graphile_worker.jobs where locked_at is not null')).rows[0].n);
     let released = 0;
     const onOutput = (text: string) => {
-      for (const line of text.split('\n')) if (line.includes('released the jobs of silent worker processes')) released += Number(/released"?[:=]\s*(\d+)/.exec(line)?.[1] ?? 1);
+      for (const line of text.split('\n')) if (line.includes('released the jobs of silent worker processes')) released += Number(/jobs"?[:=]\s*(\d+)/.exec(line)?.[1] ?? 1);
     };
     const workers = Array.from({ length: count }, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], env, false, onOutput));
     const until = Date.now() + 600_000;
@@ -947,7 +947,7 @@ async function main(): Promise<void> {
     console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
       + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3)`);
     if (d.scale.length) {
-      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'duplicates', 'processes declared dead', 'jobs locked before', 'backends waiting (mean per sample)'],
+      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
         d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', s.duplicates, s.released, s.lockedBefore, s.waits])));
     }
   }

@@ -72,3 +72,13 @@ t.test('a worker saturated past WORKER_DEAD_AFTER beside another keeps its jobs:
   t.same(new Set(deliveries.map((d: { state: string; attempts: number }) => `${d.state}:${d.attempts}`)), new Set(['delivered:1']), 'each delivery made one attempt');
   t.notMatch(b.output(), /released the jobs of silent worker processes/, 'B released no job of A');
 });
+
+t.test('a worker stopped by SIGTERM takes itself off the heartbeat list: no later worker finds it silent', { timeout: 60_000 }, async (t) => {
+  const api = await startTestApi(t);
+  const ids = async () => (await api.db('worker_heartbeats').select('worker_id')).map((row: { worker_id: string }) => row.worker_id);
+  const worker = await spawnAnnouncedWorker(t, api.db, { DATABASE_URL: api.databaseUrl, LOG_LEVEL: 'warn' });
+  t.ok((await ids()).length > 0, 'announced');
+  worker.child.kill('SIGTERM');
+  await worker.exited;
+  t.same(await ids(), [], 'its ids are gone once it has stopped');
+});

@@ -6,11 +6,12 @@
  *
  * The main thread (workers/main.ts) sends the worker ids it holds jobs under whenever they change;
  * this thread announces them every `intervalMs`, then releases the jobs of processes silent for
- * `deadAfterMs`, and reports each beat back.
+ * `deadAfterMs`, and reports each beat back. Stopped (after the process's jobs are done), it
+ * takes its ids off the list.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { createDb } from '../api/db/connection.ts';
-import { heartbeat, releaseDeadWorkers } from './liveness.ts';
+import { forgetWorkers, heartbeat, releaseDeadWorkers } from './liveness.ts';
 
 export interface LivenessSettings {
   databaseUrl: string;
@@ -18,7 +19,7 @@ export interface LivenessSettings {
   intervalMs: number;
 }
 
-/** What the thread reports after each beat. */
+/** What the thread reports after each beat: jobs released from silent processes, or the failure. */
 export type BeatReport = { ok: true; released: number } | { ok: false; error: string };
 
 export interface Liveness {
@@ -56,31 +57,36 @@ export function startLiveness(settings: LivenessSettings, onBeat: (report: BeatR
 function runThread(settings: LivenessSettings): void {
   const db = createDb(settings.databaseUrl, 1);
   let workerIds: string[] = [];
-  let beating = false;
+  let beating: Promise<void> | null = null;
   let stopping = false;
-  const beat = async () => {
+  const beat = () => {
     // A beat still waiting on the database is not doubled: the next one comes at its own time.
     if (beating || stopping || workerIds.length === 0) return;
-    beating = true;
-    try {
-      await heartbeat(db, workerIds);
-      parentPort!.postMessage({ ok: true, released: await releaseDeadWorkers(db, settings.deadAfterMs) } satisfies BeatReport);
-    } catch (error) {
-      parentPort!.postMessage({ ok: false, error: (error as Error).message } satisfies BeatReport);
-    } finally {
-      beating = false;
-    }
+    beating = (async () => {
+      try {
+        await heartbeat(db, workerIds);
+        parentPort!.postMessage({ ok: true, released: await releaseDeadWorkers(db, settings.deadAfterMs) } satisfies BeatReport);
+      } catch (error) {
+        parentPort!.postMessage({ ok: false, error: (error as Error).message } satisfies BeatReport);
+      } finally {
+        beating = null;
+      }
+    })();
   };
   const timer = setInterval(beat, settings.intervalMs);
   parentPort!.on('message', (message: string[] | 'stop') => {
     if (message !== 'stop') {
       workerIds = message;
-      return void beat();
+      return beat();
     }
     stopping = true;
     clearInterval(timer);
-    parentPort!.close();
-    void db.destroy();
+    void (async () => {
+      await beating;
+      await forgetWorkers(db, workerIds).catch(() => {});
+      await db.destroy();
+      parentPort!.close();
+    })();
   });
 }
 

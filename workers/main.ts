@@ -136,7 +136,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     { databaseUrl: config.databaseUrl, deadAfterMs: config.workerDeadAfterMs, intervalMs: Math.max(200, Math.floor(config.workerDeadAfterMs / 4)) },
     (report) => {
       if (!report.ok) log.warn({ err: report.error }, 'heartbeat failed');
-      else if (report.released) log.warn({ released: report.released }, 'released the jobs of silent worker processes');
+      else if (report.released) log.warn({ jobs: report.released }, 'released the jobs of silent worker processes');
     });
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
   const workerIds = new Set<string>();
