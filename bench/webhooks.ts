@@ -48,7 +48,8 @@
  * (default 500), BENCH_DRAIN (events of the drain phase, default 10000; 0 skips it), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases: buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
- * and the bare sender only),
+ * and the bare sender only) or defaults (the phases under `npm start`'s defaults only), BENCH_SCALE_BACKLOG and
+ * BENCH_SCALE_WORKERS (the scale phase, above),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
