@@ -8,10 +8,18 @@
  * this thread announces them every `intervalMs`, then releases the jobs of processes silent for
  * `deadAfterMs`, and reports each beat back. Stopped (after the process's jobs are done), it
  * takes its ids off the list.
+ *
+ * A process whose own thread has not turned its event loop for STALLED_BEATS × `deadAfterMs` (an
+ * endless loop, a debugger's pause) has stopped too, though not dead: the thread goes silent for
+ * it, so its jobs are released rather than held for graphile-worker's four hours. Busy work turns
+ * the loop every few milliseconds; only a loop held that long is taken for stopped.
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { createDb } from '../api/db/connection.ts';
 import { forgetWorkers, heartbeat, releaseDeadWorkers } from './liveness.ts';
+
+/** The main thread's event loop held this many times WORKER_DEAD_AFTER: the process is taken for stopped. */
+const STALLED_BEATS = 10;
 
 export interface LivenessSettings {
   databaseUrl: string;
@@ -44,10 +52,13 @@ export function startLiveness(settings: LivenessSettings, onBeat: (report: BeatR
     first({ ok: false, error: error.message });
     onBeat({ ok: false, error: error.message });
   });
+  // Each turn of this thread's loop that the timer gets says the process still works.
+  const turning = setInterval(() => thread.postMessage('turning'), settings.intervalMs).unref();
   return {
     announce: (workerIds) => thread.postMessage(workerIds),
     firstBeat,
     stop: async () => {
+      clearInterval(turning);
       thread.postMessage('stop');
       await exited;
     },
@@ -59,9 +70,11 @@ function runThread(settings: LivenessSettings): void {
   let workerIds: string[] = [];
   let beating: Promise<void> | null = null;
   let stopping = false;
+  let turnedAt = performance.now();
   const beat = () => {
     // A beat still waiting on the database is not doubled: the next one comes at its own time.
     if (beating || stopping || workerIds.length === 0) return;
+    if (performance.now() - turnedAt > STALLED_BEATS * settings.deadAfterMs) return;
     beating = (async () => {
       try {
         await heartbeat(db, workerIds);
@@ -74,7 +87,9 @@ function runThread(settings: LivenessSettings): void {
     })();
   };
   const timer = setInterval(beat, settings.intervalMs);
-  parentPort!.on('message', (message: string[] | 'stop') => {
+  parentPort!.on('message', (message: string[] | 'turning' | 'stop') => {
+    turnedAt = performance.now();
+    if (message === 'turning') return;
     if (message !== 'stop') {
       workerIds = message;
       return beat();
