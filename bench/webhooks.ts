@@ -561,7 +561,8 @@ interface DefaultsContext {
 /** A web process (`node api/server.ts`, as `npm start` runs it) on a free loopback port, once it answers. */
 async function startWebChild(env: Record<string, string>, authorization: string): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = startChild('web', [...WEB_NODE_FLAGS, path.join(projectRoot, 'api/server.ts')], { ...env, PORT: String(port), HOST: '127.0.0.1' });
+  // No reporting process runs beside it: its request log is not kept for one (REPORTING_URL=off).
+  const child = startChild('web', [...WEB_NODE_FLAGS, path.join(projectRoot, 'api/server.ts')], { ...env, PORT: String(port), HOST: '127.0.0.1', REPORTING_URL: 'off' });
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 30_000;
   for (;;) {
