@@ -43,6 +43,12 @@ export const deliveries = new client.Counter({
   labelNames: ['outcome'] as const,
   registers: [registry],
 });
+export const deferrals = new client.Counter({
+  name: 'settle_webhook_deferrals_total',
+  help: "Webhook deliveries put off without an attempt, by reason (no_room: their org's receivers are slow and its slots here are taken; rate_limit: their webhook's rate)",
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
 export const deliveryDuration = new client.Histogram({
   name: 'settle_webhook_delivery_duration_seconds',
   help: 'Time from sending a webhook to its answer (or failure)',

@@ -28,6 +28,19 @@
  * one worker is started and drains them, dispatching as it goes; the rate and CPU run from its
  * first receipt to its last, and the summary sets it beside the bare sender.
  *
+ * First, at each tenant size, what an operator of `npm start` gets (every worker setting at its
+ * default, BENCH_ONLY=defaults runs only these): `latency` (a web process and one worker, one org
+ * with two webhooks, triggers `payment` and `processed`; card payments through the API at 200 a
+ * second for BENCH_SECONDS after the warm-up; from each payment's 2xx to each of its two receipts,
+ * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them) beside the bare
+ * sender with the default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
+ * events, default 9,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
+ * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
+ * duplicates the receiver saw, the jobs they released from processes they found silent (beside the
+ * jobs an earlier phase's stopped worker left locked, whose release is right), and where their
+ * database backends waited). Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
+ * connections: four workers need a server allowing that many beside its other clients.
+ *
  * Postgres: DATABASE_URL when set, else an embedded server in a temp dir; a fresh database is
  * created, migrated and dropped afterwards.
  *
@@ -35,7 +48,8 @@
  * (default 500), BENCH_DRAIN (events of the drain phase, default 10000; 0 skips it), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases: buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
- * and the bare sender only),
+ * and the bare sender only) or defaults (the phases under `npm start`'s defaults only), BENCH_SCALE_BACKLOG and
+ * BENCH_SCALE_WORKERS (the scale phase, above),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
@@ -50,13 +64,14 @@ import path from 'node:path';
 import pg from 'pg';
 import { Logger, run } from 'graphile-worker';
 import { loadConfig, projectRoot } from '../api/config.ts';
-import { createDb, type Db } from '../api/db/connection.ts';
-import { startEmbeddedPostgres } from '../api/db/embedded.ts';
+import { createDb, rows, type Db } from '../api/db/connection.ts';
+import { freePort, startEmbeddedPostgres } from '../api/db/embedded.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
+import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { verifyServiceSignature } from '../api/webhooks/receiver.ts';
 import { serviceSignature, standardWebhooksSignature } from '../api/webhooks/signature.ts';
 import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
@@ -219,13 +234,18 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-function startChild(name: string, args: string[], env: Record<string, string>, ipc = false): ChildProcess {
+function startChild(name: string, args: string[], env: Record<string, string>, ipc = false, onOutput?: (text: string) => void): ChildProcess {
   const profileName = `webhooks-${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
   const profile = process.env.BENCH_PROFILE && name === 'worker' ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', profileName] : [];
   const child = spawn(process.execPath, [...profile, ...args], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
-    stdio: ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'inherit', 'inherit'],
+    stdio: ipc ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', onOutput ? 'pipe' : 'inherit', 'inherit'],
+  });
+  // Its log (stdout), read by the caller as it passes through.
+  child.stdout?.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    onOutput!(chunk.toString('utf8'));
   });
   let stopping = false;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -507,6 +527,171 @@ async function growTenant(db: Db, tenant: EventTenant, webhookId: string, rows: 
   return performance.now() - started;
 }
 
+// ---- what an operator of `npm start` gets: the defaults ----------------------------------------
+/** The worker settings TUNED sets, unset: each process runs with `npm start`'s defaults. */
+const DEFAULT_SETTINGS: Record<string, string> = Object.fromEntries(Object.keys(TUNED).map((name) => [name, '']));
+/** WORKER_CONCURRENCY's default: the bare sender's requests in flight beside a default worker. */
+const DEFAULT_CONCURRENCY = '10';
+const SCALE_BACKLOG = positive('BENCH_SCALE_BACKLOG', 9000, true);
+const SCALE_WORKERS = (process.env.BENCH_SCALE_WORKERS ?? '1,2,4').split(',').map(Number);
+const CARD = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
+
+interface DefaultsResult {
+  rows: number;
+  latency: Awaited<ReturnType<typeof latencyPhase>>;
+  drainPerSec: number;
+  barePerSec: number;
+  scale: Awaited<ReturnType<typeof scalePhase>>;
+  load: string;
+}
+
+interface DefaultsContext {
+  db: Db;
+  benchUrl: string;
+  vaultKey: string;
+  receiverUrl: string;
+  /** commits `count` processing_status events of the bench tenant, none timed */
+  produceEvents: (count: number) => Promise<number>;
+  received: () => number;
+  duplicates: () => number;
+  /** while `collecting` (the latency phase), each delivery's receipt time by the id of the object it is about */
+  receipts: { collecting: boolean; byObject: Map<string, number[]> };
+}
+
+/** A web process (`node api/server.ts`, as `npm start` runs it) on a free loopback port, once it answers. */
+async function startWebChild(env: Record<string, string>, authorization: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  // No reporting process runs beside it: its request log is not kept for one (REPORTING_URL=off).
+  const child = startChild('web', [...WEB_NODE_FLAGS, path.join(projectRoot, 'api/server.ts')], { ...env, PORT: String(port), HOST: '127.0.0.1', REPORTING_URL: 'off' });
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const answered = await fetch(`${url}/transactions?limit=1`, { headers: { authorization } }).then((r) => r.status, () => 0);
+    if (answered === 200) return { url, child };
+    if (Date.now() > until) throw new Error(`the web process did not answer (last status ${answered})`);
+    await sleep(100);
+  }
+}
+
+/**
+ * Latency under the defaults: one org with two webhooks (triggers `payment` and `processed`), card
+ * payments through a web process at LOW_RATE a second for SECONDS (after the warm-up), one worker;
+ * from each payment's 2xx to the receipt of each of its deliveries.
+ */
+async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): Promise<{ p50Ms: number; p99Ms: number; maxMs: number; samples: number; missing: number; paymentsPerSec: number; deferred: number }> {
+  const key = await createKey(ctx.db, 'bench-latency', 'test');
+  const authorization = `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`;
+  const web = await startWebChild(env, authorization);
+  const post = async (route: string, body: unknown) => {
+    const response = await fetch(`${web.url}${route}`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const json = (await response.json()) as { id?: string };
+    if (response.status !== 200 || !json.id) throw new Error(`POST ${route}: ${response.status} ${JSON.stringify(json)}`);
+    return json.id;
+  };
+  await post('/processing_accounts', { name: 'Bench Latency' });
+  for (const trigger of ['payment', 'processed']) await post('/webhooks', { trigger, url: ctx.receiverUrl });
+  const metricsPort = await freePort();
+  const worker = startChild('worker', [path.join(projectRoot, 'workers/main.ts')], { ...env, WORKER_METRICS_PORT: String(metricsPort), HOST: '127.0.0.1' });
+  const up = Date.now() + 30_000;
+  while (Number((await ctx.db('worker_heartbeats').count({ n: '*' }))[0].n) === 0 && Date.now() < up) await sleep(50);
+  ctx.receipts.byObject.clear();
+  ctx.receipts.collecting = true;
+  const paidAt = new Map<string, number>();
+  const sent: Array<Promise<void>> = [];
+  const start = performance.now();
+  const windowStart = start + WARMUP_SECONDS * 1000;
+  const end = windowStart + SECONDS * 1000;
+  let timed = 0;
+  for (let tick = 0; start + tick * TICK_MS < end; tick++) {
+    const inWindow = start + tick * TICK_MS >= windowStart;
+    for (let i = 0; i < (LOW_RATE * TICK_MS) / 1000; i++) {
+      sent.push(post('/transactions', { type: 'payment', amount: 10, payment_method: CARD }).then((id) => {
+        if (inWindow) paidAt.set(id, performance.now());
+      }));
+      if (inWindow) timed += 1;
+    }
+    const wait = start + (tick + 1) * TICK_MS - performance.now();
+    if (wait > 0) await sleep(wait);
+  }
+  await Promise.all(sent);
+  const paymentsPerSec = timed / SECONDS;
+  const expected = timed * 2;
+  const arrived = () => [...paidAt.keys()].reduce((sum, id) => sum + (ctx.receipts.byObject.get(id)?.length ?? 0), 0);
+  const until = Date.now() + 60_000;
+  while (arrived() < expected && Date.now() < until) await sleep(50);
+  ctx.receipts.collecting = false;
+  const values = [...paidAt].flatMap(([id, at]) => (ctx.receipts.byObject.get(id) ?? []).map((receipt) => receipt - at)).sort((a, b) => a - b);
+  // Deliveries the worker put off (deferred to a later job) rather than sent when their turn came.
+  const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
+  const deferred = [...metrics.matchAll(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+  await stopChild(worker);
+  await stopChild(web.child);
+  return {
+    p50Ms: percentile(values, 0.5), p99Ms: percentile(values, 0.99), maxMs: values.at(-1) ?? NaN, samples: values.length, missing: expected - values.length, paymentsPerSec, deferred,
+  };
+}
+
+/** Where the bench database's backends wait, sampled every 100 ms while `running` holds: the top waits by count of samples. */
+function sampleWaits(db: Db, database: string): { stop: () => Promise<string> } {
+  const waits = new Map<string, number>();
+  let samples = 0;
+  let stopping = false;
+  const loop = (async () => {
+    while (!stopping) {
+      const found = await rows<{ wait: string; n: number }>(db,
+        `select coalesce(wait_event_type || ':' || wait_event, 'cpu') || coalesce(' ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 60), '') as wait, count(*)::int as n
+           from pg_stat_activity where datname = ? and state = 'active' and pid <> pg_backend_pid() and wait_event_type in ('Lock', 'LWLock', 'IO', 'IPC')
+          group by 1`, [database]).catch(() => []);
+      samples += 1;
+      for (const { wait, n } of found) waits.set(wait, (waits.get(wait) ?? 0) + n);
+      await sleep(100);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopping = true;
+      await loop;
+      const top = [...waits].sort((a, b) => b[1] - a[1]).slice(0, 5);
+      return top.length ? top.map(([wait, n]) => `${(n / samples).toFixed(2)} × ${wait}`).join('; ') : 'none';
+    },
+  };
+}
+
+/**
+ * The same backlog drained by 1, 2 and 4 worker processes (BENCH_SCALE_WORKERS) with the
+ * defaults, started together once SCALE_BACKLOG events are committed: the rate from the first
+ * receipt to the last, the duplicates the receiver saw, the jobs they released from processes
+ * they found silent (their log) beside the jobs left locked before they started, and where their
+ * database backends waited (lock and I/O waits, mean backends per sample).
+ */
+async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; waits: string }>> {
+  const results = [];
+  for (const count of SCALE_WORKERS) {
+    for (let committed = 0; committed < SCALE_BACKLOG; committed += MAX_BATCH) await ctx.produceEvents(Math.min(MAX_BATCH, SCALE_BACKLOG - committed));
+    const baseline = ctx.received();
+    const duplicatesBefore = ctx.duplicates();
+    // Jobs an earlier phase's stopped worker left locked: releasing those is releasing a stopped process.
+    const lockedBefore = Number((await ctx.db.raw('select count(*) as n from graphile_worker.jobs where locked_at is not null')).rows[0].n);
+    let released = 0;
+    const onOutput = (text: string) => {
+      for (const line of text.split('\n')) if (line.includes('released the jobs of silent worker processes')) released += Number(/jobs"?[:=]\s*(\d+)/.exec(line)?.[1] ?? 1);
+    };
+    const workers = Array.from({ length: count }, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], env, false, onOutput));
+    const until = Date.now() + 600_000;
+    while (ctx.received() === baseline && Date.now() < until) await sleep(2);
+    const waits = sampleWaits(ctx.db, database);
+    const first = { at: performance.now(), done: ctx.received() };
+    while (ctx.received() - baseline < SCALE_BACKLOG && Date.now() < until) await sleep(2);
+    const perSec = (ctx.received() - first.done) / ((performance.now() - first.at) / 1000);
+    const waited = await waits.stop();
+    await Promise.all(workers.map(stopChild));
+    if (ctx.received() - baseline < SCALE_BACKLOG) throw new Error(`scale ${count}: ${SCALE_BACKLOG - (ctx.received() - baseline)} still outstanding after 600 s`);
+    results.push({ workers: count, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, waits: waited });
+    process.stderr.write(`defaults: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s; lock/IO waits ${waited}\n`);
+  }
+  return results;
+}
+
 // ---- the benchmark -----------------------------------------------------------------------------
 async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -550,6 +735,7 @@ async function main(): Promise<void> {
   let verified = 0;
   let secret = '';
   const seen = new Set<string>();
+  const receipts: DefaultsContext['receipts'] = { collecting: false, byObject: new Map() };
   const receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -562,6 +748,10 @@ async function main(): Promise<void> {
         return;
       }
       seen.add(id);
+      if (receipts.collecting) {
+        const objectId = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { triggered_on?: { id?: string } }).triggered_on?.id ?? '';
+        receipts.byObject.set(objectId, [...(receipts.byObject.get(objectId) ?? []), at]);
+      }
       if (req.headers['x-bench-bare'] === '1') {
         bareReceived += 1;
         return;
@@ -610,7 +800,23 @@ async function main(): Promise<void> {
   let sequence = 0;
   let batch = 0;
 
+  const defaultsEnv = { ...DEFAULT_SETTINGS, DATABASE_URL: benchUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
+  const defaultsContext: DefaultsContext = {
+    db, benchUrl, vaultKey, receiverUrl, receipts, produceEvents: (count) => produceEvents(count, false), received: () => received, duplicates: () => duplicates,
+  };
+  const defaults: DefaultsResult[] = [];
+
   console.error(`settings: ${Object.entries(SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}; load average ${loadBefore}`);
+  const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
+    const drafts = Array.from({ length: count }, () => {
+      sequence += 1;
+      return { trigger: PROCESSING_STATUS_TRIGGER, objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
+    });
+    const ids = await db.transaction((tx) => recordEvents(tx, tenant, drafts));
+    const at = performance.now();
+    if (inWindow) for (const id of ids) if (!seen.has(id)) committedAt.set(id, at);
+    return ids.length;
+  };
   for (const size of tenantSizes()) {
     process.stderr.write(`tenant grown to ${size} events, deliveries and logs in `);
     const grownIn = await growTenant(db, tenant, webhookId, size);
@@ -628,19 +834,27 @@ async function main(): Promise<void> {
       return result;
     };
 
-    // ---- Settle ---------------------------------------------------------------------------------
-    if (ONLY !== 'anchor') {
+    // ---- what `npm start` gives: latency, drain beside the bare sender, 1/2/4 workers -----------
+    if (ONLY === '' || ONLY === 'defaults') {
+      process.stderr.write(`${size} rows, defaults latency: `);
+      const latency = await latencyPhase(defaultsContext, defaultsEnv);
+      process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred\n`);
+      process.stderr.write(`${size} rows, defaults drain of ${DRAIN}: `);
+      for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
+      const drain = await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
+      process.stderr.write(`${drain.donePerSec.toFixed(0)}/s; bare sender (${DEFAULT_CONCURRENCY} in flight): `);
+      const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
+        { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
+      const bareMeasured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
+      await stopChild(bare);
+      process.stderr.write(`${bareMeasured.donePerSec.toFixed(0)}/s\n`);
+      const scale = SCALE_BACKLOG > 0 ? await scalePhase(defaultsContext, defaultsEnv, database) : [];
+      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
+    }
 
-      const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
-        const drafts = Array.from({ length: count }, () => {
-          sequence += 1;
-          return { trigger: PROCESSING_STATUS_TRIGGER, objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
-        });
-        const ids = await db.transaction((tx) => recordEvents(tx, tenant, drafts));
-        const at = performance.now();
-        if (inWindow) for (const id of ids) if (!seen.has(id)) committedAt.set(id, at);
-        return ids.length;
-      };
+    // ---- Settle ---------------------------------------------------------------------------------
+    if (ONLY !== 'anchor' && ONLY !== 'defaults') {
+
       const settlePhase = async (phase: string, rate: number | null, worker: ChildProcess) => {
         process.stderr.write(`${size} rows, settle ${phase}: `);
         latencies = [];
@@ -672,7 +886,7 @@ async function main(): Promise<void> {
     }
 
     // ---- the anchors: graphile-worker no-op jobs, same database and settings; the bare sender ---
-    if (ONLY !== 'settle') {
+    if (ONLY !== 'settle' && ONLY !== 'defaults') {
       if (ONLY !== 'drain') {
         const anchor = startChild('noop-worker', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'noop-worker' }, true);
         let anchorDone = 0;
@@ -727,6 +941,18 @@ async function main(): Promise<void> {
   const SYSTEMS: Record<PhaseResult['system'], string> = {
     settle: 'settle: signed deliveries', anchor: 'anchor: graphile-worker no-op jobs', bare: 'anchor: bare node:http sender',
   };
+  for (const d of defaults) {
+    const one = d.scale.find((s) => s.workers === 1);
+    console.log(`\nwebhooks with npm start's defaults, ${d.rows} rows (load average at the end ${d.load}; figures need a quiet machine):`);
+    console.log(`  latency: ${d.latency.paymentsPerSec.toFixed(0)} card payments/s to one org with two webhooks (payment, processed), payment's 2xx → receipt:`
+      + ` p50 ${d.latency.p50Ms.toFixed(1)} ms, p99 ${d.latency.p99Ms.toFixed(1)} ms, max ${d.latency.maxMs.toFixed(1)} ms (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred; target p99 < 100 ms)`);
+    console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
+      + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3)`);
+    if (d.scale.length) {
+      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
+        d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', s.duplicates, s.released, s.lockedBefore, s.waits])));
+    }
+  }
   console.log(`\nwebhooks: one worker process, ${SECONDS} s per phase (after ${WARMUP_SECONDS} s warm-up), backlog ${BACKLOG} at max, Node ${process.version}, ${os.cpus().length} CPUs`);
   console.log(`database: ${process.env.DATABASE_URL ? 'server (DATABASE_URL)' : 'embedded'}; settings: ${Object.entries(SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}`);
   console.log(`load average before ${loadBefore}, after ${loadAfter}${Object.entries(loads).map(([size, l]) => `; ${size} rows: ${l.before} → ${l.after}`).join('')}.`);
@@ -787,6 +1013,7 @@ async function main(): Promise<void> {
     loadAverageBySize: loads,
     targets: { deliveriesPerSec: 1500, p99MsAt200: 100, largeOverSmall: 0.9 },
     results,
+    defaults,
     receiver: { received, duplicates, verified, badSignatures, bare: bareReceived },
     attemptLogs: logged,
     summary,

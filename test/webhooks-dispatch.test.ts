@@ -97,6 +97,21 @@ t.test('dispatchers running side by side dispatch each event once', { timeout: 3
   t.equal(await deliveryJobCount(db), ids.length, 'one job per delivery');
 });
 
+t.test('a dispatcher finding another\'s pass running takes nothing at once instead of waiting behind it; the events go on the next pass', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const ids = await commitEvents(db, 3);
+  const other = await db.transaction();
+  await other.raw(`select pg_advisory_xact_lock(hashtext('webhook_dispatch_position'))`); // another worker's pass, in progress
+  const pass = dispatchEventBatch(db, 10);
+  const first = await Promise.race([pass, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 5000))]);
+  await other.rollback();
+  t.same(first, { taken: 0, caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
+  await pass;
+  t.same(await deliveredEvents(db), [], 'nothing dispatched meanwhile');
+  await dispatchAll(db, 10);
+  t.same(await deliveredEvents(db), [...ids].sort(), 'the next pass dispatches the events');
+});
+
 t.test('an event of a trigger no webhook listens to is passed over, and the position moves past it', { timeout: 30_000 }, async (t) => {
   const db = await setup(t);
   await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: TRANSACTION_TRIGGERS.payment, objectType: 'transaction', objectId: 'txn_1', value: {} }]));

@@ -313,6 +313,7 @@ t.test('tenant slots: over the limit an org waits while its attempts are young, 
   t.equal(first!.release(), false, 'the ended attempt hands its slot to the waiting one');
   const second = await waiting;
   t.ok(second, 'the waiting attempt got the slot');
+  second!.sending();
   now = 1000;
   t.equal(await slots.acquire('org_b'), null, 'its attempt in flight is old (a slow receiver): defer instead of waiting');
   slots.deferredJob('org_b', '17');
@@ -328,10 +329,12 @@ t.test('tenant slots: an org alone in the worker whose receivers have answered g
   const slots = new TenantSlots(2, () => now, 8); // slow budget: 6 of 8
   const first = await Promise.all([slots.acquire('org_a'), slots.acquire('org_a')]);
   t.equal(slots.hasRoom('org_a'), false, 'at its limit before any of its receivers has answered');
+  for (const slot of first) slot!.sending();
   now = 50;
   for (const slot of first) slot!.release();
   const alone = await Promise.all(Array.from({ length: 6 }, () => slots.acquire('org_a')));
   t.ok(alone.every(Boolean), 'six attempts in flight at once, past the limit of 2');
+  for (const slot of alone) slot!.sending();
   t.equal(slots.hasRoom('org_a'), false, 'not past the slow budget');
   const other = await slots.acquire('org_b');
   t.ok(other, 'another org arriving has room at once');

@@ -13,7 +13,10 @@ export async function heartbeat(db: Db, workerIds: string[]): Promise<void> {
     [workerIds]);
 }
 
-/** Unlocks the jobs of workers silent for `silentForMs`; returns how many workers were declared dead. */
+/**
+ * Unlocks the jobs of workers silent for `silentForMs`; returns how many jobs were released. A
+ * silent worker that holds none (a process that stopped with its work done) is only forgotten.
+ */
 export async function releaseDeadWorkers(db: Db, silentForMs: number): Promise<number> {
   return db.transaction(async (tx) => {
     const silent = await rows<{ worker_id: string }>(tx,
@@ -26,7 +29,15 @@ export async function releaseDeadWorkers(db: Db, silentForMs: number): Promise<n
           and locked_by not in (select worker_id from worker_heartbeats)`, [silentForMs]);
     // A silent worker's old locks make it an unannounced holder too once its heartbeat is deleted: count it once.
     const dead = [...new Set([...silent, ...unknown].map((d) => d.worker_id))];
-    if (dead.length) await rows(tx, 'select graphile_worker.force_unlock_workers(?::text[])', [dead]);
-    return dead.length;
+    if (dead.length === 0) return 0;
+    const [held] = await rows<{ n: number }>(tx, 'select count(*)::int as n from graphile_worker.jobs where locked_by = any(?::text[])', [dead]);
+    if (held.n) await rows(tx, 'select graphile_worker.force_unlock_workers(?::text[])', [dead]);
+    return held.n;
   });
+}
+
+/** These worker ids are gone (their process is stopping, its jobs done): no one need wait out their silence. */
+export async function forgetWorkers(db: Db, workerIds: string[]): Promise<void> {
+  if (workerIds.length === 0) return;
+  await rows(db, 'delete from worker_heartbeats where worker_id = any(?::text[])', [workerIds]);
 }

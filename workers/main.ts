@@ -11,7 +11,7 @@ import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
-import { heartbeat, releaseDeadWorkers } from './liveness.ts';
+import { startLiveness } from './livenessThread.ts';
 import { openVault, VaultKeyRefused } from '../api/vaultKeys.ts';
 import type { Vault } from '../api/vault.ts';
 import { createDomainServices } from '../api/domain.ts';
@@ -121,16 +121,31 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   }
   const tenantGate = databaseTenantGate(config.databaseUrl, db);
   // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
-  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
+  // Its commits (taking a job, completing one) do not wait for the WAL to reach the disk: on a
+  // server whose flushes are slow, two flushes per job were where workers waited most. A crash of
+  // the server may forget the last of them, and a forgotten completion or lock reruns the job, as
+  // a worker's crash does (jobs are at least once); a delivery already answered sends nothing again.
+  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2, options: '-c synchronous_commit=off' });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
   pgPool.on('error', lost);
   pgPool.on('connect', (client) => client.on('error', lost));
-  // Liveness: this process's worker ids are announced; jobs held by a process that went silent
-  // (kill -9, lost machine) are unlocked for others instead of waiting graphile-worker's 4 hours.
+  // Liveness: this process's worker ids are announced (from a thread of their own, so a busy
+  // process is never taken for a dead one); jobs held by a process that went silent (kill -9, lost
+  // machine) are unlocked for others instead of waiting graphile-worker's 4 hours.
+  const liveness = startLiveness(
+    { databaseUrl: config.databaseUrl, deadAfterMs: config.workerDeadAfterMs, intervalMs: Math.max(200, Math.floor(config.workerDeadAfterMs / 4)) },
+    (report) => {
+      if (!report.ok) log.warn({ err: report.error }, 'heartbeat failed');
+      else if (report.released) log.warn({ jobs: report.released }, 'released the jobs of silent worker processes');
+    });
   const events: WorkerEvents = new EventEmitter() as WorkerEvents;
   const workerIds = new Set<string>();
-  events.on('pool:create', ({ workerPool }) => workerIds.add(workerPool.id));
-  events.on('worker:create', ({ worker }) => workerIds.add(worker.workerId));
+  const announce = (id: string) => {
+    workerIds.add(id);
+    liveness.announce([...workerIds]);
+  };
+  events.on('pool:create', ({ workerPool }) => announce(workerPool.id));
+  events.on('worker:create', ({ worker }) => announce(worker.workerId));
   // Job completions and failures both go through graphile-worker's batcher: unbatched, a failure
   // to record them (database restarting) is an unhandled rejection that kills the process.
   const start = () => run({
@@ -162,13 +177,17 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   let stopped = false;
   let currentPool = '';
   events.on('pool:create', ({ workerPool }) => (currentPool = workerPool.id));
-  let runner = await start();
+  let runner = await start().catch(async (error: unknown) => {
+    await liveness.stop();
+    throw error;
+  });
   let replacing = false;
   const replace = async (old: Runner, reason: string) => {
     if (stopped || replacing || old !== runner) return;
     replacing = true;
     log.error({ err: reason }, 'job runner stopped; starting a new one');
     workerIds.clear();
+    liveness.announce([]);
     old.kill().catch(() => {});
     while (!stopped) {
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -189,23 +208,13 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   });
   const first = runner;
   first.promise.then(() => replace(first, 'ended'), (error: Error) => replace(first, error.message));
-  const beat = async () => {
-    try {
-      await heartbeat(db, [...workerIds]);
-      const released = await releaseDeadWorkers(db, config.workerDeadAfterMs);
-      if (released) log.warn({ released }, 'released the jobs of silent worker processes');
-    } catch (error) {
-      log.warn({ err: (error as Error).message }, 'heartbeat failed');
-    }
-  };
-  await beat();
+  await liveness.firstBeat;
   const dispatcher = config.webhookDispatchPollMs === 0 ? null : startDispatchLoop(db, {
     batch: DISPATCH_BATCH,
     idleMs: config.webhookDispatchPollMs,
     onError: (error) => log.warn({ err: error.message }, 'webhook dispatch pass failed; retrying'),
   });
   const metricsServer = await startWorkerMetrics(db, config.workerMetricsPort, config.host);
-  const beating = setInterval(beat, Math.max(200, Math.floor(config.workerDeadAfterMs / 4)));
   log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');
   return {
     get runner() {
@@ -213,12 +222,11 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     },
     stop: async () => {
       stopped = true;
-      clearInterval(beating);
       await dispatcher?.stop();
       // (rejects only when this runner had already stopped on its own)
       await runner.stop().catch(() => {});
       metricsServer?.close();
-      await Promise.all([db.destroy(), pgPool.end(), tenantGate.close()]);
+      await Promise.all([db.destroy(), pgPool.end(), tenantGate.close(), liveness.stop()]);
     },
   };
 }

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
-import { heartbeat, releaseDeadWorkers } from '../../workers/liveness.ts';
+import { forgetWorkers, heartbeat, releaseDeadWorkers } from '../../workers/liveness.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -51,5 +51,24 @@ t.test('a heartbeat renews a worker\'s time', async (t) => {
     await tx.raw("update worker_heartbeats set seen_at = now() - interval '10 seconds'");
     await heartbeat(tx, ['w_1']);
     t.equal(await releaseDeadWorkers(tx, SILENT_MS), 0);
+  });
+});
+
+t.test('a silent worker that holds no job is forgotten, and no job is counted released', async (t) => {
+  await withRollback(db, async (tx) => {
+    await heartbeat(tx, ['w_done', 'w_alive']);
+    await tx.raw("update worker_heartbeats set seen_at = now() - interval '10 seconds' where worker_id = 'w_done'");
+    const aliveJob = await lockedJob(tx, 'w_alive', 10);
+    t.equal(await releaseDeadWorkers(tx, SILENT_MS), 0, 'no job released');
+    t.same((await tx.raw('select worker_id from worker_heartbeats')).rows, [{ worker_id: 'w_alive' }], 'the silent one is forgotten');
+    t.equal(await holderOf(tx, aliveJob), 'w_alive');
+  });
+});
+
+t.test('a stopping worker takes its ids off the list itself', async (t) => {
+  await withRollback(db, async (tx) => {
+    await heartbeat(tx, ['w_stopping_pool', 'w_stopping_1', 'w_other']);
+    await forgetWorkers(tx, ['w_stopping_pool', 'w_stopping_1']);
+    t.same((await tx.raw('select worker_id from worker_heartbeats')).rows, [{ worker_id: 'w_other' }]);
   });
 });

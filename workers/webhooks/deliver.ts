@@ -4,8 +4,9 @@
  * Retry-After, 410 disables). At least once: an attempt is logged `in_flight` before its request
  * goes out, and its answer completes the log in the statement that enqueues the next job; a crash
  * between the two leaves the attempt logged with its outcome unknown, and the retry is the next
- * attempt. A receiver dedups on the event id. Tenants share the worker fairly: an org with no room
- * in this process (tenantSlots.ts) has the delivery deferred, which is not an attempt.
+ * attempt. A receiver dedups on the event id. Tenants share the worker fairly: an org whose
+ * receivers are slow and that has no room in this process (tenantSlots.ts) has the delivery
+ * deferred, which is not an attempt; one whose receivers answer waits for its slot.
  *
  * A delivery's job carries its event (never changes); an attempt, once its org has room, opens
  * itself (reads what can change, the delivery's state and its webhook, takes the next number and
@@ -19,7 +20,7 @@ import type { DomainServices } from '../../api/engine/family.ts';
 import { RATE_SLOT_PRIORITY, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { formatTimestamp } from '../../api/schema/values.ts';
-import { deliveries, deliveryDuration } from '../../api/metrics.ts';
+import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
@@ -192,6 +193,7 @@ async function deferUntilRoom(deps: DeliveryDeps, job: DeliveryJob): Promise<voi
   const ahead = deps.slots.deferredCount(job.org_id);
   const turnMs = deps.timeoutMs * (1 + Math.floor(ahead / Math.max(1, deps.slots.limit)));
   const waitMs = Math.round(Math.min(DEFER_MAX_MS, turnMs) * (0.5 + 0.5 * (deps.random ?? Math.random)()));
+  deferrals.inc({ reason: 'no_room' });
   const jobId = await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + waitMs));
   if (!jobId) return;
   deps.slots.deferredJob(job.org_id, jobId);
@@ -300,7 +302,10 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       await pause(later.runAt.getTime() - Date.now());
       later = await deps.rates.admit(job);
     }
-    if (later) return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
+    if (later) {
+      deferrals.inc({ reason: 'rate_limit' });
+      return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
+    }
     let slot = await deps.slots.acquire(job.org_id, helpers.job.id);
     while (!slot && inLine) {
       await pause(IN_LINE_RETRY_MS);

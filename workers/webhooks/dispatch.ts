@@ -6,12 +6,14 @@
  * crash either keeps all of a batch or none of it, and the `on conflict` keeps a delivery from
  * being made twice whatever happens.
  *
- * Dispatchers take turns by a transaction-scoped advisory lock. A dispatcher that waited for its
- * turn reads the position and the outbox in snapshots taken after the wait, so it sees every
- * event committed before its job ran: no wake-up is lost to a dispatcher that had already looked.
- * An advisory lock rather than a row lock, because a turn that finds nothing then writes nothing,
- * and its commit waits for no WAL flush: under load, most of the dispatch jobs queued behind a
- * busy dispatcher find the outbox emptied by it.
+ * Dispatchers take turns by a transaction-scoped advisory lock, and one that finds the turn taken
+ * does not wait for it: its pass ends at once, taking nothing, and its loop looks again after its
+ * idle wait (dispatchLoop.ts). Waiting would hold one of its worker's connections behind the other
+ * worker's pass, and then find the outbox emptied by it; with four workers, a backend and a half
+ * stood waiting on this lock at any moment. The pass that holds the turn reads the position and
+ * the outbox in snapshots taken after it got the lock, and a loop that found the turn taken looks
+ * again soon, so no event is left behind. An advisory lock rather than a row lock, because a turn
+ * that finds nothing then writes nothing, and its commit waits for no WAL flush.
  */
 import { rows, type Db } from '../../api/db/connection.ts';
 import { deliveriesInsert, deliveryJobs, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
@@ -35,6 +37,8 @@ export interface DispatchPass {
   taken: number;
   /** the pass opened its window after its turn came and took all of it: every event committed before then is dispatched */
   caughtUp: boolean;
+  /** another dispatcher's pass held the turn: this one took nothing */
+  turnTaken?: boolean;
 }
 
 /**
@@ -77,14 +81,16 @@ function later(a: [string, string], b: [string, string]): [string, string] {
 
 /**
  * Dispatches up to `limit` events past the position, in one transaction: their deliveries and
- * jobs, and the new position. Concurrent callers wait for each other.
+ * jobs, and the new position. A caller that finds another's pass running takes nothing.
  */
 /** The advisory lock key dispatchers take turns by (any constant unique among the project's advisory locks). */
 const DISPATCH_TURN = 'webhook_dispatch_position';
 
 export async function dispatchEventBatch(db: Db, limit: number): Promise<DispatchPass> {
   return db.transaction(async (tx) => {
-    await rows(tx, 'select pg_advisory_xact_lock(hashtext(?))', [DISPATCH_TURN]);
+    const [turn] = await rows<{ mine: boolean }>(tx, 'select pg_try_advisory_xact_lock(hashtext(?)) as mine', [DISPATCH_TURN]);
+    // Another dispatcher's pass is running: it takes what there is; this loop looks again after its idle wait.
+    if (!turn.mine) return { taken: 0, caughtUp: false, turnTaken: true };
     const [position] = await rows<Position>(tx,
       `select pg_snapshot_xmax(dispatched)::text as dispatched_xmax, array(select pg_snapshot_xip(dispatched))::text[] as dispatched_xip,
               window_snapshot::text, pg_snapshot_xmax(window_snapshot)::text as window_xmax,

@@ -6,7 +6,8 @@
  * Each worker process runs one loop: a pass (workers/webhooks/dispatch.ts) takes the events past
  * the position; while passes find events it runs them back to back, and once caught up it looks
  * again every `idleMs`. Passes of several workers take turns (an advisory lock, then a snapshot
- * taken after it), so running one loop per worker is safe. The position is durable: a crash or restart resumes where the last
+ * taken after it; a loop that finds the turn taken looks again after `idleMs` instead of
+ * waiting), so running one loop per worker is safe. The position is durable: a crash or restart resumes where the last
  * committed pass left it.
  */
 import type { Db } from '../../api/db/connection.ts';
@@ -42,7 +43,7 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
     while (!stopping) {
       try {
         const pass = await dispatchEventBatch(db, options.batch);
-        if (pass.caughtUp) await pause(options.idleMs);
+        if (pass.caughtUp || pass.turnTaken) await pause(options.idleMs);
       } catch (error) {
         if (stopping) break;
         options.onError(error as Error);

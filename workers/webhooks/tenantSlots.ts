@@ -1,11 +1,14 @@
 /**
  * Per-tenant admission of outbound attempts in one worker process. At most `limit` attempts of
  * one org are in flight, so an org whose receivers hang holds that many of the worker's job slots
- * instead of all of them. An attempt over the limit waits briefly while the org's attempts in
- * flight are young (its receivers answer, and a slot is about to free: cheaper than deferring);
- * otherwise the caller defers its delivery (a new job later, see deferDelivery) and records the
- * job here, and each attempt that ends names one such job to bring forward: a deferred delivery
- * runs when its org has room, not when a timer guesses it might. The slots and that list live and
+ * instead of all of them. An attempt over the limit waits for a slot as long as the org's
+ * receivers answer (no request of it out longer than RESPONSIVE_MS): its slot frees within
+ * milliseconds, and a deferral would cost it seconds. Only an org whose receivers are slow has
+ * its deliveries deferred (a new job later, see deferDelivery), and a waiting attempt is turned
+ * away as soon as its org turns slow. The caller records a deferred job here, and each attempt
+ * that ends names one such job to bring forward: a deferred delivery runs when its org has room,
+ * not when a timer guesses it might. A receiver is judged from its request going out: the time an
+ * attempt spends being opened in the database (a commit on a loaded server) says nothing of it. The slots and that list live and
  * die with the process: a dead worker holds no slot another waits for, and the deliveries it
  * deferred come back by their own run_at, seconds away (deliver.ts, DEFER_MAX_MS).
  *
@@ -26,7 +29,7 @@
  * within a second (deliver.ts, DETACH_AFTER_MS).
  */
 
-/** How long the org's oldest attempt in flight may have run for a new one to wait for a slot. */
+/** A request of the org out longer than this makes its receivers slow: a waiting attempt defers. */
 const RESPONSIVE_MS = 200;
 /** Deferred jobs remembered per org; beyond this, their own run_at brings them back. */
 const DEFERRED_REMEMBERED = 10_000;
@@ -45,8 +48,8 @@ export function slowBudget(capacity: number): number {
 
 export interface TenantSlot {
   /**
-   * The attempt's request goes out now (it was being opened in the database): its age, by which a
-   * waiting attempt judges the org's receivers, counts from here.
+   * The attempt's request goes out now (it was being opened in the database): its age, by which
+   * the org's receivers are judged, counts from here.
    */
   sending(): void;
   /** Ends the attempt. True when the slot is free now (no waiting attempt took it over). */
@@ -54,7 +57,8 @@ export interface TenantSlot {
 }
 
 interface Taken {
-  startedAt: number;
+  /** when its request went out; null while the attempt is being opened */
+  sentAt: number | null;
 }
 
 export class TenantSlots {
@@ -82,8 +86,14 @@ export class TenantSlots {
     const until = this.slowUntil.get(org);
     if (until !== undefined && until > this.now()) return true;
     if (until !== undefined) this.slowUntil.delete(org);
-    const running = this.running.get(org);
-    return running !== undefined && [...running].some((taken) => this.now() - taken.startedAt > RESPONSIVE_MS);
+    return this.oldestRequestMs(org) > RESPONSIVE_MS;
+  }
+
+  /** How long the org's oldest request in flight has been out (0: none out). */
+  private oldestRequestMs(org: string): number {
+    let oldest = 0;
+    for (const taken of this.running.get(org) ?? []) if (taken.sentAt !== null) oldest = Math.max(oldest, this.now() - taken.sentAt);
+    return oldest;
   }
 
   /** A slot for one attempt of `org`, or null: defer the delivery. `jobId` is the job asking (forgotten as deferred). */
@@ -93,47 +103,48 @@ export class TenantSlots {
     if (this.limit <= 0) return Promise.resolve(this.take(org));
     const running = this.running.get(org);
     if (!running || running.size < this.limit || this.alone(org)) return Promise.resolve(this.take(org));
-    const oldest = Math.min(...[...running].map((taken) => taken.startedAt));
-    const patience = RESPONSIVE_MS - (this.now() - oldest);
-    if (patience <= 0) return Promise.resolve(null);
+    if (this.slow(org)) return Promise.resolve(null);
     return new Promise((resolve) => {
       const queue = this.waiting.get(org) ?? [];
       this.waiting.set(org, queue);
-      const timer = setTimeout(() => {
-        const at = queue.indexOf(granted);
-        if (at >= 0) queue.splice(at, 1);
-        if (queue.length === 0 && this.waiting.get(org) === queue) this.waiting.delete(org);
-        resolve(null);
-      }, patience);
+      let timer: NodeJS.Timeout;
+      // Looked at again when the oldest request out would pass RESPONSIVE_MS: turned away if it has.
+      const watch = () => {
+        timer = setTimeout(() => {
+          if (!this.slow(org)) return watch();
+          const at = queue.indexOf(granted);
+          if (at >= 0) queue.splice(at, 1);
+          if (queue.length === 0 && this.waiting.get(org) === queue) this.waiting.delete(org);
+          resolve(null);
+        }, Math.max(1, RESPONSIVE_MS + 1 - this.oldestRequestMs(org)));
+      };
       const granted = (slot: TenantSlot | null) => {
         clearTimeout(timer);
         resolve(slot);
       };
       queue.push(granted);
+      watch();
     });
   }
 
   private take(org: string): TenantSlot {
     const running = this.running.get(org) ?? new Set<Taken>();
     this.running.set(org, running);
-    const taken: Taken = { startedAt: this.now() };
+    const taken: Taken = { sentAt: null };
     running.add(taken);
     this.inFlight += 1;
     let released = false;
     return {
       sending: () => {
-        taken.startedAt = this.now();
+        taken.sentAt = this.now();
       },
       release: () => {
         if (released) return false;
         released = true;
         running.delete(taken);
         this.inFlight -= 1;
-        const took = this.now() - taken.startedAt;
-        if (took > SLOW_ATTEMPT_MS) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
-        else this.slowUntil.delete(org);
-        if (took <= RESPONSIVE_MS) this.answeredAt.set(org, this.now());
-        else this.answeredAt.delete(org);
+        // An attempt never sent (its opening failed or found nothing to send) says nothing of the receiver.
+        if (taken.sentAt !== null) this.judge(org, this.now() - taken.sentAt);
         if (running.size === 0) this.running.delete(org);
         const queue = this.waiting.get(org);
         const next = running.size < this.limit || this.alone(org) ? queue?.shift() : undefined;
@@ -145,6 +156,14 @@ export class TenantSlots {
         return true;
       },
     };
+  }
+
+  /** An attempt of `org` was answered (or failed) `took` ms after its request went out. */
+  private judge(org: string, took: number): void {
+    if (took > SLOW_ATTEMPT_MS) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
+    else this.slowUntil.delete(org);
+    if (took <= RESPONSIVE_MS) this.answeredAt.set(org, this.now());
+    else this.answeredAt.delete(org);
   }
 
   /** Whether an attempt of `org` would get a slot at once. */
