@@ -20,8 +20,6 @@ function sealCard(ctx: RuleContext, card: Json): Json {
   const expiry = normaliseExpiry(String(card.expiry ?? ''));
   if (!expiry) throw invalidAttributes({ card: { expiry: 'Must be MM/YY' } });
   if (expiryInPast(expiry.year, expiry.month, ctx.domain.now())) throw invalidAttributes({ card: { expiry: 'Card has expired' } });
-  if (card.card_code !== undefined && !/^\d{3,4}$/.test(String(card.card_code))) throw invalidAttributes({ card: { card_code: 'Must be 3 or 4 digits' } });
-  // The card code is checked and dropped: it is never stored.
   return {
     card_number: mask(digits),
     expiry: expiry.expiry,
