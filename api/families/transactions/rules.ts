@@ -42,7 +42,7 @@ export function partiesFromInput(ctx: RuleContext, type: string, data: Data): Pa
     case 'payment':
       return { customerId: str(sender.account_id), methodId: str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
     case 'deposit':
-      return { methodId: str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
+      return { methodId: str(receiver.method_id) ?? str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
     case 'withdraw':
       return { processingId: str(sender.account_id) ?? processingId, methodId: str(receiver.method_id) };
     default: // payout, refund: from the processing account to the customer's method
@@ -57,7 +57,13 @@ export function storeParties(data: Data, type: string, parties: Parties): void {
   data.payment_method_id = parties.methodId ?? null;
   const customerSide = { account_id: parties.customerId ?? null, method_id: parties.methodId ?? null };
   const processingSide = { account_id: parties.processingId ?? null, method_id: null };
-  const inbound = type === 'payment' || type === 'deposit' || type === 'chargeback_reversal';
+  if (type === 'deposit') {
+    // The processing account's money goes to its funding method (CONTRACT §14): the method receives.
+    data.sender = { account_id: parties.processingId ?? null, method_id: null };
+    data.receiver = { account_id: parties.processingId ?? null, method_id: parties.methodId ?? null };
+    return;
+  }
+  const inbound = type === 'payment' || type === 'chargeback_reversal';
   data.sender = inbound ? customerSide : processingSide;
   data.receiver = inbound ? processingSide : customerSide;
 }
