@@ -223,6 +223,7 @@ t.test('another statement of the same transaction is the trigger\'s; a failed st
   const write = (methodId: string, txnId: string) => ({
     method: { id: methodId, type: 'card', data: { account_id: customer.id, card: { expiry: '12/35', card_number: 'xxxxxxxxxxxx4242' } } },
     transaction: { id: txnId, type: 'payment', data: { ...txnData, payment_method_id: methodId } },
+    operations: [],
     events: [],
     jobs: [],
   }) as unknown as Parameters<typeof insertPayment>[2];

@@ -20,6 +20,7 @@ import { decodeCreate, prepareNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { currentAuditSetting } from '../../db/auditContext.ts';
 import type { EventDraft } from '../../db/events.ts';
+import { statusOperation } from '../transaction_operations/operations.ts';
 import { groupCommit, groupWriterOf } from '../../db/groupWriter.ts';
 import { auditRows } from '../audit_events/statement.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
@@ -88,7 +89,8 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   const parties = { customerId: given.customerId, processingId, methodId: method.id };
   const transaction = await finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
   events.push(...creationEvents(transaction));
-  return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) } };
+  const step = statusOperation(transaction, null);
+  return { write: { method: newMethod, transaction, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) } };
 }
 
 // 3. write: one statement (shared with other payments arriving at the same time when it commits on its own)

@@ -4,6 +4,8 @@
  * status transitions, timed jobs and events.
  */
 import type { EventDraft } from '../../db/events.ts';
+import { statusOperation } from '../transaction_operations/operations.ts';
+import { recordOperations } from '../transaction_operations/repository.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
@@ -446,6 +448,8 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
 
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const data = next.data;
+  const step = statusOperation(next, previous);
+  if (step) await recordOperations(ctx.tx, ctx.tenant, [step]);
   if (previous) {
     if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
     return;
