@@ -145,3 +145,17 @@ t.test('no repository in api/db/ imports the engine or the web layer', async (t)
 t.test('api/ takes nothing from the reporting or worker processes', async (t) => {
   t.same(importsWhere((_from, to) => /^(reporting|workers)\//.test(to)), []);
 });
+
+t.test('the generic engine (api/engine/) imports no family: families build on it, never it on them', async (t) => {
+  t.same(importsWhere((from, to) => from.startsWith('api/engine/') && to.startsWith('api/families/')), []);
+});
+
+t.test('configuration is read only in api/config.ts: no other source reads the environment', async (t) => {
+  const readers = ['api', 'workers', 'reporting'].flatMap(sourceFiles).filter((file) => {
+    if (file === 'api/config.ts') return false;
+    // Code, not comments: a doc comment may show a client reading its own environment.
+    const code = fs.readFileSync(path.join(projectRoot, file), 'utf8').split('\n').filter((line) => !/^\s*(\*|\/\/|\/\*)/.test(line)).join('\n');
+    return /\bprocess\.env\b/.test(code);
+  });
+  t.same(readers, ['workers/threadpool.ts'], 'each entry: a file that reads process.env (the worker sets its thread pool size before libuv starts)');
+});

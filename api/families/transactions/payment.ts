@@ -22,7 +22,7 @@ import { currentAuditSetting } from '../../db/auditContext.ts';
 import type { EventDraft } from '../../db/events.ts';
 import { statusOperation } from '../transaction_operations/operations.ts';
 import { groupCommit, groupWriterOf } from '../../db/groupWriter.ts';
-import { auditRows } from '../audit_events/statement.ts';
+import { auditRows } from '../../db/auditStatement.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { creationEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
@@ -98,7 +98,7 @@ async function write(ctx: RuleContext, planned: PaymentPlan): Promise<StoredObje
   const item: repo.PaymentItem = { tenant: ctx.tenant, write: planned.write, audit: currentAuditSetting() };
   // Payments that commit on their own and arrive together share one statement (group commit); its
   // rows are audited by the statement, each with its own actor (without that, one statement each).
-  const grouped = groupCommit && !ctx.tx.inTransaction && auditRows.inStatement;
+  const grouped = groupCommit.enabled && !ctx.tx.inTransaction && auditRows.inStatement;
   const db = ctx.tx;
   const row = grouped
     ? await groupWriterOf(db, 'payments', (items: repo.PaymentItem[]) => repo.insertPayments(db, items)).write(item)

@@ -1,6 +1,6 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
-import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../audit_events/statement.ts';
+import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../../db/auditStatement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
@@ -179,7 +179,7 @@ export interface PaymentItem {
  * triggers post the ledger and reporting changes), their operations, the events (the worker's
  * dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts), the transactions' timed jobs,
  * and the audit events of the methods and the transactions, each with its own payment's actor
- * (built here, see api/families/audit_events/statement.ts: the rows' own parts mark both tables,
+ * (built here, see api/db/auditStatement.ts: the rows' own parts mark both tables,
  * so their audit triggers leave this statement to its own audit part). A group needs that audit
  * part: the triggers' actor is one per statement. Answers the stored transactions in order.
  */
