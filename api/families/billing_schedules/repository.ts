@@ -100,11 +100,6 @@ export async function invoicesForAutopay(db: Db, tenant: Tenant, from: string, t
     [...scope.bindings, from, to, today]);
 }
 
-export async function mergeInvoiceData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
-  await rows(db, 'update invoices set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
-    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
-}
-
 /** Every tenant that could hold billing work: each org's test and live environments. */
 export async function billingTenants(db: Db): Promise<Tenant[]> {
   const orgs = await rows<{ id: string }>(db, 'select id from orgs order by id');
