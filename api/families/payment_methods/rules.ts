@@ -3,8 +3,7 @@ import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { applyClientAccount, spendClientTokenOnce } from '../transactions/clientIntent.ts';
-import { setPayingDefault } from '../accounts/repository.ts';
-import { accountExists, clearAccountPointer, clearDefault } from './repository.ts';
+import { accountExists, clearAccountPointer, clearDefault, setPayingDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 
 function section(row: StoredObject, name: string): Json {
