@@ -92,14 +92,15 @@ async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void>
   const { db } = ctx.state.services;
   const { processor } = ctx.state.services.domain;
   const onPool = { ...operationContext(ctx, db), decisions: new ProcessorDecisions(processor, { direct: true }) };
-  const planned = steps && !collection.readOnly && input.object !== 'list' ? await steps.plan(onPool, input) : null;
+  const planned = steps && !collection.readOnly && input.object !== 'list' ? await voidingOnFailure(onPool.decisions, () => steps.plan(onPool, input)) : null;
   if (!steps || !planned) {
     const decisions = new ProcessorDecisions(processor);
     return answer(ctx, await decidedOutside(decisions, () => committed(ctx, (op) => operations.create({ ...op, decisions }, input, query))));
   }
   // The answer is made after the write; when it may read (`fields` asks for related rows), or a
   // response is stored, it shares the write's transaction, so a failed read undoes the write.
-  // Whichever fails before the write commits voids the card approvals the plan was given.
+  // Whatever fails after the processor's answer and before the write commits voids the card
+  // approvals the plan was given.
   const alone = !ctx.state.idempotency && query.fields === null;
   const store = async (tx: Db) => {
     const op = operationContext(ctx, tx);
