@@ -27,6 +27,16 @@ export interface Config {
   logLevel: string;
   /** SETTLE_RATE_LIMIT: `<per second>/<burst>` per key, or `off`. Default 1000/2000. */
   rateLimit: RateLimit | null;
+  /**
+   * SETTLE_GROUP_COMMIT: `off` writes each card payment and plain create that commits on its own in
+   * a statement of its own, instead of sharing one with those arriving meanwhile. Default on.
+   */
+  groupCommit: boolean;
+  /**
+   * SETTLE_AUDIT_BY: `trigger` leaves the audit events of created rows to the database's audit
+   * trigger; `statement` has the statement that creates them write them. Default statement.
+   */
+  auditBy: 'statement' | 'trigger';
   /** SETTLE_BODY_LIMIT: request body limit in bytes. Default 1 MiB. */
   bodyLimit: number;
   /** SETTLE_DB_POOL: connections per web process. Default 10. */
@@ -157,6 +167,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(env.SETTLE_DATA_DIR ?? path.join(projectRoot, '.data')),
     logLevel: env.LOG_LEVEL ?? 'info',
     rateLimit: parseRateLimit(env.SETTLE_RATE_LIMIT),
+    groupCommit: env.SETTLE_GROUP_COMMIT !== 'off',
+    auditBy: env.SETTLE_AUDIT_BY === 'trigger' ? 'trigger' : 'statement',
     bodyLimit: intFromEnv(env, 'SETTLE_BODY_LIMIT', 1024 * 1024),
     requestLogBuffer: intFromEnv(env, 'SETTLE_REQUEST_LOG_BUFFER', 100_000),
     dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),

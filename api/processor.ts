@@ -18,6 +18,11 @@ export interface CardAuthorization {
 export interface PaymentProcessor {
   /** asynchronous, so a processor across a network fits; the sandbox answers at once */
   authorizeCard: (cardNumber: string) => Promise<CardAuthorization>;
+  /**
+   * The undo of an approval: voids an authorization whose payment was never stored (the write
+   * after the approval failed), so the cardholder's funds are not held for nothing.
+   */
+  voidAuthorization: (cardNumber: string, authorization: CardAuthorization) => Promise<void>;
   /** whether the bank refuses a debit from this account shortly after it is processed */
   bankWillReject: (accountNumber: string) => boolean;
 }

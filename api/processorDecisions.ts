@@ -73,6 +73,17 @@ export class ProcessorDecisions {
     return this.#pending.size > 0;
   }
 
+  /**
+   * Voids, through the processor, every approval this create was given: called when the write
+   * that would have stored them failed, outside any transaction. Each is voided once; a void the
+   * processor refuses leaves the others to be voided and the write's failure to be reported.
+   */
+  async voidApproved(): Promise<void> {
+    const approved = this.#answers.filter((answered) => answered?.answer.approved);
+    this.#answers = [];
+    await Promise.allSettled(approved.map((answered) => this.#processor.voidAuthorization(answered.number, answered.answer)));
+  }
+
   /** Asks the processor every noted question, in order; the caller holds no transaction. */
   async decidePending(): Promise<void> {
     for (const [at, number] of [...this.#pending].sort((a, b) => a[0] - b[0])) {
@@ -83,21 +94,38 @@ export class ProcessorDecisions {
 }
 
 /**
+ * Runs `write`, which stores what the processor approved and rejects only when nothing of it was
+ * stored (one statement, or a transaction up to its commit); when it fails, every approval is
+ * voided through the processor and the failure stands.
+ */
+export async function voidingOnFailure<T>(decisions: ProcessorDecisions, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    await decisions.voidApproved();
+    throw error;
+  }
+}
+
+/**
  * Runs `attempt` (which opens, fills and commits a create's transaction, calling `settle` before
- * the commit) until it commits on real answers: after a rollback for undecided cards, the
- * processor is asked outside any transaction and the attempt runs again. A refusal (an ApiError)
- * reached on a provisional answer is decided and run again too, since the real answer (a decline)
- * may change it; one reached before any card question is answered at once.
+ * the commit, and rejects only when it did not commit) until it commits on real answers: after a
+ * rollback for undecided cards, the processor is asked outside any transaction and the attempt
+ * runs again. A refusal (an ApiError) reached on a provisional answer is decided and run again
+ * too, since the real answer (a decline) may change it; one reached before any card question is
+ * answered at once. When it fails for good, the approvals it was given are voided.
  */
 export async function decidedOutside<T>(decisions: ProcessorDecisions, attempt: () => Promise<T>): Promise<T> {
-  for (let round = 1; ; round++) {
-    decisions.beginAttempt();
-    try {
-      return await attempt();
-    } catch (error) {
-      if (!decisions.hasPending || !(error instanceof DecisionsPending || error instanceof ApiError)) throw error;
-      if (round >= MAX_ROUNDS) throw conflict('The payment method changed while the processor was deciding the payment; send the request again');
+  return voidingOnFailure(decisions, async () => {
+    for (let round = 1; ; round++) {
+      decisions.beginAttempt();
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!decisions.hasPending || !(error instanceof DecisionsPending || error instanceof ApiError)) throw error;
+        if (round >= MAX_ROUNDS) throw conflict('The payment method changed while the processor was deciding the payment; send the request again');
+      }
+      await decisions.decidePending();
     }
-    await decisions.decidePending();
-  }
+  });
 }

@@ -13,6 +13,7 @@ import { withRandomSource } from './ids.ts';
 import { exitOnSignals } from './process.ts';
 import { openVault, VaultKeyRefused } from './vaultKeys.ts';
 import type { Seams } from './seams.ts';
+import { applyWriteSettings } from './db/writeSettings.ts';
 
 export interface RunningWeb {
   server: Server;
@@ -31,6 +32,7 @@ export interface WebOptions {
 export async function startWeb(config: Config, options: WebOptions = {}): Promise<RunningWeb> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'web');
+  applyWriteSettings(config);
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
   let vault;

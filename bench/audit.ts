@@ -30,7 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb } from '../api/db/connection.ts';
 import type { StoredObject } from '../api/db/storedRow.ts';
-import { createdAudit } from '../api/families/audit_events/statement.ts';
+import { createdAudit } from '../api/db/auditStatement.ts';
 import { newId } from '../api/ids.ts';
 import { REQUEST_LOG_SHIPPED, storedLogTime, type RequestLogTuple } from '../api/families/request_logs/family.ts';
 import { freePort } from '../api/db/embedded.ts';

@@ -74,10 +74,10 @@ process.stderr.write(`${SCHEDULES} schedules made in ${((Date.now() - started) /
 const db = createDb(databaseUrl, 4);
 const domain = createDomainServices(loadConfig({ DATABASE_URL: databaseUrl }));
 started = performance.now();
-const invoices = await produceInvoices(db, tenant, new Date());
+const invoices = await produceInvoices(db, domain, tenant, new Date());
 const invoicingSeconds = (performance.now() - started) / 1000;
 if (invoices.length !== SCHEDULES) throw new Error(`the invoicing run produced ${invoices.length} invoices for ${SCHEDULES} schedules`);
-const again = await produceInvoices(db, tenant, new Date());
+const again = await produceInvoices(db, domain, tenant, new Date());
 if (again.length !== 0) throw new Error(`a second run produced ${again.length} invoices`);
 
 // ---- automatic payments over DUE_INVOICES due invoices -------------------------------------

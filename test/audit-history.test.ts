@@ -70,6 +70,22 @@ t.test('a webhook secret never enters the history', async (t) => {
   t.notOk(dump.includes('a-very-secret-value-123'));
 });
 
+t.test('a change to a secret alone is an event naming it, its values redacted', async (t) => {
+  const oauth = { auth_url: 'https://auth.example.com/token', client_id: 'settle', client_secret: 'first-client-secret', grant_type: 'client_credentials' };
+  const hook = await api.request('POST', '/webhooks', { json: { trigger: 'processed', url: 'https://example.com/hook', oauth_params: oauth } });
+  t.equal(hook.status, 200, JSON.stringify(hook.body));
+  const secret = await api.request('PUT', `/webhooks/${hook.body.id}`, { json: { sender_secret: 'the-second-secret-value' } });
+  t.equal(secret.status, 200, JSON.stringify(secret.body));
+  const client = await api.request('PUT', `/webhooks/${hook.body.id}`, { form: 'oauth_params[client_secret]=the-second-client-secret' });
+  t.equal(client.status, 200, JSON.stringify(client.body));
+  const [, senderChange, clientChange] = await historyOf(hook.body.id);
+  t.match(senderChange, { action: 'update', actor: { type: 'secret_key' } });
+  t.same(senderChange.changes, { sender_secret_sealed: ['[redacted]', '[redacted]'] });
+  t.same(clientChange.changes, { 'oauth_params.client_secret_sealed': ['[redacted]', '[redacted]'] });
+  const dump = (await api.db.raw(`select string_agg(data::text, ' ') as all from audit_events`)).rows[0].all as string;
+  for (const value of ['the-second-secret-value', 'first-client-secret', 'the-second-client-secret']) t.notOk(dump.includes(value), `not ${value}`);
+});
+
 t.test('a failed change leaves no event: the request\'s transaction rolls back both', async (t) => {
   const before = (await api.db.raw(`select count(*)::int as n from audit_events`)).rows[0].n;
   const bulk = await api.request('POST', '/customers', { json: { object: 'list', values: [{ name: 'Fine' }, { name: 'Bad', email: 'not-an-email' }] } });

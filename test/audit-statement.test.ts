@@ -1,6 +1,6 @@
 /**
  * A card payment's one statement writes the audit events of its card and its transaction itself
- * (api/families/audit_events/statement.ts), and the audit trigger leaves that statement's rows
+ * (api/db/auditStatement.ts), and the audit trigger leaves that statement's rows
  * alone: each is audited exactly once, with the fields the trigger would have written, added by
  * the database on the way in (fee, funding date) included; another statement in the same
  * transaction is still the trigger's; a statement that fails leaves none; disabling a table's
@@ -10,7 +10,7 @@
  */
 import t from 'tap';
 import { runAudited } from '../api/db/auditContext.ts';
-import { auditRows, createdChanges } from '../api/families/audit_events/statement.ts';
+import { auditRows, createdChanges } from '../api/db/auditStatement.ts';
 import { insertPayment } from '../api/families/transactions/repository.ts';
 import { families } from '../api/families/index.ts';
 import { newId } from '../api/ids.ts';
@@ -223,6 +223,7 @@ t.test('another statement of the same transaction is the trigger\'s; a failed st
   const write = (methodId: string, txnId: string) => ({
     method: { id: methodId, type: 'card', data: { account_id: customer.id, card: { expiry: '12/35', card_number: 'xxxxxxxxxxxx4242' } } },
     transaction: { id: txnId, type: 'payment', data: { ...txnData, payment_method_id: methodId } },
+    operations: [],
     events: [],
     jobs: [],
   }) as unknown as Parameters<typeof insertPayment>[2];

@@ -259,6 +259,24 @@ t.test('moving the test clock invoices and charges each week it passes, in time 
   t.equal((await api.request('GET', `/transactions?trigger=automatic`, { key: clockOrg })).body.values.length, 3);
 });
 
+t.test('the billing run makes its invoices through the invoice service, as the system, whoever moved the clock', async (t) => {
+  const key = await api.newKey('run-actor-org', 'test');
+  const biller = (await api.request('POST', '/processing_accounts', { key, json: { name: 'Run biller' } })).body.id;
+  const payer = (await api.request('POST', '/customers', { key, json: { name: 'Run payer' } })).body.id;
+  const made = await api.request('POST', '/billing_schedules', {
+    key, json: { customer_id: payer, processing_id: biller, start_date: TODAY, recurring_frequency: 'weekly', charges: [{ type: 'seat', amount: 4.25, qty: 2 }] },
+  });
+  t.equal(made.status, 200, JSON.stringify(made.body));
+  const moved = await api.request('PUT', '/test_clock', { key, json: { now: new Date(Date.now() + DAY).toISOString() } });
+  t.equal(moved.status, 200, JSON.stringify(moved.body));
+  const [invoice] = (await api.request('GET', `/invoices?billing_schedule_id=${made.body.id}`, { key })).body.values;
+  t.match(invoice, { customer_id: payer, processing_id: biller, due_date: TODAY, total_due: 8.5, status: 'unpaid' });
+  t.match((await api.request('GET', `/invoices/${invoice.id}`, { key })).body.items, [{ object: 'line_item', type: 'seat', amount: 4.25, qty: 2, total: 8.5 }]);
+  const history = (await api.request('GET', `/audit_events?object_id=${invoice.id}&order_by=asc(created_at)`, { key })).body.values;
+  t.match(history[0], { action: 'create', object_type: 'invoice', actor: { type: 'system', name: 'billing_run' } });
+  t.ok(history.every((event: { actor: { type: string } }) => event.actor.type === 'system'), 'its automatic payment\'s changes too');
+});
+
 /** A tenant of its own whose test clock stands a day ahead. */
 async function clockADayAhead(name: string) {
   await api.newKey(name, 'test');

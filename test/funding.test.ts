@@ -403,7 +403,7 @@ t.test('a deposit the bank refuses gives the money back and holds what it paid o
   t.equal((await m.get(`/transactions/${a.id}`)).body.funding_status, 'held', 'and the payment waits for the next release');
 });
 
-t.test('a funding run\'s deposit and a requested deposit are shown alike: the funding method sends, the processing account receives', async (t) => {
+t.test('a funding run\'s deposit and a requested deposit are shown alike: from the processing account to its funding method', async (t) => {
   const automatic = await merchant({ funding_delay: 0 });
   await pay(automatic, 20);
   await advance(automatic, 2);
@@ -413,8 +413,10 @@ t.test('a funding run\'s deposit and a requested deposit are shown alike: the fu
   await advance(manual, 2);
   const requested = (await manual.post('/transactions', { type: 'deposit', receiver: { account_id: manual.accountId } }, 'v2')).body;
   const method = async (m: Merchant) => (await m.get(`/payment_methods?account_id=${m.accountId}`, 'v2')).body.values[0].id;
-  t.match(run, { type: 'deposit', sender: { account_id: null, method_id: await method(automatic) }, receiver: { account_id: automatic.accountId, method_id: null }, trigger: 'automatic' });
-  t.match(requested, { type: 'deposit', sender: { account_id: null, method_id: await method(manual) }, receiver: { account_id: manual.accountId, method_id: null } });
+  t.match(run, { type: 'deposit', sender: { account_id: automatic.accountId, method_id: null }, receiver: { account_id: automatic.accountId, method_id: await method(automatic) }, trigger: 'automatic' });
+  t.match(requested, { type: 'deposit', sender: { account_id: manual.accountId, method_id: null }, receiver: { account_id: manual.accountId, method_id: await method(manual) } });
+  const netted = (await automatic.get(`/transactions?type=deposit&receiver[method_id]=${await method(automatic)}`, 'v2')).body.values;
+  t.same(netted.map((d: { id: string }) => d.id), [run.id], 'a filter on the receiving method finds the run\'s deposit');
   const v1 = (await automatic.get(`/transactions/${run.id}`)).body;
   t.match(v1, { processing_id: automatic.accountId, payment_method_id: await method(automatic), customer_id: null });
   const events = (await rows<{ trigger: string }>(api.db, 'select trigger from events where object_id = ? order by id', [run.id])).map((e) => e.trigger);

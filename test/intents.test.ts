@@ -36,7 +36,7 @@ t.test('an element intent comes with a client token that pays once and finishes 
   t.equal((await api.request('GET', `/intents/${created.body.id}`)).body.status, 'finished', 'v1 reads it too');
   t.same(await statusEvents(created.body.id), ['intent:status finished']);
   const [finished] = await api.db('events').where({ object_id: created.body.id });
-  t.match(finished.id, /^evt_[0-9A-Za-z]{24}$/, 'the event the spent token wrote (in the database) has an id of the one format');
+  t.match(finished.id, /^evt_[0-9A-Za-z]{24}$/, 'the event the spent token wrote has an id of the one format');
   const again = await api.request('POST', '/transactions', { key: created.body.client_token, json: { type: 'payment', amount: 12.5, payment_method: CARD } });
   t.equal(again.status, 403, 'one use');
 });

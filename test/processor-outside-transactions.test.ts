@@ -32,6 +32,7 @@ const watchingProcessor: PaymentProcessor = {
       ? { approved: false, statusCode: 'card_declined', message: 'Declined by the test processor' }
       : { approved: true, statusCode: 'approved', message: 'Approved' };
   },
+  voidAuthorization: async () => {},
   bankWillReject: () => false,
 };
 

@@ -8,10 +8,12 @@ import { startTestApi } from './helpers/api.ts';
 
 const decliningEverything: PaymentProcessor = {
   authorizeCard: async () => ({ approved: false, statusCode: 'insufficient_bal', message: 'Declined: insufficient funds' }),
+  voidAuthorization: async () => {},
   bankWillReject: () => false,
 };
 const approvingEverything: PaymentProcessor = {
   authorizeCard: async () => ({ approved: true, statusCode: 'approved', message: 'Approved' }),
+  voidAuthorization: async () => {},
   bankWillReject: () => false,
 };
 

@@ -34,6 +34,7 @@ import { createOutbound } from './webhooks/outbound.ts';
 import { RateLimiter } from './webhooks/rateLimiter.ts';
 import { TenantSlots } from './webhooks/tenantSlots.ts';
 import { DISPATCH_BATCH, startDispatchLoop } from './webhooks/dispatchLoop.ts';
+import { applyWriteSettings } from '../api/db/writeSettings.ts';
 
 export interface WorkerOptions {
   /** what a test replaces (api/seams.ts); the real clock, random source, sandbox processor and SSRF-guarded client when absent */
@@ -110,6 +111,7 @@ export interface RunningWorker {
 export async function startWorker(config: Config, options: WorkerOptions = {}): Promise<RunningWorker> {
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
+  applyWriteSettings(config);
   // What the worker changes outside a job (the dispatch loop disabling a webhook) is the worker's.
   const db = createDb(actingDatabaseUrl(config.databaseUrl, { actor: { type: 'system', name: 'worker' } }), config.workerConcurrency + 2);
   let vault: Vault;

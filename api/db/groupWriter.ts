@@ -80,8 +80,11 @@ function refusesARow(error: unknown): boolean {
   return typeof code === 'string' && /^(22|23|P0)/.test(code);
 }
 
-/** SETTLE_GROUP_COMMIT=off writes each write in a statement of its own (the benchmarks compare the two). */
-export const groupCommit = process.env.SETTLE_GROUP_COMMIT !== 'off';
+/**
+ * Whether writes that commit on their own share statements: SETTLE_GROUP_COMMIT (api/config.ts),
+ * applied at start-up (`applyWriteSettings`); off writes each in a statement of its own.
+ */
+export const groupCommit = { enabled: true };
 
 /** Two statements of a kind at once per process: the rest of its writes wait and go in groups. */
 export const GROUPS = { maxGroup: 64, maxRunning: 2 };

@@ -3,12 +3,12 @@
  * transaction it is given: rows, family rules and outbox events commit together.
  */
 import { currentAuditSetting } from '../db/auditContext.ts';
+import { insertAuditedRows, type CreatedItem } from '../db/auditedRows.ts';
+import { auditRows } from '../db/auditStatement.ts';
 import type { Sql } from '../db/connection.ts';
 import { recordEvents, type EventDraft } from '../db/events.ts';
 import { groupCommit, groupWriterOf } from '../db/groupWriter.ts';
 import * as objects from '../db/objects.ts';
-import { insertAuditedRows, type CreatedItem } from '../families/audit_events/createdRows.ts';
-import { auditRows } from '../families/audit_events/statement.ts';
 import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
@@ -322,7 +322,7 @@ export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps
       const { table, name } = ctx.collection.family;
       // Creates that commit on their own and arrive together share one statement (group commit),
       // which audits each row with its own request's actor; without that, one statement each.
-      if (groupCommit && !ctx.tx.inTransaction && auditRows.inStatement) {
+      if (groupCommit.enabled && !ctx.tx.inTransaction && auditRows.inStatement) {
         const db = ctx.tx;
         const writer = groupWriterOf(db, `create:${table}`, (items: CreatedItem[]) => insertAuditedRows(db, table, name, items));
         return writer.write({ tenant: ctx.tenant, row, audit: currentAuditSetting() });

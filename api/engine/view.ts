@@ -161,8 +161,8 @@ export function decodeInput(family: Family, version: Version, type: string | und
       continue;
     }
     const converted = toStored(field, version, input);
-    if (converted.ok) values.set(field.store, converted.value);
-    else setPath(details, path, converted.reason);
+    if (!converted.ok) setPath(details, path, converted.reason);
+    else if (!field.neverStored) values.set(field.store, converted.value);
   }
   if (mode === 'create') fillDefaults(family, version, type, values, details);
   if (Object.keys(details).length) throw invalidAttributes(details);

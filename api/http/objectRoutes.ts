@@ -13,7 +13,7 @@ import { badRequest, errorResponse, forbidden, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
-import { decidedOutside, ProcessorDecisions } from '../processorDecisions.ts';
+import { decidedOutside, ProcessorDecisions, voidingOnFailure } from '../processorDecisions.ts';
 import { completeInTransaction } from './idempotency.ts';
 import { aggregateAsCsv, listAsCsv } from './csvExport.ts';
 import { answeredByReporting, exportFromReporting, queryReporting } from './reportingProxy.ts';
@@ -49,13 +49,17 @@ async function read(ctx: Ctx, work: (op: OperationContext) => Promise<Json>): Pr
 }
 
 async function write(ctx: Ctx, work: (op: OperationContext) => Promise<operations.WriteAnswer>): Promise<void> {
+  answer(ctx, await committed(ctx, work));
+}
+
+/** The write's transaction, with its idempotent response: rejects only when it did not commit. */
+async function committed(ctx: Ctx, work: (op: OperationContext) => Promise<operations.WriteAnswer>): Promise<operations.WriteAnswer> {
   if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
-  const outcome = await ctx.state.services.db.transaction(async (tx) => {
+  return ctx.state.services.db.transaction(async (tx) => {
     const answered = await work(operationContext(ctx, tx));
     await storeAnswer(ctx, tx, answered);
     return answered;
   });
-  answer(ctx, outcome);
 }
 
 /** A change answered with what it rendered. */
@@ -88,23 +92,25 @@ async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void>
   const { db } = ctx.state.services;
   const { processor } = ctx.state.services.domain;
   const onPool = { ...operationContext(ctx, db), decisions: new ProcessorDecisions(processor, { direct: true }) };
-  const planned = steps && !collection.readOnly && input.object !== 'list' ? await steps.plan(onPool, input) : null;
+  const planned = steps && !collection.readOnly && input.object !== 'list' ? await voidingOnFailure(onPool.decisions, () => steps.plan(onPool, input)) : null;
   if (!steps || !planned) {
     const decisions = new ProcessorDecisions(processor);
-    return decidedOutside(decisions, () => write(ctx, (op) => operations.create({ ...op, decisions }, input, query)));
+    return answer(ctx, await decidedOutside(decisions, () => committed(ctx, (op) => operations.create({ ...op, decisions }, input, query))));
   }
+  // The answer is made after the write; when it may read (`fields` asks for related rows), or a
+  // response is stored, it shares the write's transaction, so a failed read undoes the write.
+  // Whatever fails after the processor's answer and before the write commits voids the card
+  // approvals the plan was given.
+  const alone = !ctx.state.idempotency && query.fields === null;
   const store = async (tx: Db) => {
     const op = operationContext(ctx, tx);
-    const created = await steps.write(op, planned);
+    const created = await (alone ? voidingOnFailure(onPool.decisions, () => steps.write(op, planned)) : steps.write(op, planned));
     const [rendered] = await operations.shape(op, [created], query.fields);
     const outcome = operations.answerOf(op, [created], rendered);
     await storeAnswer(ctx, tx, outcome);
     return outcome;
   };
-  // The answer is made after the write; when it may read (`fields` asks for related rows), or a
-  // response is stored, it shares the write's transaction, so a failed read undoes the write.
-  const alone = !ctx.state.idempotency && query.fields === null;
-  answer(ctx, alone ? await store(db) : await db.transaction(store));
+  answer(ctx, alone ? await store(db) : await voidingOnFailure(onPool.decisions, () => db.transaction(store)));
 }
 
 function body(ctx: Ctx): Json {

@@ -38,6 +38,13 @@ export interface FieldSpec {
   readOnly?: boolean;
   /** Accepted on input, never rendered. */
   writeOnly?: boolean;
+  /**
+   * Checked on input and then dropped, on every path a body is decoded (create, update, nested,
+   * bulk): never in a stored row, so never in its audit history or its events (a card's security code).
+   */
+  neverStored?: boolean;
+  /** A string's required form, with the reason a value that misses it is refused. */
+  pattern?: { match: RegExp; reason: string };
   /** Rendered only when named in `fields` (`fields=*,ledger`). */
   nonDefault?: boolean;
   /** Object types that show a `nonDefault` field without being asked (a refund its `ledger`). */

@@ -134,6 +134,7 @@ function toText(field: FieldSpec, version: Version, input: unknown): Converted {
   const text = String(input);
   if (text.length > (field.maxLength ?? 1024)) return fail(`Must be at most ${field.maxLength ?? 1024} characters`);
   if (field.type === 'email' && !EMAIL.test(text)) return fail('Must be an email address');
+  if (field.pattern && !field.pattern.match.test(text)) return fail(field.pattern.reason);
   if (field.enum && !acceptedValues(field, version).includes(text)) return fail(`Must be one of: ${acceptedValues(field, version).join(', ')}`);
   return ok(field.values?.[version]?.[text] ?? text);
 }

@@ -16,7 +16,8 @@ function countingProcessor(declined: Set<string> = new Set()): PaymentProcessor 
       asked.push(number);
       return declined.has(number) ? { approved: false, statusCode: 'card_declined', message: 'Declined' } : { approved: true, statusCode: 'approved', message: 'Approved' };
     },
-    bankWillReject: () => false,
+    voidAuthorization: async () => {},
+  bankWillReject: () => false,
   };
 }
 

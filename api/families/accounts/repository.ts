@@ -55,30 +55,6 @@ export async function ownsMethod(db: Db, tenant: Tenant, accountId: string, meth
   return owned.length > 0;
 }
 
-/**
- * The account's paying default becomes `methodId` (or none): that method is marked
- * `account_defaults.paying = all` unless it already covers payments, the others are unmarked, and
- * the account's `default_payment_method` pointer follows, all in the caller's transaction.
- */
-export async function setPayingDefault(db: Db, tenant: Tenant, accountId: string, methodId: string | null, options: { updateAccount: boolean }): Promise<void> {
-  const scope = tenantScan(tenant);
-  await rows(db,
-    `update payment_methods set data = data #- '{account_defaults,paying}', modified_at = now()
-      where ${scope.sql} and data->>'account_id' = ? and id is distinct from ?
-        and data->'account_defaults'->>'paying' is not null`,
-    [...scope.bindings, accountId, methodId]);
-  if (methodId) {
-    await rows(db,
-      `update payment_methods set data = jsonb_set(data, '{account_defaults}', coalesce(data->'account_defaults', '{}'::jsonb) || '{"paying": "all"}'), modified_at = now()
-        where id = ? and coalesce(data->'account_defaults'->>'paying', '') not in ('payments', 'all')`,
-      [methodId]);
-  }
-  if (options.updateAccount) {
-    await rows(db, `update accounts set data = jsonb_set(data, '{default_payment_method}', to_jsonb(?::text)), modified_at = now() where id = ? and type = 'customer'`,
-      [methodId, accountId]);
-  }
-}
-
 /** The processing account a new org's test environment starts with: active, the environment's default. */
 export async function insertDefaultProcessingAccount(db: Db, tenant: Tenant, id: string, name: string): Promise<void> {
   await rows(db,

@@ -5,7 +5,8 @@ import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family
 import { ApiError, invalidAttributes } from '../../errors.ts';
 import { createNested, oneRowCreate } from '../../engine/operations.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
-import { findProcessingAccount, hasDependentCustomers, ownsMethod, setPayingDefault } from './repository.ts';
+import { setPayingDefault } from '../payment_methods/repository.ts';
+import { findProcessingAccount, hasDependentCustomers, ownsMethod } from './repository.ts';
 import { reopenOnNewEntity, resolveInlineEntity, showEntities, validateEntityReference, verifyAttachedEntity } from './entityLink.ts';
 import { applySettingsTemplate, showSettingsIds } from './settingsLink.ts';
 import { PROCESSING_STATUS_TRIGGER } from './triggers.ts';

@@ -16,10 +16,10 @@ import { decidedOutside, ProcessorDecisions } from '../../processorDecisions.ts'
 import { newId } from '../../ids.ts';
 import { calendarDate } from '../invoices/kinds.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
-import { insertItems, lockInvoice } from '../invoices/repository.ts';
+import { insertItems, lockInvoice, mergeInvoiceData } from '../invoices/repository.ts';
 import { transactions } from '../transactions/family.ts';
 import { defaultPayingMethod } from '../transactions/repository.ts';
-import { invoicesForAutopay, mergeInvoiceData } from './repository.ts';
+import { invoicesForAutopay } from './repository.ts';
 import { AUTOMATIC_PAYMENT_TRIGGER } from './triggers.ts';
 
 export const AUTOPAY_RETRY_DAYS = 5;

@@ -3,43 +3,49 @@
  * [max(start_date, the day it was created), min(end_date, today)], never back-filled before its
  * creation, holding the charges active on that date, due that day. Each schedule is handled in a
  * database transaction of its own under its row lock, remembers the last date it billed
- * (`billed_through`), and a unique index on (schedule, due date) keeps racing runs from producing
- * an invoice twice.
+ * (`billed_through`), and a unique index on (schedule, due date) refuses a second invoice for a
+ * date. Invoices are made by the invoice family's create service.
  */
 import type { Db } from '../../db/connection.ts';
-import type { StoredObject, Tenant } from '../../engine/family.ts';
+import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
+import { createNested } from '../../engine/operations.ts';
 import type { Json } from '../../engine/view.ts';
-import { newId } from '../../ids.ts';
+import { ApiError } from '../../errors.ts';
+import { formatMoney } from '../../schema/values.ts';
+import { invoices } from '../invoices/family.ts';
 import { calendarDate } from '../invoices/kinds.ts';
-import { insertItems, recomputeInvoices } from '../invoices/repository.ts';
 import { billingDates } from './calendar.ts';
-import { chargesOfSchedules, insertScheduledInvoice, lockSchedule, mergeScheduleData, schedulesToInvoice } from './repository.ts';
+import { chargesOfSchedules, lockSchedule, mergeScheduleData, schedulesToInvoice } from './repository.ts';
 
 function activeOn(charge: StoredObject, date: string): boolean {
   const { start_date: start, end_date: end } = charge.data;
   return (typeof start !== 'string' || start <= date) && (typeof end !== 'string' || end >= date);
 }
 
-function invoiceFor(schedule: StoredObject, date: string, charges: StoredObject[], now: Date): { invoice: StoredObject; items: StoredObject[] } {
-  const id = newId('inv');
-  const items = charges.map((charge, i): StoredObject => ({
-    id: newId('item'), type: 'charge', created_at: now, modified_at: now,
-    data: {
-      entry_type: 'charge', invoice_id: id, amount: charge.data.amount, qty: charge.data.qty ?? 1, value_units: 'number',
-      total: charge.data.total, label: charge.data.label ?? null, description: charge.data.description ?? null, line_number: i + 1,
-    },
-  }));
-  const total = items.reduce((sum, item) => sum + Number(item.data.total), 0);
-  const data: Json = {
-    payer: schedule.data.payer, biller: schedule.data.biller, due_date: date, description: schedule.data.description ?? null,
-    status: 'unpaid', totals: { total, paid: 0, balance_due: total }, paid_timestamp: null,
-    autopay_allowed: schedule.data.autopay_allowed ?? true, billing_schedule_id: schedule.id,
+/**
+ * The invoice of one billing date as a client would send it (v1, money in API units), created
+ * through the invoice family's own service: its rules check the payer, its method and the
+ * biller, price the items and store them with it.
+ */
+function invoiceBody(schedule: StoredObject, date: string, charges: StoredObject[]): Json {
+  const party = (name: string) => (schedule.data[name] ?? {}) as Json;
+  return {
+    customer_id: party('payer').account_id, payment_method_id: party('payer').method_id ?? undefined, processing_id: party('biller').account_id,
+    due_date: date, description: schedule.data.description ?? undefined, autopay_allowed: schedule.data.autopay_allowed ?? true,
+    items: charges.map((charge) => ({
+      type: charge.data.label ?? undefined, description: charge.data.description ?? undefined,
+      amount: formatMoney(Number(charge.data.amount)), qty: charge.data.qty ?? 1,
+    })),
   };
-  return { invoice: { id, type: 'invoice', created_at: now, modified_at: now, data }, items };
+}
+
+function runContext(tx: Db, domain: DomainServices, tenant: Tenant): RuleContext {
+  return { tx, tenant, version: 'v1', domain, principal: { kind: 'secret', keyId: 'billing_run', settings: {} } };
 }
 
 /** Produces one schedule's due invoices in the caller's transaction; returns the new invoice ids. */
-async function invoiceSchedule(tx: Db, tenant: Tenant, scheduleId: string, today: string, now: Date): Promise<string[]> {
+async function invoiceSchedule(ctx: RuleContext, scheduleId: string, today: string): Promise<string[]> {
+  const { tx, tenant } = ctx;
   const schedule = await lockSchedule(tx, tenant, scheduleId);
   if (!schedule) return [];
   const created = calendarDate(new Date(schedule.created_at));
@@ -52,12 +58,9 @@ async function invoiceSchedule(tx: Db, tenant: Tenant, scheduleId: string, today
   for (const date of billingDates((schedule.data.recurring ?? {}) as Json, start, from, end)) {
     const active = charges.filter((charge) => activeOn(charge, date));
     if (active.length === 0) continue;
-    const { invoice, items } = invoiceFor(schedule, date, active, now);
-    if (!(await insertScheduledInvoice(tx, tenant, invoice))) continue;
-    await insertItems(tx, tenant, items);
+    const invoice = await createNested(ctx, invoices, invoiceBody(schedule, date, active), new Map([['billing_schedule_id', schedule.id]]));
     produced.push(invoice.id);
   }
-  await recomputeInvoices(tx, tenant, produced);
   await mergeScheduleData(tx, tenant, schedule.id, { billed_through: end });
   return produced;
 }
@@ -67,11 +70,17 @@ function nextDay(date: string): string {
 }
 
 /** The invoicing run of one tenant as of `asOf`; returns the ids of the invoices it produced. */
-export async function produceInvoices(db: Db, tenant: Tenant, asOf: Date): Promise<string[]> {
+export async function produceInvoices(db: Db, domain: DomainServices, tenant: Tenant, asOf: Date): Promise<string[]> {
   const today = calendarDate(asOf);
   const produced: string[] = [];
   for (const schedule of await schedulesToInvoice(db, tenant, today)) {
-    produced.push(...(await db.transaction((tx) => invoiceSchedule(tx, tenant, schedule.id, today, asOf))));
+    try {
+      produced.push(...(await db.transaction((tx) => invoiceSchedule(runContext(tx, domain, tenant), schedule.id, today))));
+    } catch (error) {
+      // An invoice the family's rules refuse (its payer or method gone) is not made, and the
+      // schedule is not billed through that date: the next run tries it again; others go on.
+      if (!(error instanceof ApiError && error.status === 400)) throw error;
+    }
   }
   return produced;
 }

@@ -83,16 +83,6 @@ export async function schedulesToInvoice(db: Db, tenant: Tenant, today: string):
     [...scope.bindings, today, today, today]);
 }
 
-/** Inserts a produced invoice unless its schedule already has one for that date; true when inserted. */
-export async function insertScheduledInvoice(db: Db, tenant: Tenant, invoice: StoredObject): Promise<boolean> {
-  const inserted = await rows(db,
-    `insert into invoices (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)
-     on conflict ((data->>'billing_schedule_id'), (data->>'due_date')) where data->>'billing_schedule_id' is not null do nothing
-     returning id`,
-    [invoice.id, tenant.orgId, tenant.environment, invoice.type, JSON.stringify(invoice.data)]);
-  return inserted.length > 0;
-}
-
 export async function mergeScheduleData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
   await rows(db, 'update billing_schedules set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
     [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
@@ -108,11 +98,6 @@ export async function invoicesForAutopay(db: Db, tenant: Tenant, from: string, t
         and coalesce(data->>'last_autopay_on', '') < ?
       order by data->>'due_date', id`,
     [...scope.bindings, from, to, today]);
-}
-
-export async function mergeInvoiceData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
-  await rows(db, 'update invoices set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
-    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
 }
 
 /** Every tenant that could hold billing work: each org's test and live environments. */

@@ -12,7 +12,7 @@ import type { Json } from '../../engine/view.ts';
 import { createSystemTransaction } from '../transactions/systemMade.ts';
 import { refundedAmount, scheduleJob } from '../transactions/repository.ts';
 import { hasLinkedTransfer, lockTransactionById } from './chargebackRepository.ts';
-import { recordFundingOperations } from './repository.ts';
+import { recordFundingOperations } from './operations.ts';
 
 /** The card network acting on a tenant's transactions. */
 function networkContext(tx: Db, domain: DomainServices, tenant: Tenant): RuleContext {

@@ -12,7 +12,8 @@ import { newId } from '../../ids.ts';
 import { insertTransfers } from '../transactions/repository.ts';
 import { bucketTotal, postLegs } from './ledger.ts';
 import { fundingLegs, netOf } from './amounts.ts';
-import { fundingMethod, lockHeldItems, lockProcessingAccount, markFunded, recordFundingOperations, type FundingItem } from './repository.ts';
+import { recordFundingOperations } from './operations.ts';
+import { fundingMethod, lockHeldItems, lockProcessingAccount, markFunded, type FundingItem } from './repository.ts';
 
 export function isRelease(type: string): boolean {
   return type === 'deposit' || type === 'withdraw';

@@ -1,11 +1,8 @@
-/** Funding SQL on the transaction side: the account lock, the funding method, due items, deposits, operations. */
+/** Funding SQL on the transaction side: the account lock, the funding method, due items. */
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
-import { insertObjects } from '../../db/objects.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
-import { newId } from '../../ids.ts';
-import { insertTransfers } from '../transactions/repository.ts';
 
 const ROW = STORED_ROW;
 
@@ -84,40 +81,6 @@ export async function lockHeldItems(db: Db, tenant: Tenant, accountId: string): 
 export async function markFunded(db: Db, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   await rows(db, `update transactions set data = data || '{"funding_status": "funded"}'::jsonb, modified_at = now() where id = any(?::text[])`, [ids]);
-}
-
-/**
- * One operation row per transaction and step (`clear`, `fund`), each with its
- * `transaction:operation` event, and `transaction:operation:clear` for each clear, in one statement.
- */
-export interface OperationItem {
-  id: string;
-  amount: number;
-  depositId?: string;
-  /** the operations of this transaction, in order */
-  steps: Array<'clear' | 'fund' | 'chargeback'>;
-}
-
-export async function recordFundingOperations(db: Db, tenant: Tenant, items: OperationItem[]): Promise<void> {
-  const flat = items.flatMap((item) => item.steps.map((step) => ({ ...item, step })));
-  if (flat.length === 0) return;
-  await rows(db,
-    `with ops as (
-       insert into transaction_operations (id, org_id, environment, type, data)
-       select 'op_' || replace(gen_random_uuid()::text, '-', ''), ?, ?, s.step,
-              jsonb_strip_nulls(jsonb_build_object('transaction_id', s.id, 'amount', s.amount, 'status', 'complete', 'deposit_id', s.deposit_id))
-         from unnest(?::text[], ?::bigint[], ?::text[], ?::text[]) with ordinality as s(id, amount, deposit_id, step, n)
-        order by s.n
-       returning id, org_id, environment, type, data
-     ), evented as (
-       insert into events (id, org_id, environment, trigger, object_type, object_id, value)
-       select 'evt_' || replace(gen_random_uuid()::text, '-', ''), o.org_id, o.environment, tr.trigger, 'transaction', o.data->>'transaction_id',
-              jsonb_build_object('object', 'transaction_operation', 'id', o.id, 'type', o.type, 'status', 'complete', 'amount', round((o.data->>'amount')::numeric / 100, 2))
-         from ops o cross join lateral (select 'transaction:operation' as trigger union all select 'transaction:operation:clear' where o.type = 'clear') tr
-       returning 1
-     )
-     select count(*) as n from evented`,
-    [tenant.orgId, tenant.environment, flat.map((i) => i.id), flat.map((i) => i.amount), flat.map((i) => i.depositId ?? null), flat.map((i) => i.step)]);
 }
 
 /**

@@ -19,6 +19,7 @@ import { newId } from '../../ids.ts';
 import { createSystemTransaction } from '../transactions/systemMade.ts';
 import { fundingLegs, grossOf, netOf } from './amounts.ts';
 import { bucketTotal, postLegs, postingExists } from './ledger.ts';
+import { recordFundingOperations, type OperationItem } from './operations.ts';
 import * as repo from './repository.ts';
 
 export interface FundingOutcome {
@@ -91,14 +92,14 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
       { accountId, bucket: style === 'manual' || funds ? 'available' : 'held', amount: clearedNet },
     ]);
     if (!funds) {
-      await repo.recordFundingOperations(tx, tenant, cleared.map((item) => ({ ...item, steps: ['clear'] })));
+      await recordFundingOperations(tx, tenant, cleared.map((item) => ({ ...item, steps: ['clear'] })));
       return { cleared: cleared.length, funded: 0, deposits: [] };
     }
 
     const held = await bucketTotal(tx, tenant, accountId, 'held');
     await postLegs(tx, tenant, null, `release:${run}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
     const description = `Funding of ${isoDate(asOf)}`;
-    const funded: repo.OperationItem[] = [];
+    const funded: OperationItem[] = [];
     const deposits: string[] = [];
     if (style === 'itemized') {
       for (const item of items) {
@@ -119,7 +120,7 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
       for (const item of items) funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
     }
     // One statement for every item's operations: `clear` (when cleared by this run) and `fund`.
-    await repo.recordFundingOperations(tx, tenant, funded);
+    await recordFundingOperations(tx, tenant, funded);
     return { cleared: cleared.length, funded: funded.length, deposits };
   });
 }

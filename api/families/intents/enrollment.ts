@@ -15,8 +15,8 @@ import { createNested } from '../../engine/operations.ts';
 import { conflict, invalidAttributes, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
-import { spendClientToken } from '../transactions/repository.ts';
 import { findIntentIdByTokenHash, lockLink, markLinkFinished, setIntentAccount, type LinkTable } from './repository.ts';
+import { spendClientToken } from './tokenSpend.ts';
 import { LINK_OBJECTS } from './triggers.ts';
 
 export type EnrollmentTarget = { table: LinkTable; id: string };
@@ -98,10 +98,10 @@ export async function completeAccountEnrollment(ctx: RuleContext, target: Enroll
 /**
  * A processing_account_plugin client token (by its hash, hex) opens one processing account: the
  * token's one use is spent first, so a second submission is refused (409) and its intent
- * finishes (the access_tokens trigger); the intent then records the new `account_id`.
+ * finishes with it; the intent then records the new `account_id`.
  */
 export async function completeAccountPlugin(ctx: RuleContext, tokenHash: string, input: AccountEnrollment): Promise<string> {
-  if (!(await spendClientToken(ctx.tx, tokenHash))) throw conflict('This client token has expired or was already used');
+  if (!(await spendClientToken(ctx.tx, ctx.tenant, tokenHash))) throw conflict('This client token has expired or was already used');
   const intentId = await findIntentIdByTokenHash(ctx.tx, ctx.tenant, tokenHash);
   const service: RuleContext = { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `processing_account_plugin:${intentId ?? tokenHash.slice(0, 16)}`, settings: {} } };
   const accountId = await openProcessingAccount(service, {}, input);

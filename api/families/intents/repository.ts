@@ -53,6 +53,27 @@ export async function findIntentIdByTokenHash(tx: Db, tenant: Tenant, tokenHash:
   return intent?.id ?? null;
 }
 
+/**
+ * Spends a client token's one use (by its hash, hex) and finishes the pending element intent
+ * behind it, in one statement: whether the token was spent, and the intent that finished.
+ */
+export async function spendTokenOfIntent(tx: Db, tenant: Tenant, tokenHash: string): Promise<{ spent: boolean; finished: string | null }> {
+  const scope = tenantScan(tenant);
+  const [found] = await rows<{ spent: number; finished: string | null }>(tx,
+    `with spent as (
+       update access_tokens set uses = uses + 1
+        where token_hash = decode(?, 'hex') and uses = 0 and status = 'active' and expires_at > now()
+       returning 1
+     ), finished as (
+       update intents set data = jsonb_set(data, '{status}', '"finished"'), modified_at = now()
+        where ${scope.sql} and data->>'token_hash' = ? and data->>'status' = 'pending' and exists (select 1 from spent)
+       returning id
+     )
+     select (select count(*)::int from spent) as spent, (select id from finished limit 1) as finished`,
+    [tokenHash, ...scope.bindings, tokenHash]);
+  return { spent: found.spent > 0, finished: found.finished };
+}
+
 /** Records on an intent the account its token opened. */
 export async function setIntentAccount(tx: Db, tenant: Tenant, id: string, accountId: string): Promise<void> {
   await rows(tx, `update intents set data = data || jsonb_build_object('account_id', ?::text), modified_at = now() where id = ? and org_id = ? and environment = ?`,

@@ -3,13 +3,13 @@
  * customer account (or created inline, v1 `customer`), its chosen method one of its own, the biller
  * named or inferred (CONTRACT §12).
  */
+import { selectObjectById } from '../../db/objects.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import { defaultProcessingAccount, ownsMethod } from '../accounts/repository.ts';
-import { findAccount } from '../transactions/repository.ts';
 
 type Data = Json;
 
@@ -27,7 +27,7 @@ export function fieldName(ctx: RuleContext, v1: string, v2: string): string {
  */
 export async function resolveBiller(ctx: RuleContext, billerId: unknown, payer: StoredObject | null): Promise<string> {
   if (typeof billerId === 'string') {
-    const biller = await findAccount(ctx.tx, ctx.tenant, billerId);
+    const biller = await selectObjectById(ctx.tx, accounts.table, ctx.tenant, billerId);
     if (!biller || biller.type !== 'processing') throw invalidAttributes({ [fieldName(ctx, 'processing_id', 'biller[account_id]')]: 'No processing account with this id' });
     return biller.id;
   }
@@ -67,7 +67,7 @@ export async function createInlinePayer(ctx: RuleContext, data: Data): Promise<v
 /** The payer must be a customer account of this environment. */
 export async function findPayer(ctx: RuleContext, payerId: unknown): Promise<StoredObject | null> {
   if (typeof payerId !== 'string') return null;
-  const payer = await findAccount(ctx.tx, ctx.tenant, payerId);
+  const payer = await selectObjectById(ctx.tx, accounts.table, ctx.tenant, payerId);
   if (!payer || payer.type !== 'customer') throw invalidAttributes({ [fieldName(ctx, 'customer_id', 'payer[account_id]')]: 'No customer account with this id' });
   return payer;
 }

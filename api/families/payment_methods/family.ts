@@ -20,7 +20,10 @@ const fields: FieldSpec[] = [
   { store: 'account_id', type: 'id', v1: 'account_id', writeOnly: true },
   { store: 'card.card_number', type: 'string', v1: 'card.card_number', v2: 'card.card_number', types: CARD, required: true, maxLength: 32 },
   { store: 'card.expiry', type: 'string', v1: 'card.expiry', v2: 'card.expiry', types: CARD, required: true, maxLength: 7 },
-  { store: 'card.card_code', type: 'string', v1: 'card.card_code', v2: 'card.card_code', types: CARD, writeOnly: true, maxLength: 4 },
+  {
+    store: 'card.card_code', type: 'string', v1: 'card.card_code', v2: 'card.card_code', types: CARD, writeOnly: true, neverStored: true,
+    maxLength: 4, pattern: { match: /^\d{3,4}$/, reason: 'Must be 3 or 4 digits' },
+  },
   { store: 'card.card_brand', type: 'string', v1: 'card.card_brand', v2: 'card.card_brand', types: CARD, readOnly: true },
   { store: 'bank_account.account_number', type: 'string', v1: 'bank_account.account_number', v2: 'bank_account.account_number', types: BANK, required: true, maxLength: 17 },
   { store: 'bank_account.routing_number', type: 'string', v1: 'bank_account.routing_number', v2: 'bank_account.routing_number', types: BANK, required: true, maxLength: 9 },

@@ -3,8 +3,7 @@ import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { applyClientAccount, spendClientTokenOnce } from '../transactions/clientIntent.ts';
-import { setPayingDefault } from '../accounts/repository.ts';
-import { accountExists, clearAccountPointer, clearDefault } from './repository.ts';
+import { accountExists, clearAccountPointer, clearDefault, setPayingDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 import { METHOD_STATUSES, methodStatus, VERIFICATION_STATUSES } from './statuses.ts';
 
@@ -21,8 +20,6 @@ function sealCard(ctx: RuleContext, card: Json): Json {
   const expiry = normaliseExpiry(String(card.expiry ?? ''));
   if (!expiry) throw invalidAttributes({ card: { expiry: 'Must be MM/YY' } });
   if (expiryInPast(expiry.year, expiry.month, ctx.domain.now())) throw invalidAttributes({ card: { expiry: 'Card has expired' } });
-  if (card.card_code !== undefined && !/^\d{3,4}$/.test(String(card.card_code))) throw invalidAttributes({ card: { card_code: 'Must be 3 or 4 digits' } });
-  // The card code is checked and dropped: it is never stored.
   return {
     card_number: mask(digits),
     expiry: expiry.expiry,

@@ -1,13 +1,15 @@
 /**
  * Transaction operations (CONTRACT §14), read-only: one per step of a transaction (authorize,
- * process, capture, void, refund, decline, reject), written with the step by a trigger on
- * `transactions` (migrations/20261123000013) together with its `transaction:operation` event.
+ * process, capture, void, refund, decline, reject, and the funding run's clear, fund and
+ * chargeback), written with the step by the writer that changes the transaction (./repository.ts),
+ * together with its `transaction:operation` event.
  */
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { idField, timestampFields } from '../common.ts';
+import { OPERATION_TYPES as TYPES } from './operations.ts';
 import { TRANSACTION_OPERATION_CLEAR_TRIGGER, TRANSACTION_OPERATION_TRIGGER } from './triggers.ts';
 
-export const OPERATION_TYPES = ['authorize', 'process', 'capture', 'void', 'refund', 'decline', 'reject', 'fund', 'clear', 'chargeback'];
+export const OPERATION_TYPES: string[] = [...TYPES];
 
 const both = (path: string) => ({ v1: path, v2: path, readOnly: true });
 

@@ -1,7 +1,4 @@
-/**
- * The triggers of a transaction's operations. Their events are written by the database trigger
- * on each operation row (migration 20261123000013), which names them in SQL.
- */
+/** The triggers of a transaction's operations (./operations.ts `operationEvents`). */
 import { trigger } from '../../db/events.ts';
 
 export const TRANSACTION_OPERATION_TRIGGER = trigger('transaction:operation');

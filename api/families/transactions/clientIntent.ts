@@ -8,7 +8,7 @@ import type { RuleContext } from '../../engine/family.ts';
 import { isPlainObject, setPath, type Json } from '../../engine/view.ts';
 import { parseMoney } from '../../schema/values.ts';
 import { forbidden, invalidAttributes, type ErrorDetails } from '../../errors.ts';
-import * as repo from './repository.ts';
+import { spendClientToken } from '../intents/tokenSpend.ts';
 
 /** Kinds that may create a payment; `none` is a token made without an intent (CONTRACT §13). */
 const PAYMENT_INTENTS = new Set(['payment_form', 'checkout_plugin', 'checkout_page', 'none']);
@@ -22,7 +22,7 @@ export function intentOf(intent: Record<string, unknown>): [string, Json] {
 /** A client token has one use; a payment and the method typed into it are that one use. */
 export async function spendClientTokenOnce(ctx: RuleContext): Promise<void> {
   if (ctx.principal.kind !== 'client' || ctx.clientTokenSpent) return;
-  if (!(await repo.spendClientToken(ctx.tx, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
+  if (!(await spendClientToken(ctx.tx, ctx.tenant, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
   ctx.clientTokenSpent = true;
 }
 /** Preset keys an intent may carry at its top level as well as inside `payment`. */

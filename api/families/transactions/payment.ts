@@ -20,8 +20,9 @@ import { decodeCreate, prepareNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { currentAuditSetting } from '../../db/auditContext.ts';
 import type { EventDraft } from '../../db/events.ts';
+import { statusOperation } from '../transaction_operations/operations.ts';
 import { groupCommit, groupWriterOf } from '../../db/groupWriter.ts';
-import { auditRows } from '../audit_events/statement.ts';
+import { auditRows } from '../../db/auditStatement.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { creationEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
@@ -88,7 +89,8 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   const parties = { customerId: given.customerId, processingId, methodId: method.id };
   const transaction = await finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
   events.push(...creationEvents(transaction));
-  return { write: { method: newMethod, transaction, events, jobs: timedJobs(ctx, transaction) } };
+  const step = statusOperation(transaction, null);
+  return { write: { method: newMethod, transaction, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) } };
 }
 
 // 3. write: one statement (shared with other payments arriving at the same time when it commits on its own)
@@ -96,7 +98,7 @@ async function write(ctx: RuleContext, planned: PaymentPlan): Promise<StoredObje
   const item: repo.PaymentItem = { tenant: ctx.tenant, write: planned.write, audit: currentAuditSetting() };
   // Payments that commit on their own and arrive together share one statement (group commit); its
   // rows are audited by the statement, each with its own actor (without that, one statement each).
-  const grouped = groupCommit && !ctx.tx.inTransaction && auditRows.inStatement;
+  const grouped = groupCommit.enabled && !ctx.tx.inTransaction && auditRows.inStatement;
   const db = ctx.tx;
   const row = grouped
     ? await groupWriterOf(db, 'payments', (items: repo.PaymentItem[]) => repo.insertPayments(db, items)).write(item)

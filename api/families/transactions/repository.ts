@@ -1,12 +1,14 @@
 /** Transaction SQL beyond the generic operations: refund totals, transfer rows, timed jobs. */
 import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts';
-import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../audit_events/statement.ts';
+import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../../db/auditStatement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
+import { operationEvents, type OperationDraft } from '../transaction_operations/operations.ts';
+import { operationsInsert } from '../transaction_operations/repository.ts';
 
 const ROW = STORED_ROW;
 
@@ -107,14 +109,6 @@ export async function scheduleJob(db: Db, task: string, payload: Record<string, 
     [task, JSON.stringify(payload), runAt.toISOString(), jobKey ?? null]);
 }
 
-/** Spends one use of a client token inside the payment's transaction; false when already used. */
-export async function spendClientToken(db: Db, tokenId: string): Promise<boolean> {
-  const found = await rows(db,
-    `update access_tokens set uses = uses + 1 where token_hash = decode(?, 'hex') and uses = 0 and status = 'active' and expires_at > now() returning 1`,
-    [tokenId]);
-  return found.length > 0;
-}
-
 export async function removeJob(db: Db, jobKey: string): Promise<void> {
   await rows(db, 'select graphile_worker.remove_job(?)', [jobKey]);
 }
@@ -167,6 +161,8 @@ export interface PaymentWrite {
   /** an inline method, stored with the payment */
   method?: StoredObject;
   transaction: StoredObject;
+  /** the step its status is (authorize, process, decline) */
+  operations: OperationDraft[];
   events: EventDraft[];
   jobs: JobDraft[];
 }
@@ -181,10 +177,10 @@ export interface PaymentItem {
 /**
  * One statement, so one round trip and atomic without BEGIN/COMMIT, for one payment or a group
  * of them (group commit, api/db/groupWriter.ts): the inline methods, the transactions (their
- * triggers post the ledger, operations and reporting changes), the events (the worker's
+ * triggers post the ledger and reporting changes), their operations, the events (the worker's
  * dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts), the transactions' timed jobs,
  * and the audit events of the methods and the transactions, each with its own payment's actor
- * (built here, see api/families/audit_events/statement.ts: the rows' own parts mark both tables,
+ * (built here, see api/db/auditStatement.ts: the rows' own parts mark both tables,
  * so their audit triggers leave this statement to its own audit part). A group needs that audit
  * part: the triggers' actor is one per statement. Answers the stored transactions in order.
  */
@@ -194,7 +190,8 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
   const withMethod = items.filter((item) => item.write.method);
   const methodAudit = createdAudit('payment_method', withMethod.map((item) => ({ row: item.write.method!, audit: item.audit })), audit);
   const txnAudit = createdAudit('transaction', items.map((item) => ({ row: item.write.transaction, audit: item.audit })), audit);
-  const events = tenantsEventsInsert(items.map((item) => ({ tenant: item.tenant, drafts: item.write.events })));
+  const events = tenantsEventsInsert(items.map((item) => ({ tenant: item.tenant, drafts: [...item.write.events, ...operationEvents(item.write.operations)] })));
+  const operations = operationsInsert(items.map((item) => ({ tenant: item.tenant, operations: item.write.operations })));
   const jobs = items.flatMap((item) => item.write.jobs);
   const found = await rows<StoredObject>(db,
     `with method_in as (
@@ -212,6 +209,7 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
      txn as (
        insert into transactions (id, org_id, environment, type, data) select id, org_id, environment, type, data from txn_in
        returning ${ROW}),
+     op as (${operations.sql}),
      event as (${events.sql}),
      timed as (
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
@@ -234,6 +232,7 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
       items.map((item) => item.write.transaction.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
       items.map((item) => item.write.transaction.type), items.map((item) => JSON.stringify(item.write.transaction.data)),
       txnAudit.built, txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, txnAudit.events,
+      ...operations.bindings,
       ...events.bindings,
       jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt.toISOString()), jobs.map((j) => j.key ?? null),
       items[0].audit,

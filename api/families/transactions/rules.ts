@@ -4,6 +4,8 @@
  * status transitions, timed jobs and events.
  */
 import type { EventDraft } from '../../db/events.ts';
+import { statusOperation } from '../transaction_operations/operations.ts';
+import { recordOperations } from '../transaction_operations/repository.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
@@ -43,7 +45,7 @@ export function partiesFromInput(ctx: RuleContext, type: string, data: Data): Pa
     case 'payment':
       return { customerId: str(sender.account_id), methodId: str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
     case 'deposit':
-      return { methodId: str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
+      return { methodId: str(receiver.method_id) ?? str(sender.method_id), processingId: str(receiver.account_id) ?? processingId };
     case 'withdraw':
       return { processingId: str(sender.account_id) ?? processingId, methodId: str(receiver.method_id) };
     default: // payout, refund: from the processing account to the customer's method
@@ -58,7 +60,13 @@ export function storeParties(data: Data, type: string, parties: Parties): void {
   data.payment_method_id = parties.methodId ?? null;
   const customerSide = { account_id: parties.customerId ?? null, method_id: parties.methodId ?? null };
   const processingSide = { account_id: parties.processingId ?? null, method_id: null };
-  const inbound = type === 'payment' || type === 'deposit' || type === 'chargeback_reversal';
+  if (type === 'deposit') {
+    // The processing account's money goes to its funding method (CONTRACT §14): the method receives.
+    data.sender = { account_id: parties.processingId ?? null, method_id: null };
+    data.receiver = { account_id: parties.processingId ?? null, method_id: parties.methodId ?? null };
+    return;
+  }
+  const inbound = type === 'payment' || type === 'chargeback_reversal';
   data.sender = inbound ? customerSide : processingSide;
   data.receiver = inbound ? processingSide : customerSide;
 }
@@ -463,6 +471,8 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
 
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const data = next.data;
+  const step = statusOperation(next, previous);
+  if (step) await recordOperations(ctx.tx, ctx.tenant, [step]);
   if (previous) {
     if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
     return;

@@ -45,5 +45,7 @@ export const sandboxProcessor: PaymentProcessor = {
     const dispute = outcome.approved ? disputeOutcome(cardNumber) : null;
     return dispute ? { ...outcome, dispute } : outcome;
   },
+  // The sandbox holds no funds: an authorization ends with nothing to release.
+  async voidAuthorization() {},
   bankWillReject,
 };

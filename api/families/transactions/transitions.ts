@@ -4,7 +4,8 @@
  * one database transaction, so a racing capture or void either wins or loses, never both.
  */
 import type { Db } from '../../db/connection.ts';
-import { recordEvents } from '../../db/events.ts';
+import { statusOperation } from '../transaction_operations/operations.ts';
+import { recordOperations } from '../transaction_operations/repository.ts';
 import { statusCodeFor, transitionEvents } from './lifecycle.ts';
 import { lockTransactionById, storeTransactionData } from './repository.ts';
 
@@ -25,7 +26,8 @@ export async function transitionTransaction(db: Db, change: SystemTransition): P
     const data = { ...previous.data, status: change.to, ...statusCodeFor(change.to, change.reason) };
     await storeTransactionData(tx, previous.id, data);
     const next = { ...previous, data };
-    await recordEvents(tx, { orgId: previous.org_id, environment: previous.environment }, transitionEvents(next, previous));
+    const step = statusOperation(next, previous);
+    await recordOperations(tx, { orgId: previous.org_id, environment: previous.environment }, step ? [step] : [], transitionEvents(next, previous));
     return change.to;
   });
 }

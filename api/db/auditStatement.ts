@@ -1,6 +1,6 @@
 /**
  * Audit events written by the statement that creates the rows (a card payment's one statement,
- * api/families/transactions/repository.ts; one-row creates arriving together, createdRows.ts),
+ * api/families/transactions/repository.ts; one-row creates arriving together, auditedRows.ts),
  * instead of by the audit trigger (migration 20261128000100). Such a statement marks each table
  * whose rows it audits with `ownAuditSql(table)` before inserting them, and that table's insert
  * trigger then does not fire for it (for it alone: any other statement is audited by the trigger
@@ -22,16 +22,19 @@
  * SETTLE_AUDIT_BY=trigger leaves every row to the trigger (the benchmark compares the two); either
  * way each created row is audited once, in its own statement.
  */
-import type { StoredObject } from '../../db/storedRow.ts';
-import { newId } from '../../ids.ts';
+import type { StoredObject } from './storedRow.ts';
+import { newId } from '../ids.ts';
 
 /** The keys the trigger's `audit_scrub` drops, matched case-insensitively as PostgreSQL's `~*`. */
 const SECRET_KEY = /(sealed|secret|hash|password|card_code|fingerprint)/i;
 /** A key with letters outside ASCII is left to the database: its case-insensitive matching is its own. */
 const NOT_ASCII = /[^\x00-\x7f]/;
 
-/** Whether a statement that can audit its rows does (read per statement, so a benchmark can compare both in one process). */
-export const auditRows = { inStatement: process.env.SETTLE_AUDIT_BY !== 'trigger' };
+/**
+ * Whether a statement that can audit its rows does: SETTLE_AUDIT_BY (api/config.ts), applied at
+ * start-up (`applyWriteSettings`); read per statement, so a test can compare both in one process.
+ */
+export const auditRows = { inStatement: true };
 
 class LeftToDatabase extends Error {}
 

@@ -5,11 +5,11 @@
  * only checks that the row was stored as sent; the table's audit trigger leaves the statement's
  * rows to it, as for a card payment's statement.
  */
-import { AUDIT_SETTING_SQL } from '../../db/auditContext.ts';
-import { rows, type Db } from '../../db/connection.ts';
-import { STORED_ROW, type StoredObject } from '../../db/storedRow.ts';
-import type { Tenant } from '../../db/tenant.ts';
-import { auditCreatedSql, createdAudit, ownAuditSql } from './statement.ts';
+import { AUDIT_SETTING_SQL } from './auditContext.ts';
+import { rows, type Db } from './connection.ts';
+import { STORED_ROW, type StoredObject } from './storedRow.ts';
+import type { Tenant } from './tenant.ts';
+import { auditCreatedSql, createdAudit, ownAuditSql } from './auditStatement.ts';
 
 export interface CreatedItem {
   tenant: Tenant;
