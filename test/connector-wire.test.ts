@@ -23,6 +23,7 @@ const processor: PaymentProcessor = {
     return sandboxProcessor.authorizeCard(number);
   },
   bankWillReject: sandboxProcessor.bankWillReject,
+  voidAuthorization: sandboxProcessor.voidAuthorization,
 };
 const api = await startTestApi(t, {}, { processor });
 await startTestWorker(t, api.databaseUrl, { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_POLL_INTERVAL: '50' }, { processor });
