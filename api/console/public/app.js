@@ -6,12 +6,18 @@ import { errorBox, h, route, show } from './dom.js';
 import { LISTS, renderDetail, renderList } from './lists.js';
 import { renderReports } from './reports.js';
 import { renderTransaction } from './transactions.js';
-import { renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
+import { addWebhook, renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
 import { renderRequest } from './history.js';
+import { renderCustomer } from './customers.js';
+import { newPaymentLink } from './paymentLinks.js';
+import { searchBox } from './search.js';
 
 const root = document.getElementById('console');
 
 const NAVIGATION = [...Object.entries(LISTS).map(([name, view]) => [name, view.title]), ['reports', 'Reports']];
+
+/** The list views with a form that makes a new one. */
+const CREATE = { payment_links: newPaymentLink, webhooks: addWebhook };
 
 function parseAddress() {
   const [path, query = ''] = location.hash.replace(/^#\/?/, '').split('?');
@@ -73,6 +79,7 @@ function header(mode) {
     h('span', { class: 'brand' }, 'Settle console'),
     h('span', { class: `mode-badge mode-${mode}`, id: 'mode-badge' }, mode === 'live' ? 'Live mode' : 'Test mode'),
     org,
+    searchBox(),
     signOut);
 }
 
@@ -87,8 +94,9 @@ function renderView(main) {
   const navigate = (next) => goTo([view, id, sub].filter(Boolean), next);
   if (view === 'reports') return renderReports(main, state, navigate);
   if (!LISTS[view]) return show(main, 'Not found', h('p', {}, 'There is no such view. Choose one above.'));
-  if (!id) return renderList(main, view, state, navigate);
+  if (!id) return renderList(main, view, state, navigate, CREATE[view]?.(state));
   if (view === 'transactions') return renderTransaction(main, id);
+  if (view === 'customers') return renderCustomer(main, id);
   if (view === 'events') return renderEvent(main, id);
   if (view === 'requests') return renderRequest(main, id);
   if (view === 'webhooks') return sub ? renderDelivery(main, id, sub) : renderWebhook(main, id, state, navigate);

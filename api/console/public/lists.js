@@ -28,6 +28,15 @@ export const LISTS = {
       { label: 'Method', cell: methodText },
     ],
   },
+  customers: {
+    title: 'Customers', path: '/customers', example: 'email ? "*@example.com"',
+    columns: [
+      created,
+      field('Name', 'name'),
+      field('E-mail', 'email'),
+      field('Phone', 'phone'),
+    ],
+  },
   events: {
     title: 'Events', path: '/webhook_logs', params: { attempt: '1' }, example: 'trigger == "payment"',
     note: 'Events as they were sent to your webhooks, one row per event and webhook.',
@@ -173,8 +182,11 @@ function exportCsv(view, q) {
   return readView(view, q, (params) => csvExport(view.path, { params, version: view.version }));
 }
 
-/** The list view: `state` is {q, offset} from the address; `navigate(state)` changes it. */
-export function renderList(main, name, state, navigate) {
+/**
+ * The list view: `state` is {q, offset} from the address; `navigate(state)` changes it. `create`
+ * is the view's form for making a new one, where it has one.
+ */
+export function renderList(main, name, state, navigate, create = null) {
   const view = LISTS[name];
   const results = later(async () => {
     const page = await fetchPage(view, state);
@@ -184,6 +196,7 @@ export function renderList(main, name, state, navigate) {
   });
   show(main, view.title,
     view.note ? h('p', { class: 'note' }, view.note) : null,
+    create,
     filterForm(state.q ?? '', (q) => navigate({ q, offset: 0 }), view.example),
     view.csv === false ? null : downloadCsv(`${name}.csv`, () => exportCsv(view, state.q)),
     results);
