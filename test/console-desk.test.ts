@@ -118,10 +118,11 @@ t.test('the search box answers as an operator types: a name, an e-mail, the last
   await page.close();
 });
 
-t.test('with the keyboard alone: type, arrow to a customer, Enter opens the page with her methods, transactions and invoices', async (t) => {
+t.test('with the keyboard alone: "/" to search, type, arrow to a customer, Enter opens the page with her methods, transactions and invoices', async (t) => {
   const page = await browser.newPage();
   await signIn(page);
-  await search(page).focus();
+  await page.locator('tbody tr').first().waitFor();
+  await page.keyboard.press('/');
   await page.keyboard.type('ann@');
   await results(page).getByRole('link', { name: /Ann Buyer/ }).waitFor();
   await page.keyboard.press('ArrowDown');
@@ -201,6 +202,32 @@ t.test('a part refund from the console: the confirmation names amount and paymen
   await dialog.getByRole('button', { name: 'Refund 13.00 USD' }).click();
   await page.getByText('Refundable: 0.00 USD of 18.00 USD.').waitFor();
   t.equal(await page.getByRole('button', { name: 'Refund…' }).count(), 0, 'nothing left to refund');
+  await page.close();
+});
+
+t.test('a refund with the keyboard alone: search, Enter, Tab to the amount, Enter, Tab to confirm, Enter', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page);
+  await page.locator('tbody tr').first().waitFor();
+  await page.keyboard.press('/');
+  await page.keyboard.type('A-1001');
+  await results(page).getByText('Found for “A-1001”:').waitFor();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.getByText('Refundable: 12.50 USD of 12.50 USD.').waitFor();
+  const amount = page.getByLabel('Refund amount (USD)');
+  for (let presses = 0; presses < 40 && !(await amount.evaluate((input) => input === input.ownerDocument.activeElement)); presses++) await page.keyboard.press('Tab');
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.type('2.5');
+  await page.keyboard.press('Enter');
+  const dialog = page.getByRole('dialog', { name: 'Refund this payment?' });
+  await dialog.waitFor();
+  t.ok(await dialog.getByRole('button', { name: 'Cancel' }).evaluate((button) => button === button.ownerDocument.activeElement), 'Cancel has the focus: a stray Enter changes nothing');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await page.getByText('Refundable: 10.00 USD of 12.50 USD.').waitFor();
+  const refunds = (await api.request('GET', `/transfers?assoc_transaction_id=${mug.id}`)).body.values;
+  t.same(refunds.map((e: { amount: number }) => Math.abs(e.amount)), [2.5], 'the API has the refund of 2.50');
   await page.close();
 });
 

@@ -122,6 +122,16 @@ whenUnauthorized((error) => {
   renderSignIn(`Signed out: the server no longer accepts this key (${error.message}).`);
 });
 
+// "/" anywhere but in a field goes to the search box, as in most dashboards.
+document.addEventListener('keydown', (event) => {
+  const typing = event.target instanceof HTMLElement && event.target.closest('input, textarea, select, [contenteditable]');
+  if (event.key !== '/' || typing || event.ctrlKey || event.metaKey || event.altKey) return;
+  const search = document.getElementById('search');
+  if (!search) return;
+  event.preventDefault();
+  search.focus();
+});
+
 window.addEventListener('hashchange', () => {
   if (storedKey()) renderShell();
 });

@@ -21,7 +21,6 @@ export function renderCustomer(main, id) {
   renderDetail(main, 'customers', id, (customer) => {
     const methods = related('/payment_methods', `customer_id == ${quote(customer.id)}`);
     return [
-      h('p', { class: 'actions' }, h('a', { href: `${route('payment_links')}?customer=${encodeURIComponent(customer.id)}`, class: 'button' }, 'New payment link for this customer')),
       section('Payment methods', later(async () => table([
         { label: 'Method', cell: methodText },
         { label: 'Type', cell: (m) => text(m.type) },
@@ -45,5 +44,8 @@ export function renderCustomer(main, id) {
         { label: 'Amount due', cell: (i) => money(i.amount_due) },
       ], await related('/invoices', `customer_id == ${quote(customer.id)}`), { linkTo: (i) => ['invoices', i.id], empty: 'No invoices.' }))),
     ];
-  });
+  }, (customer) => [
+    h('p', { class: 'summary' }, [customer.name, customer.email, customer.phone].filter(Boolean).join(' · ') || customer.id),
+    h('p', { class: 'actions' }, h('a', { href: `${route('payment_links')}?customer=${encodeURIComponent(customer.id)}`, class: 'button' }, 'New payment link for this customer')),
+  ]);
 }

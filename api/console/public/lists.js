@@ -202,8 +202,11 @@ export function renderList(main, name, state, navigate, create = null) {
     results);
 }
 
-/** Any object's detail: its fields as the API shows them, then the view's extra sections. */
-export function renderDetail(main, name, id, extra = () => []) {
+/**
+ * Any object's detail: `lead(object)` first (what it is at a glance, what can be done with it),
+ * its fields as the API shows them, then the view's `extra(object)` sections and its history.
+ */
+export function renderDetail(main, name, id, extra = () => [], lead = () => []) {
   const view = LISTS[name];
   const path = `${view.path}/${encodeURIComponent(id)}`;
   show(main, `${view.title.replace(/s$/, '')} ${id}`,
@@ -212,6 +215,6 @@ export function renderDetail(main, name, id, extra = () => []) {
       const object = view.balance
         ? await withOptionalBalance((list) => api('GET', path, { params: list ? { fields: list.join(',') } : undefined }))
         : await api('GET', path);
-      return h('div', {}, section('Fields', fields(object)), ...extra(object), historySection(object.id));
+      return h('div', {}, ...lead(object), section('Fields', fields(object)), ...extra(object), historySection(object.id));
     }));
 }

@@ -73,7 +73,7 @@ function results(term, { customers, transactions }) {
 export function searchBox() {
   const panel = h('div', { id: 'search-results', class: 'search-results', role: 'region', 'aria-label': 'Search results', 'aria-live': 'polite', hidden: true });
   const input = h('input', { type: 'search', id: 'search', name: 'search', autocomplete: 'off', spellcheck: 'false',
-    placeholder: 'Search e-mail, name, last 4, amount, order…', 'aria-controls': 'search-results' });
+    placeholder: 'Search e-mail, name, last 4, amount, order… ( / )', 'aria-controls': 'search-results', 'aria-keyshortcuts': '/' });
   let asked = 0;
   let timer;
   const close = () => {

@@ -34,7 +34,6 @@ export function renderTransaction(main, id, said) {
     // Nothing about a transaction predates it: the time bound lets the lookups use the tenant's time index.
     const since = `created_at >= date(${transaction.created_at})`;
     return [
-      section('Actions', said ? h('p', { class: 'notice', role: 'status' }, ...[said].flat()) : null, later(() => transactionActions(transaction, again))),
       laterSection('Operations', () => related('/transaction_operations', ofThis), [
         { label: 'When', cell: (o) => text(o.created_at) },
         { label: 'Operation', cell: (o) => text(o.type) },
@@ -56,7 +55,10 @@ export function renderTransaction(main, id, said) {
         { label: 'Related', cell: (o) => (o.assoc_transaction_id && o.assoc_transaction_id !== transaction.id ? link(o.assoc_transaction_id, 'transactions', o.assoc_transaction_id) : text(o.assoc_transaction_id)) },
       ], 'No ledger entries.'),
     ];
-  });
+  }, (transaction) => [
+    h('p', { class: 'summary' }, [`${money(transaction.amount, transaction.currency)} ${text(transaction.type)}`, statusOf(transaction), transaction.description, transaction.order_number && `order ${transaction.order_number}`].filter(Boolean).join(' · ')),
+    section('Actions', said ? h('p', { class: 'notice', role: 'status' }, ...[said].flat()) : null, later(() => transactionActions(transaction, again))),
+  ]);
 }
 
 function laterSection(title, load, columns, empty) {
@@ -82,7 +84,10 @@ async function transactionActions(transaction, again) {
     } }, `Capture ${total}…`);
     parts.push(h('div', { class: 'actions' }, capture, voidButton(transaction, notice, again)));
   } else if (transaction.type === 'payment' && status === 'processed') {
-    parts.push(await refundForm(transaction, notice, again), h('div', { class: 'actions' }, voidButton(transaction, notice, again)));
+    const refunded = await refundedCents(transaction.id);
+    parts.push(refundForm(transaction, refunded, notice, again));
+    // A payment with refunds is not voided (the API refuses): what remains is refunded instead.
+    if (refunded === 0) parts.push(h('div', { class: 'actions' }, voidButton(transaction, notice, again)));
   } else {
     parts.push(h('p', { class: 'empty' }, `Nothing to do with a ${status} ${transaction.type ?? 'transaction'}.`));
   }
@@ -99,10 +104,10 @@ function voidButton(transaction, notice, again) {
 }
 
 /** A refund of the whole remaining amount or a part of it; says how much remains refundable. */
-async function refundForm(transaction, notice, again) {
+function refundForm(transaction, refunded, notice, again) {
   const currency = transaction.currency ?? 'USD';
   const paid = Math.round(transaction.amount * 100);
-  const remaining = Math.max(0, paid - (await refundedCents(transaction.id)));
+  const remaining = Math.max(0, paid - refunded);
   const summary = h('p', { id: 'refundable' }, `Refundable: ${centsText(remaining)} ${currency} of ${centsText(paid)} ${currency}.`);
   if (remaining === 0) return h('div', {}, summary);
   const amount = field('refund-amount', `Refund amount (${currency})`, { inputmode: 'decimal', value: centsText(remaining), 'aria-describedby': 'refundable' });
