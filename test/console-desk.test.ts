@@ -83,6 +83,7 @@ t.test('the search box answers as an operator types: a name, an e-mail, the last
   await found.getByRole('link', { name: /Ann Buyer/ }).waitFor();
   t.equal(await found.getByRole('link', { name: /Blue mug/ }).count(), 1, 'her payment, made with the card she keeps');
   t.equal(await found.getByRole('link', { name: /Bob Smith/ }).count(), 0);
+  await screenshot(page, 'console-search.png');
 
   await typeInto(search(page), 'bob@example');
   await found.getByText('Found for “bob@example”:').waitFor();
@@ -166,6 +167,7 @@ t.test('a part refund from the console: the confirmation names amount and paymen
   await page.getByRole('button', { name: 'Refund…' }).click();
   const dialog = page.getByRole('dialog', { name: 'Refund this payment?' });
   await dialog.waitFor();
+  await screenshot(page, 'console-refund-confirm.png');
   t.match(await dialog.textContent(), new RegExp(`Refund 5\\.00 USD of ${teapot.id} \\(“Green teapot”\\) — part of the remaining 18\\.00 USD`));
   await page.keyboard.press('Escape');
   await dialog.waitFor({ state: 'detached' });
@@ -446,6 +448,9 @@ t.test('a 390-pixel phone: the test-mode badge stays in view while scrolling, an
   const page = await browser.newPage();
   await page.setViewportSize({ width: 390, height: 844 });
   await signIn(page);
+  await search(page).pressSequentially('ann');
+  await results(page).getByText('Found for “ann”:').waitFor();
+  await screenshot(page, 'phone-search.png');
   for (const address of VIEWS()) {
     await page.goto(`${api.url}/console#/${address}`);
     await page.locator('main h1').waitFor();
