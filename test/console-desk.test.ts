@@ -36,6 +36,7 @@ const bob = await made('/customers', { name: 'Bob Smith', email: 'bob@example.or
 const kettle = await made('/transactions', { type: 'payment', amount: 31, customer_id: bob.id, payment_method: BANK, description: 'Cast iron kettle' });
 const teapot = await made('/transactions', { type: 'payment', amount: 18, payment_method: CARD, description: 'Green teapot', order_number: 'B-77' });
 
+const rollShop = await api.newKey('Roll shop', 'test');
 /**
  * A shop of its own for the Reports view: payments made now (created_at is the database's clock,
  * which no API moves), processed and declined, and a refund.
@@ -338,6 +339,37 @@ async function setDate(page: Page, label: string, day: string): Promise<void> {
   await page.getByLabel(label, { exact: true }).focus();
   await page.getByLabel(label, { exact: true }).pressSequentially(`${month}${date}${year}`);
 }
+
+t.test('Roll key: confirmed, the new key shown once to copy, this tab goes on with it, the old one stops, audited as the console', async (t) => {
+  const page = await browser.newPage();
+  await signIn(page, rollShop);
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'API key', exact: true }).click();
+  await page.getByLabel('After rolling, the current key').selectOption('stops at once');
+  await page.getByRole('button', { name: 'Roll key…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Roll this key?' });
+  t.match(await dialog.textContent(), new RegExp(`Roll ${rollShop.slice(0, -24)}…: a new key with the same access is made and shown once; this one stops at once\\.`));
+  await dialog.getByRole('button', { name: 'Roll key' }).click();
+  const shown = page.getByLabel('new key', { exact: true });
+  await shown.waitFor();
+  const fresh = await shown.inputValue();
+  t.match(fresh, /^test_secret_key_[A-Za-z0-9]{32}$/);
+  t.equal((await api.request('GET', '/customers', { key: rollShop })).status, 401, 'the old key stopped');
+  t.equal((await api.request('GET', '/customers', { key: fresh })).status, 200, 'the new one works');
+  const audit = await api.request('GET', '/audit_events?object_type=api_key', { key: fresh });
+  const events = audit.body.values as Array<{ actor: { type: string }; object_id: string }>;
+  const byConsole = events.filter((e) => e.actor.type === 'console');
+  t.equal(new Set(byConsole.map((e) => e.object_id)).size, 2, 'the new key made and the old one ended, by the console');
+  t.same(events.filter((e) => e.actor.type !== 'console').map((e) => e.actor.type), ['system'], 'besides the old key\'s making by this test\'s setup');
+
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Customers', exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: 'Customers' }).waitFor();
+  await page.getByText('Nothing here yet.').waitFor();
+  t.equal(await page.getByLabel('Secret key').count(), 0, 'still signed in, with the new key');
+  await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'API key', exact: true }).click();
+  await page.getByText(`Signed in with ${fresh.slice(0, -24)}…`).waitFor();
+  t.equal(await page.getByLabel('new key', { exact: true }).count(), 0, 'the new key is not shown again');
+  await page.close();
+});
 
 /** The API's aggregate of the books shop's transactions by day and status, from `from` up to (not including) `until`. */
 async function aggregate(from: string, until: string): Promise<Array<Record<string, any>>> {

@@ -309,7 +309,7 @@ t.test('every view in the navigation opens with its own title and no error', asy
   // allTextContents does not wait: the navigation appears once the key is checked.
   await page.getByRole('navigation', { name: 'Views' }).getByRole('link').first().waitFor();
   const names = await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allTextContents();
-  t.same(names, ['Transactions', 'Customers', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Requests', 'Reports']);
+  t.same(names, ['Transactions', 'Customers', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Requests', 'Reports', 'API key']);
   for (const name of names) {
     await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name, exact: true }).click();
     await page.getByRole('heading', { level: 1, name, exact: true }).waitFor();

@@ -91,6 +91,11 @@ export async function csvExport(path, { params = {}, version = 'v1' } = {}) {
   return response.blob();
 }
 
+/** Keeps a key the API has just made (a rolled one) for this tab. */
+export function useKey(key) {
+  sessionStorage.setItem(STORAGE, key);
+}
+
 /** Checks a key against the API and keeps it for this tab when it works; answers the caller's org. */
 export async function signIn(key) {
   const orgs = await api('GET', '/accounts/orgs', { key });

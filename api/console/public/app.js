@@ -11,10 +11,11 @@ import { renderRequest } from './history.js';
 import { renderCustomer } from './customers.js';
 import { newPaymentLink } from './paymentLinks.js';
 import { searchBox } from './search.js';
+import { renderKey } from './keys.js';
 
 const root = document.getElementById('console');
 
-const NAVIGATION = [...Object.entries(LISTS).map(([name, view]) => [name, view.title]), ['reports', 'Reports']];
+const NAVIGATION = [...Object.entries(LISTS).map(([name, view]) => [name, view.title]), ['reports', 'Reports'], ['key', 'API key']];
 
 /** The list views with a form that makes a new one. */
 const CREATE = { payment_links: newPaymentLink, webhooks: addWebhook };
@@ -93,6 +94,7 @@ function renderView(main) {
   const [view = 'transactions', id, sub] = parts;
   const navigate = (next) => goTo([view, id, sub].filter(Boolean), next);
   if (view === 'reports') return renderReports(main, state, navigate);
+  if (view === 'key') return renderKey(main);
   if (!LISTS[view]) return show(main, 'Not found', h('p', {}, 'There is no such view. Choose one above.'));
   if (!id) return renderList(main, view, state, navigate, CREATE[view]?.(state));
   if (view === 'transactions') return renderTransaction(main, id);
