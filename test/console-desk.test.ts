@@ -107,6 +107,13 @@ t.test('the search box answers as an operator types: a name, an e-mail, the last
   await found.getByRole('link', { name: /Green teapot/ }).waitFor();
   t.match(await found.textContent(), /order B-77/);
 
+  await typeInto(search(page), teapot.id);
+  await found.getByText(`Found for “${teapot.id}”:`).waitFor();
+  t.same(await found.getByRole('link').allTextContents(), [`18.00 USD payment processedGreen teapot · order B-77 · …4242${teapot.id} · ${teapot.created_at}`], 'a transaction by its id');
+  await typeInto(search(page), bob.id);
+  await found.getByText(`Found for “${bob.id}”:`).waitFor();
+  t.equal(await found.getByRole('link', { name: /Bob Smith/ }).count(), 1, 'a customer by id');
+
   await typeInto(search(page), 'nobody-at-all');
   await found.getByText('Nothing found for “nobody-at-all”.').waitFor();
 
@@ -186,6 +193,12 @@ t.test('a part refund from the console: the confirmation names amount and paymen
   t.same((await refundsOf()).map((e: { transaction_id: string; amount: number }) => [e.transaction_id, Math.abs(e.amount)]), [[refundId, 5]], 'against the teapot');
   const [created] = await auditOf(refundId);
   t.match(created, { action: 'create', actor: { type: 'console' } }, 'audited as the console');
+  await said.getByRole('link').click();
+  const history = section(page, 'History');
+  await history.getByRole('cell', { name: /^console test_secret_key_/ }).waitFor();
+  t.equal(await history.getByRole('cell', { name: 'create', exact: true }).count(), 1, 'the refund\'s page shows who made it: the console');
+  await page.goBack();
+  await page.getByText('Refundable: 13.00 USD of 18.00 USD.').waitFor();
 
   // More than remains: the API refuses and says why, where the refund was asked.
   await typeInto(page.getByLabel('Refund amount (USD)'), '20');
