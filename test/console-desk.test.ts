@@ -487,7 +487,7 @@ t.test('nothing the console loads comes from another origin, the CSP stays stric
   await page.close();
 });
 
-const VIEWS = () => ['transactions', `transactions/${teapot.id}`, 'customers', `customers/${ann.id}`, 'payment_links', 'webhooks', 'reports'];
+const VIEWS = () => ['transactions', `transactions/${teapot.id}`, 'customers', `customers/${ann.id}`, 'payment_links', 'webhooks', 'reports', 'key'];
 
 t.test('a 390-pixel phone: the test-mode badge stays in view while scrolling, and no view is wider than the screen', async (t) => {
   const page = await browser.newPage();

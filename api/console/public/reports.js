@@ -143,8 +143,9 @@ function chart(report, period, measure, title) {
   const { uPlot } = window;
   if (!uPlot) return figure;
   const xs = report.buckets.map((_, i) => i);
-  const lines = report.groups.length > 1 ? report.groups : ['Total'];
-  const data = [xs, ...lines.map((g) => (g === 'Total' && report.groups.length <= 1 ? report.total : report.series.get(g)).map((v) => (measure === 'count' ? v : v / 100)))];
+  // A line per group (one group keeps its name); nothing in the range draws a flat total.
+  const lines = report.groups.length ? report.groups : ['Total'];
+  const data = [xs, ...lines.map((g) => (report.series.get(g) ?? report.total).map((v) => (measure === 'count' ? v : v / 100)))];
   const series = [
     { label: labelOf(PERIODS, period), value: (_, i) => (i === null || !report.buckets[i] ? '—' : bucketLabel(report.buckets[i], period)) },
     ...lines.map((g, i) => ({ label: g, stroke: COLORS[i % COLORS.length], width: 2, points: { size: 6 }, value: (_, v) => (v === null ? '—' : shown(measure === 'count' ? v : Math.round(v * 100), measure)) })),
