@@ -459,11 +459,19 @@ t.test('Reports by month counts what the API\'s month aggregate counts, with the
   t.same(months.map((row: Record<string, number>) => [row['year(created_at)'], row['month(created_at)']]), [[Number(TODAY.slice(0, 4)), Number(TODAY.slice(5, 7))]]);
   t.same((await reportTable(page)).rows, [[TODAY.slice(0, 7), String(months[0].count), '0', '—'], ['All', String(months[0].count), '0', '—']]);
 
+  await page.getByLabel('Split by', { exact: true }).selectOption('Processing account');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await page.getByRole('img', { name: `Number of transactions by month, split by processing account, ${monthStart} to ${TODAY}` }).waitFor();
+  const accounts = (await api.request('GET', '/processing_accounts', { key: booksShop })).body.values;
+  t.equal(accounts.length, 1);
+  const byAccount = await reportTable(page);
+  t.same(byAccount.header, ['Period', `Books shop (…${accounts[0].id.slice(-6)})`, 'Total', 'Previous period', 'Change'], 'the account by its name');
+  t.same(byAccount.rows[0].slice(0, 3), [TODAY.slice(0, 7), String(months[0].count), String(months[0].count)]);
   await page.getByLabel('Compare with the previous period').uncheck();
   await page.getByRole('button', { name: 'Show' }).click();
   await page.waitForURL(/compare=off/);
-  await eventually(async () => (await reportTable(page)).header, (header) => header.length === 2);
-  t.same((await reportTable(page)).header, ['Period', 'Total'], 'no previous period when not asked');
+  await eventually(async () => (await reportTable(page)).header, (header) => !header.includes('Previous period'));
+  t.same((await reportTable(page)).header, ['Period', `Books shop (…${accounts[0].id.slice(-6)})`, 'Total'], 'no previous period when not asked');
   await page.close();
 });
 

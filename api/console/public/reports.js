@@ -88,10 +88,10 @@ const shown = (value, measure) => (measure === 'count' ? String(value) : (value 
  * The report's numbers: for each bucket of the range, the value of each group and their total,
  * and the previous period's total in the bucket at the same place.
  */
-function tabulate(range, period, split, measure, rows, previousRows) {
+function tabulate(range, period, split, measure, rows, previousRows, names = new Map()) {
   const buckets = bucketsOf(range.from, range.to, period);
   const at = new Map(buckets.map((b, i) => [b, i]));
-  const groupOf = (row) => (split ? String(row[split] ?? '—') : 'Total');
+  const groupOf = (row) => (split ? names.get(row[split]) ?? String(row[split] ?? '—') : 'Total');
   const totals = new Map();
   for (const row of rows) totals.set(groupOf(row), (totals.get(groupOf(row)) ?? 0) + valueOf(row, measure));
   const ranked = [...totals.keys()].sort((a, b) => totals.get(b) - totals.get(a) || a.localeCompare(b));
@@ -106,7 +106,7 @@ function tabulate(range, period, split, measure, rows, previousRows) {
   const previousAt = new Map(previousBuckets.map((b, i) => [b, i]));
   const previous = previousBuckets.map(() => 0);
   for (const row of previousRows ?? []) previous[previousAt.get(bucketOf(row['date(created_at)'], period))] += valueOf(row, measure);
-  return { buckets, groups, series, total, previous: previousRows ? buckets.map((_, i) => previous[i] ?? 0) : null };
+  return { buckets, groups, split: Boolean(split), series, total, previous: previousRows ? buckets.map((_, i) => previous[i] ?? 0) : null };
 }
 
 function change(now, before) {
@@ -117,16 +117,17 @@ function change(now, before) {
 
 /** The table's columns and rows: what the page lists and the CSV holds. */
 function reportTable(report, period, measure) {
-  const header = ['Period', ...(report.groups.length > 1 ? report.groups : []), 'Total', ...(report.previous ? ['Previous period', 'Change'] : [])];
+  const groups = report.split ? report.groups : [];
+  const header = ['Period', ...groups, 'Total', ...(report.previous ? ['Previous period', 'Change'] : [])];
   const rows = report.buckets.map((bucket, i) => [
     bucketLabel(bucket, period),
-    ...(report.groups.length > 1 ? report.groups.map((g) => shown(report.series.get(g)[i], measure)) : []),
+    ...groups.map((g) => shown(report.series.get(g)[i], measure)),
     shown(report.total[i], measure),
     ...(report.previous ? [shown(report.previous[i], measure), change(report.total[i], report.previous[i])] : []),
   ]);
   const sum = (values) => values.reduce((a, b) => a + b, 0);
   const all = sum(report.total);
-  rows.push(['All', ...(report.groups.length > 1 ? report.groups.map((g) => shown(sum(report.series.get(g)), measure)) : []), shown(all, measure),
+  rows.push(['All', ...groups.map((g) => shown(sum(report.series.get(g)), measure)), shown(all, measure),
     ...(report.previous ? [shown(sum(report.previous), measure), change(all, sum(report.previous))] : [])]);
   return { header, rows };
 }
@@ -174,6 +175,14 @@ function chart(report, period, measure, title) {
   return figure;
 }
 
+/** Processing accounts shown by name (with the end of their id: two may share a name). */
+const ACCOUNTS_READ = '1000';
+
+async function accountNames() {
+  const accounts = (await api('GET', '/processing_accounts', { params: { fields: 'id,name', limit: ACCOUNTS_READ } })).values;
+  return new Map(accounts.map((a) => [a.id, `${a.name ?? 'unnamed'} (…${a.id.slice(-6)})`]));
+}
+
 function select(id, label, options, value) {
   const element = h('select', { id, name: id }, options.map(([v, l]) => h('option', { value: v, selected: v === value }, l)));
   return h('div', { class: 'field' }, h('label', { for: id }, label), element);
@@ -213,7 +222,7 @@ export function renderReports(main, state, navigate) {
   });
   show(main, 'Reports', form, later(async () => {
     const [rows, previousRows] = await Promise.all([daysOf(range, split, state.q), compare ? daysOf(range.previous, split, state.q) : null]);
-    const report = tabulate(range, period, split, measure, rows, previousRows);
+    const report = tabulate(range, period, split, measure, rows, previousRows, split === 'processing_id' ? await accountNames() : undefined);
     file = reportTable(report, period, measure);
     const all = file.rows[file.rows.length - 1];
     const totalAt = file.header.indexOf('Total');
