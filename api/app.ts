@@ -2,6 +2,7 @@
 import Koa from 'koa';
 import type { Context, Next } from 'koa';
 import { accessTokenRoutes } from './http/accessTokenRoutes.ts';
+import { keyRoutes } from './http/keyRoutes.ts';
 import { browserRoutes } from './browser/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './http/docsRoutes.ts';
@@ -92,6 +93,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(testDataRoutes(services));
   app.use(idempotency);
   app.use(firstSegmentGate(accessTokenRoutes()));
+  app.use(firstSegmentGate(keyRoutes()));
   app.use(firstSegmentGate(webhookRoutes()));
   app.use(firstSegmentGate(orgRoutes()));
   app.use(firstSegmentGate(testClockRoutes()));

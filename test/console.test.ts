@@ -1,9 +1,9 @@
 /**
  * The operator console (CONTRACT §17) in a real browser against the real web, worker and
  * reporting processes: signing in, finding a payment with `q`, resending webhook deliveries to a
- * loopback receiver (from a delivery, a webhook's attempt rows and an event's page), charting a
- * reporting group-by, downloading a view's rows or a report as CSV; the key stays out of cookies
- * and URLs.
+ * loopback receiver (from a delivery, a webhook's attempt rows and an event's page), downloading a
+ * view's rows as CSV; the key stays out of cookies and URLs. Searching, acting and Reports are in
+ * console-desk.test.ts.
  *
  * The tests wait on locators, never on a string predicate: Playwright re-evaluates one with eval
  * on each poll, which the console's CSP (`script-src 'self'`) refuses.
@@ -290,30 +290,6 @@ t.test('a webhook made without OAuth shows "—" for its OAuth params, and no nu
   await page.close();
 });
 
-t.test('Reports charts a group-by aggregate that the reporting process answers', async (t) => {
-  const page = await browser.newPage();
-  await page.setViewportSize({ width: 1280, height: 800 });
-  await signIn(page, api.key);
-  await page.getByRole('link', { name: 'Reports' }).click();
-  await page.getByLabel('Group by').selectOption('status');
-  await page.getByLabel('Measure').selectOption('sum(amount)');
-  await page.getByRole('button', { name: 'Show' }).click();
-  await page.waitForURL(/measure=sum/);
-  const chart = page.getByRole('img', { name: 'Total amount by status' });
-  await chart.waitFor();
-  t.equal(await chart.locator('rect').count(), 2, 'a bar for processed, one for declined');
-  t.match(await page.locator('table').textContent(), /processed\s*71\.25/, 'the four payments and the refund');
-  t.match(await page.locator('table').textContent(), /declined\s*40\.00/);
-  await screenshot(page, 'console-reports.png');
-
-  await page.getByLabel('Group by').selectOption('date(created_at)');
-  await page.getByLabel('Measure').selectOption('count');
-  await page.getByRole('button', { name: 'Show' }).click();
-  await page.getByRole('img', { name: 'Number of transactions by day' }).waitFor();
-  t.match(await page.locator('table').textContent(), /6/, 'six transactions today');
-  await page.close();
-});
-
 t.test('a key revoked while signed in takes the tab back to the sign-in form and forgets the key', async (t) => {
   const key = await api.newKey('acme', 'test');
   const page = await browser.newPage();
@@ -333,7 +309,7 @@ t.test('every view in the navigation opens with its own title and no error', asy
   // allTextContents does not wait: the navigation appears once the key is checked.
   await page.getByRole('navigation', { name: 'Views' }).getByRole('link').first().waitFor();
   const names = await page.getByRole('navigation', { name: 'Views' }).getByRole('link').allTextContents();
-  t.same(names, ['Transactions', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Requests', 'Reports']);
+  t.same(names, ['Transactions', 'Customers', 'Events', 'Webhooks', 'Invoices', 'Billing schedules', 'Payment links', 'Intents', 'Processing accounts', 'Requests', 'Reports', 'API key']);
   for (const name of names) {
     await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name, exact: true }).click();
     await page.getByRole('heading', { level: 1, name, exact: true }).waitFor();
@@ -392,31 +368,10 @@ t.test('Download CSV over SETTLE_EXPORT_MAX_ROWS shows the API\'s error in the v
   await page.close();
 });
 
-t.test('Download CSV on Reports saves the aggregate charted, its fields as the header', async (t) => {
-  const page = await browser.newPage();
-  await signIn(page, exportShop);
-  await page.getByRole('link', { name: 'Reports' }).click();
-  await page.getByLabel('Group by').selectOption('Status');
-  await page.getByLabel('Measure').selectOption('Number of transactions');
-  await typeInto(page.getByLabel('Only transactions where (q)'), 'amount > 3');
-  await page.getByRole('button', { name: 'Show' }).click();
-  await page.getByRole('img', { name: 'Number of transactions by status' }).waitFor();
-  await page.getByRole('cell', { name: '27', exact: true }).waitFor();
-
-  const file = await downloadCsv(page);
-  t.equal(file.name, 'number-of-transactions-by-status.csv');
-  t.same(file.header, ['status', 'count'], 'the header is the aggregate\'s fields');
-  const byStatus = (rows: string[][]) => [...rows].sort((a, b) => a[0].localeCompare(b[0]));
-  t.same(byStatus(file.rows), [['declined', '1'], ['processed', '27']], 'a row per group, the filter applied');
-  const answer = await api.request('GET', `/transactions?fields=status,count&group_by=status&q=${encodeURIComponent('amount > 3')}`, { key: exportShop });
-  t.same(byStatus(file.rows), byStatus(answer.body.values.map((row: { status: string; count: number }) => [row.status, String(row.count)])), 'what the API answers as JSON');
-  await page.close();
-});
-
 t.test('Download CSV on every list view saves the rows the view shows, named after the view', async (t) => {
   const page = await browser.newPage();
   await signIn(page, api.key);
-  const views = [['Transactions', 'transactions.csv'], ['Events', 'events.csv'], ['Webhooks', 'webhooks.csv'], ['Invoices', 'invoices.csv'],
+  const views = [['Transactions', 'transactions.csv'], ['Customers', 'customers.csv'], ['Events', 'events.csv'], ['Webhooks', 'webhooks.csv'], ['Invoices', 'invoices.csv'],
     ['Billing schedules', 'billing_schedules.csv'], ['Payment links', 'payment_links.csv'], ['Intents', 'intents.csv'], ['Processing accounts', 'processing_accounts.csv']];
   for (const [title, name] of views) {
     await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: title, exact: true }).click();

@@ -48,6 +48,8 @@ t.test('a disabled webhook\'s health, then "Enable and deliver what was missed" 
   await page.getByText('Skipped (the webhook was disabled; not sent)').first().waitFor();
 
   await page.getByRole('button', { name: 'Enable and deliver what was missed' }).click();
+  t.match(await page.getByRole('dialog', { name: 'Enable this webhook?' }).textContent(), new RegExp(`Enable ${hook.id}`), 'asked first, naming the webhook');
+  await page.getByRole('dialog').getByRole('button', { name: 'Enable and deliver' }).click();
   await page.getByText('Enabled. 3 missed events on the way, oldest first.').waitFor();
   const got = await receiver.waitFor(4);
   t.same(got.slice(1).map((r) => r.headers['x-service-event-id']).sort(), [...missed].sort(), 'exactly the missed events arrived');
@@ -55,6 +57,8 @@ t.test('a disabled webhook\'s health, then "Enable and deliver what was missed" 
   t.equal(await page.getByRole('button', { name: 'Enable and deliver what was missed' }).count(), 0, 'no longer offered once active');
 
   await page.getByRole('button', { name: 'Rotate secret' }).click();
+  await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate secret' }).click();
+  await page.locator('code.secret').waitFor();
   const secret = (await page.locator('code.secret').textContent()) ?? '';
   t.match(secret, /^whsec_/, 'the new secret is shown');
   await newAccount('Signed anew');

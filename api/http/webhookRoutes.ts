@@ -14,6 +14,7 @@ import { webhooks } from '../families/webhooks/family.ts';
 import type { Expr } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
 import { completeInTransaction } from './idempotency.ts';
+import { overlapSeconds, refuseUnknown } from './rotation.ts';
 import type { RequestState } from './state.ts';
 
 type Ctx = Context & { state: RequestState; params: Record<string, string> };
@@ -75,7 +76,7 @@ export function webhookRoutes(): Router {
     const c = ctx as Ctx;
     const body = c.state.body ?? {};
     refuseUnknown(body, ['previous_expires_in']);
-    const expiresIn = previousExpiresIn(body.previous_expires_in);
+    const expiresIn = overlapSeconds(body.previous_expires_in, 'previous_expires_in');
     const secret = generateSenderSecret();
     const { db, domain } = c.state.services;
     const answer = await db.transaction(async (tx) => {
@@ -97,23 +98,4 @@ function booleanField(given: unknown, name: string): boolean {
   if (given === undefined || given === null || given === false || given === 'false') return false;
   if (given === true || given === 'true') return true;
   throw invalidAttributes({ [name]: 'Must be true or false' });
-}
-
-function refuseUnknown(body: Record<string, unknown>, known: string[]): void {
-  const unknown = Object.keys(body).filter((k) => !known.includes(k));
-  if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
-}
-
-/** The longest overlap a rotation allows: a week. */
-const MAX_PREVIOUS_EXPIRES_IN = 7 * 24 * 3600;
-const DEFAULT_PREVIOUS_EXPIRES_IN = 24 * 3600;
-
-/** Seconds the previous secret keeps signing: a whole number from 0 to a week (form values arrive as text). */
-function previousExpiresIn(given: unknown): number {
-  if (given === undefined || given === null || given === '') return DEFAULT_PREVIOUS_EXPIRES_IN;
-  const seconds = typeof given === 'string' && /^\d+$/.test(given.trim()) ? Number(given) : given;
-  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 0 || seconds > MAX_PREVIOUS_EXPIRES_IN) {
-    throw invalidAttributes({ previous_expires_in: `Must be a whole number of seconds from 0 to ${MAX_PREVIOUS_EXPIRES_IN}` });
-  }
-  return seconds;
 }

@@ -51,11 +51,12 @@ function authorization(key) {
  * Sends one request with the key in its Authorization header and answers the Response of a 200;
  * anything else rejects with an ApiError made from the error body.
  */
-async function send(method, path, { params, body, version = 'v1', key = storedKey(), accept = 'application/json' } = {}) {
+async function send(method, path, { params, body, version = 'v1', key = storedKey(), accept = 'application/json', idempotencyKey } = {}) {
   const query = params ? new URLSearchParams(params).toString() : '';
   // The console names itself, so the audit history tells its changes from a script's with the same key.
   const headers = { Authorization: authorization(key ?? ''), 'X-API-Version': version, Accept: accept, 'X-Settle-Console': '1' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
   const response = await fetch(query ? `${path}?${query}` : path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store',
   });
@@ -88,6 +89,11 @@ export async function api(method, path, options = {}) {
 export async function csvExport(path, { params = {}, version = 'v1' } = {}) {
   const response = await send('GET', path, { params: { ...params, format: 'csv' }, version, accept: 'text/csv' });
   return response.blob();
+}
+
+/** Keeps a key the API has just made (a rolled one) for this tab. */
+export function useKey(key) {
+  sessionStorage.setItem(STORAGE, key);
 }
 
 /** Checks a key against the API and keeps it for this tab when it works; answers the caller's org. */

@@ -6,12 +6,19 @@ import { errorBox, h, route, show } from './dom.js';
 import { LISTS, renderDetail, renderList } from './lists.js';
 import { renderReports } from './reports.js';
 import { renderTransaction } from './transactions.js';
-import { renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
+import { addWebhook, renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
 import { renderRequest } from './history.js';
+import { renderCustomer } from './customers.js';
+import { newPaymentLink } from './paymentLinks.js';
+import { searchBox } from './search.js';
+import { renderKey } from './keys.js';
 
 const root = document.getElementById('console');
 
-const NAVIGATION = [...Object.entries(LISTS).map(([name, view]) => [name, view.title]), ['reports', 'Reports']];
+const NAVIGATION = [...Object.entries(LISTS).map(([name, view]) => [name, view.title]), ['reports', 'Reports'], ['key', 'API key']];
+
+/** The list views with a form that makes a new one. */
+const CREATE = { payment_links: newPaymentLink, webhooks: addWebhook };
 
 function parseAddress() {
   const [path, query = ''] = location.hash.replace(/^#\/?/, '').split('?');
@@ -73,6 +80,7 @@ function header(mode) {
     h('span', { class: 'brand' }, 'Settle console'),
     h('span', { class: `mode-badge mode-${mode}`, id: 'mode-badge' }, mode === 'live' ? 'Live mode' : 'Test mode'),
     org,
+    searchBox(),
     signOut);
 }
 
@@ -86,9 +94,11 @@ function renderView(main) {
   const [view = 'transactions', id, sub] = parts;
   const navigate = (next) => goTo([view, id, sub].filter(Boolean), next);
   if (view === 'reports') return renderReports(main, state, navigate);
+  if (view === 'key') return renderKey(main);
   if (!LISTS[view]) return show(main, 'Not found', h('p', {}, 'There is no such view. Choose one above.'));
-  if (!id) return renderList(main, view, state, navigate);
+  if (!id) return renderList(main, view, state, navigate, CREATE[view]?.(state));
   if (view === 'transactions') return renderTransaction(main, id);
+  if (view === 'customers') return renderCustomer(main, id);
   if (view === 'events') return renderEvent(main, id);
   if (view === 'requests') return renderRequest(main, id);
   if (view === 'webhooks') return sub ? renderDelivery(main, id, sub) : renderWebhook(main, id, state, navigate);
@@ -112,6 +122,16 @@ function renderShell() {
 whenUnauthorized((error) => {
   forgetKey();
   renderSignIn(`Signed out: the server no longer accepts this key (${error.message}).`);
+});
+
+// "/" anywhere but in a field goes to the search box, as in most dashboards.
+document.addEventListener('keydown', (event) => {
+  const typing = event.target instanceof HTMLElement && event.target.closest('input, textarea, select, [contenteditable]');
+  if (event.key !== '/' || typing || event.ctrlKey || event.metaKey || event.altKey) return;
+  const search = document.getElementById('search');
+  if (!search) return;
+  event.preventDefault();
+  search.focus();
 });
 
 window.addEventListener('hashchange', () => {

@@ -68,9 +68,10 @@ export function errorBox(error) {
 export function table(columns, rows, { linkTo, empty = 'Nothing here yet.' } = {}) {
   if (rows.length === 0) return h('p', { class: 'empty' }, empty);
   const head = h('tr', {}, linkTo ? h('th', { scope: 'col' }, 'ID') : null, columns.map((c) => h('th', { scope: 'col' }, c.label)));
+  // Each cell names its column, which a phone shows beside it when a row becomes a card.
   const body = rows.map((row) => h('tr', {},
-    linkTo ? h('td', {}, link(row.id, ...linkTo(row))) : null,
-    columns.map((c) => h('td', {}, c.cell(row)))));
+    linkTo ? h('td', { 'data-label': 'ID' }, link(row.id, ...linkTo(row))) : null,
+    columns.map((c) => h('td', { 'data-label': c.label }, c.cell(row)))));
   return h('div', { class: 'table-wrap' }, h('table', {}, h('thead', {}, head), h('tbody', {}, body)));
 }
 

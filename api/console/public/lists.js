@@ -28,6 +28,15 @@ export const LISTS = {
       { label: 'Method', cell: methodText },
     ],
   },
+  customers: {
+    title: 'Customers', path: '/customers', example: 'email ? "*@example.com"',
+    columns: [
+      created,
+      field('Name', 'name'),
+      field('E-mail', 'email'),
+      field('Phone', 'phone'),
+    ],
+  },
   events: {
     title: 'Events', path: '/webhook_logs', params: { attempt: '1' }, example: 'trigger == "payment"',
     note: 'Events as they were sent to your webhooks, one row per event and webhook.',
@@ -173,8 +182,11 @@ function exportCsv(view, q) {
   return readView(view, q, (params) => csvExport(view.path, { params, version: view.version }));
 }
 
-/** The list view: `state` is {q, offset} from the address; `navigate(state)` changes it. */
-export function renderList(main, name, state, navigate) {
+/**
+ * The list view: `state` is {q, offset} from the address; `navigate(state)` changes it. `create`
+ * is the view's form for making a new one, where it has one.
+ */
+export function renderList(main, name, state, navigate, create = null) {
   const view = LISTS[name];
   const results = later(async () => {
     const page = await fetchPage(view, state);
@@ -184,13 +196,17 @@ export function renderList(main, name, state, navigate) {
   });
   show(main, view.title,
     view.note ? h('p', { class: 'note' }, view.note) : null,
+    create,
     filterForm(state.q ?? '', (q) => navigate({ q, offset: 0 }), view.example),
     view.csv === false ? null : downloadCsv(`${name}.csv`, () => exportCsv(view, state.q)),
     results);
 }
 
-/** Any object's detail: its fields as the API shows them, then the view's extra sections. */
-export function renderDetail(main, name, id, extra = () => []) {
+/**
+ * Any object's detail: `lead(object)` first (what it is at a glance, what can be done with it),
+ * its fields as the API shows them, then the view's `extra(object)` sections and its history.
+ */
+export function renderDetail(main, name, id, extra = () => [], lead = () => []) {
   const view = LISTS[name];
   const path = `${view.path}/${encodeURIComponent(id)}`;
   show(main, `${view.title.replace(/s$/, '')} ${id}`,
@@ -199,6 +215,6 @@ export function renderDetail(main, name, id, extra = () => []) {
       const object = view.balance
         ? await withOptionalBalance((list) => api('GET', path, { params: list ? { fields: list.join(',') } : undefined }))
         : await api('GET', path);
-      return h('div', {}, section('Fields', fields(object)), ...extra(object), historySection(object.id));
+      return h('div', {}, ...lead(object), section('Fields', fields(object)), ...extra(object), historySection(object.id));
     }));
 }

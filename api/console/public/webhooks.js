@@ -6,6 +6,7 @@
 // failures since) with "Enable and deliver what was missed" and "Rotate secret".
 
 import { api, listPage } from './api.js';
+import { actionNotice, change, confirmAction, field, perform } from './actions.js';
 import { errorBox, h, later, link, pager, route, section, show, table, text } from './dom.js';
 import { renderDetail, triggeredOn } from './lists.js';
 
@@ -79,11 +80,16 @@ function health(id, refreshAttempts) {
         h('dt', {}, 'Failure streak'), h('dd', {}, streak === 0 ? 'none' : `${streak >= STREAK_COUNTED ? `${STREAK_COUNTED}+` : streak} failed attempts since the last success${webhook.failing_since ? `, retries running out since ${webhook.failing_since}` : ''}`),
         h('dt', {}, 'Previous secret'), h('dd', {}, webhook.previous_secret_expires_at ? `still signs until ${webhook.previous_secret_expires_at}` : '—')),
       h('div', { class: 'actions' },
-        webhook.status === 'disabled' && h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => enableAndCatchUp(webhook)) }, 'Enable and deliver what was missed'),
-        h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => rotateSecret(id)) }, 'Rotate secret')),
+        webhook.status === 'disabled' && h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => enableAndCatchUp(webhook),
+          { title: 'Enable this webhook?', message: `Enable ${webhook.id} (${webhook.trigger} → ${webhook.url}) and send it, oldest first, every event it missed.`, confirm: 'Enable and deliver' }) }, 'Enable and deliver what was missed'),
+        webhook.status !== 'disabled' && h('button', { type: 'button', class: 'danger', onclick: (event) => act(event.currentTarget, () => disable(webhook),
+          { title: 'Disable this webhook?', message: `Disable ${webhook.id}: ${webhook.url} gets no ${webhook.trigger} events until it is enabled again (then the missed ones can be sent).`, confirm: 'Disable webhook' }) }, 'Disable…'),
+        h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => rotateSecret(id),
+          { title: 'Rotate the signing secret?', message: `A new signing secret for ${webhook.id}; the old one keeps signing for a day.`, confirm: 'Rotate secret' }) }, 'Rotate secret')),
       notice);
   };
-  const act = async (button, action) => {
+  const act = async (button, action, confirmation) => {
+    if (!(await confirmAction(confirmation))) return;
     button.disabled = true;
     notice.replaceChildren('Working…');
     try {
@@ -109,14 +115,19 @@ function health(id, refreshAttempts) {
  */
 async function enableAndCatchUp(webhook) {
   const path = `/webhooks/${encodeURIComponent(webhook.id)}`;
-  await api('PUT', path, { body: { status: 'active' } });
-  const resent = await api('POST', `${path}/resend`, { body: { since: webhook.created_at, only_missed: true } });
+  await change('PUT', path, { status: 'active' });
+  const resent = await change('POST', `${path}/resend`, { since: webhook.created_at, only_missed: true });
   return [`Enabled. ${resent.events} missed event${resent.events === 1 ? '' : 's'} on the way, oldest first.`];
+}
+
+async function disable(webhook) {
+  await change('PUT', `/webhooks/${encodeURIComponent(webhook.id)}`, { status: 'disabled' });
+  return ['Disabled. Events for it are recorded but not sent.'];
 }
 
 /** A new secret, shown here once; the old one keeps signing for a day so receivers can switch. */
 async function rotateSecret(id) {
-  const rotated = await api('POST', `/webhooks/${encodeURIComponent(id)}/rotate_secret`, { body: { previous_expires_in: 86400 } });
+  const rotated = await change('POST', `/webhooks/${encodeURIComponent(id)}/rotate_secret`, { previous_expires_in: 86400 });
   return [
     'New signing secret (shown this once; copy it now): ',
     h('code', { class: 'secret' }, rotated.sender_secret),
@@ -214,4 +225,21 @@ async function waitForNewAttempt(webhookId, eventId, before, notice) {
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   return false;
+}
+
+/** The Webhooks view's form: a trigger and a URL; the new webhook's page opens once it is made. */
+export function addWebhook() {
+  const trigger = field('webhook-trigger', 'Trigger', { required: true, placeholder: 'payment' });
+  const url = field('webhook-url', 'URL', { type: 'url', required: true, placeholder: 'https://example.com/hooks' });
+  const notice = actionNotice();
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Add webhook…');
+  const form = h('form', { class: 'inline-form', onsubmit: async (event) => {
+    event.preventDefault();
+    const body = { trigger: trigger.input.value.trim(), url: url.input.value.trim() };
+    const created = await perform(button, notice, {
+      title: 'Add this webhook?', message: `Send every “${body.trigger}” event to ${body.url}.`, confirm: 'Add webhook',
+    }, () => change('POST', '/webhooks', body));
+    if (created) location.hash = route('webhooks', created.id);
+  } }, trigger.node, url.node, button);
+  return section('Add a webhook', form, notice);
 }
