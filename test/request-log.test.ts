@@ -33,8 +33,9 @@ let firstRequestId = '';
 
 t.test('each request is a row carrying its X-Request-Id, no query values, only for its own environment', async (t) => {
   const sent = performance.now();
-  const made = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-1', 'User-Agent': 'settle-test/1' } });
+  const made = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-key-kept-out-of-the-log', 'User-Agent': 'settle-test/1' } });
   const roundTripMs = performance.now() - sent;
+  const retried = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-key-kept-out-of-the-log' } });
   const got = await api.request('GET', `/customers/${made.body.id}?email=secret@example.com`);
   const missing = await api.request('GET', '/customers/acct_nope');
   const refused = await api.request('GET', '/customers', { key: null });
@@ -42,7 +43,9 @@ t.test('each request is a row carrying its X-Request-Id, no query values, only f
   const byId = new Map(rows.map((r) => [r.id, r]));
   firstRequestId = made.headers.get('x-request-id')!;
   const createdRow = byId.get(firstRequestId);
-  t.match(createdRow, { object: 'request_log', method: 'POST', route: '/customers', path: '/customers', status: 200, idempotency_key: 'idem-1', user_agent: 'settle-test/1', error_type: null, key_prefix: api.key.slice(0, api.key.length - 24) });
+  t.match(createdRow, { object: 'request_log', method: 'POST', route: '/customers', path: '/customers', status: 200, idempotency_key: /^sha256:[0-9a-f]{16}$/, user_agent: 'settle-test/1', error_type: null, key_prefix: api.key.slice(0, api.key.length - 24) });
+  t.equal(byId.get(retried.headers.get('x-request-id')!)?.idempotency_key, createdRow?.idempotency_key, 'a retry shows the same fingerprint');
+  t.notOk(JSON.stringify(rows).includes('idem-key-kept-out-of-the-log'), 'never the idempotency key itself');
   t.match(createdRow?.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   t.ok(createdRow?.duration_ms >= 0 && createdRow!.duration_ms <= Math.round(roundTripMs), `the server's time in ms, within the client's round trip (${createdRow?.duration_ms} of ${roundTripMs.toFixed(1)})`);
   t.match(byId.get(got.headers.get('x-request-id')!), { route: '/customers/:id', path: `/customers/${made.body.id}`, status: 200 });
