@@ -13,7 +13,7 @@ import { loadConfig, projectRoot, type Config } from '../api/config.ts';
 import { actingDatabaseUrl } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
-import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
+import { countKeys, listKeys, revokeKey } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey, KeyNotFound, rollKey, type Environment } from '../api/keys.ts';
 import { parseScopes } from '../api/scopes.ts';
@@ -37,7 +37,7 @@ const USAGE = `usage: settle <command>
   keys list                            list keys (prefixes only) with their scopes
   keys roll PREFIX [--expire-in 24h]   a new key with the same org, environment and scopes; the
                                        old one keeps working until then (0s: at once)
-  keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX
+  keys revoke PREFIX                   revoke the one key whose id is PREFIX or whose prefix starts with it
   reporting rebuild                    copy every transaction into ClickHouse afresh (through the
                                        running reporting process, or in this one)
   vault generate                       print a new vault key (base64), for SETTLE_VAULT_KEY
@@ -152,9 +152,10 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
   }
   if (sub === 'revoke') {
     if (rest.length !== 1 || rest[0].length < 8) throw new UsageError('keys revoke needs one PREFIX (at least 8 characters) or key id');
-    const count = await withDb(config, (db) => revokeKeys(db, rest[0]));
-    if (count === 0) throw new UsageError(`no active key matches ${rest[0]}`);
-    console.log(`revoked ${count} key${count === 1 ? '' : 's'}`);
+    const { matches, revoked } = await withDb(config, (db) => revokeKey(db, rest[0]));
+    if (matches === 0) throw new UsageError(`no active key matches ${rest[0]}`);
+    if (!revoked) throw new UsageError(`${matches} active keys match ${rest[0]}; nothing revoked (give the key id or a longer prefix)`);
+    console.log('revoked 1 key');
     return;
   }
   throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`);

@@ -24,6 +24,13 @@ t.test('settle keys: create prints the key once, list shows only prefixes, revok
   t.notMatch(listed.stdout, new RegExp(secret), 'the full key is never shown again');
   t.match(listed.stdout, /"authorize_and_capture":true/);
   const prefix = secret.slice(0, secret.length - 24);
+  const other = await settle(['keys', 'create', '--org', 'other-cli-org', '--env', 'test']);
+  const ambiguous = await settle(['keys', 'revoke', 'test_secret_key_']);
+  t.not(ambiguous.code, 0, 'a prefix naming several keys fails');
+  t.match(ambiguous.stderr, /2 active keys match test_secret_key_; nothing revoked/);
+  t.equal(other.code, 0, other.stderr);
+  const stillActive = (await settle(['keys', 'list'])).stdout.split('\n').filter((line) => line.split('\t')[4] === 'active');
+  t.equal(stillActive.length, 2, 'no key was revoked');
   const revoked = await settle(['keys', 'revoke', prefix]);
   t.equal(revoked.code, 0, revoked.stderr);
   t.match(revoked.stdout, /revoked 1 key/);
