@@ -94,7 +94,7 @@ export interface Config {
   reportingHost: string;
   /** REPORTING_URL: where the web process sends transaction aggregates; `off` answers them from Postgres. Default `http://127.0.0.1:<REPORTING_PORT>`. */
   reportingUrl: string | null;
-  /** REPORTING_SECRET: shared bearer token between web and reporting, required when set. Default none (loopback only). */
+  /** REPORTING_SECRET: bearer token between web and reporting, required by reporting on every request. Default none: `settle up` generates one for its children; reporting run alone refuses to start without it. */
   reportingSecret: string | undefined;
   /** REPORTING_POLL_INTERVAL: ms between mirror passes while idle (the standby retries the leader lock at most once a second). Default 100. */
   reportingPollIntervalMs: number;

@@ -53,10 +53,20 @@ class UsageError extends Error {}
 
 const DATABASE = 'settle';
 
+/** What a running `settle up` of this data directory published, if one runs. */
+function runningSettleUp(config: Config): Runtime | undefined {
+  const runtime = readRuntime(config.dataDir);
+  return runtime && processRunning(runtime.pid) ? runtime : undefined;
+}
+
 /** The database a running `settle up` of this project serves, if any. */
 function runningDatabaseUrl(config: Config): string | undefined {
-  const runtime = readRuntime(config.dataDir);
-  return runtime && processRunning(runtime.pid) ? runtime.databaseUrl : undefined;
+  return runningSettleUp(config)?.databaseUrl;
+}
+
+/** REPORTING_SECRET, or the one a running `settle up` of this data directory made for its children. */
+function reportingSecretOf(config: Config): string | undefined {
+  return config.reportingSecret ?? runningSettleUp(config)?.reportingSecret;
 }
 
 async function ensureDatabase(server: EmbeddedServer): Promise<string> {
@@ -167,7 +177,7 @@ async function reportingCommand(config: Config, args: string[]): Promise<void> {
   const { progressPrinter, rebuildInProcess, rebuildThroughProcess, RebuildRefused } = await import('../reporting/rebuild.ts');
   const progress = progressPrinter();
   try {
-    const viaProcess = config.reportingUrl ? await rebuildThroughProcess(config, progress.update) : null;
+    const viaProcess = config.reportingUrl ? await rebuildThroughProcess({ ...config, reportingSecret: reportingSecretOf(config) }, progress.update) : null;
     const final = viaProcess ?? await withDatabase(config, async (url) => {
       await migrate(url);
       return rebuildInProcess({ ...config, databaseUrl: url }, progress.update);
@@ -300,7 +310,9 @@ async function up(config: Config): Promise<void> {
   // One machine, local receivers: deliveries may reach loopback and private addresses unless told otherwise.
   const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
   if (allowPrivate === 'true') say('notice', 'WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
-  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
+  // The reporting port takes no caller without the secret, loopback included: made here when unset, known only to the children.
+  const reportingSecret = config.reportingSecret ?? randomBytes(32).toString('base64url');
+  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate, REPORTING_SECRET: reportingSecret };
   const children: ChildSpec[] = [{ name: 'web', script: 'api/server.ts', nodeFlags: WEB_NODE_FLAGS }, { name: 'worker', script: 'workers/main.ts' }];
   if (config.reportingUrl) children.push({ name: 'reporting', script: 'reporting/main.ts' });
   const databaseUrl = url;
@@ -310,7 +322,7 @@ async function up(config: Config): Promise<void> {
     drainTimeoutMs: config.shutdownTimeoutMs,
     print: (line) => process.stdout.write(line + '\n'),
     view,
-    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, children: pids }, say),
+    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, reportingSecret, children: pids }, say),
   });
   stopOnSignals(async () => {
     await supervisor.stop();

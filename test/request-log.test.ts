@@ -11,7 +11,7 @@ import t from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { INGEST_MAX_ROWS } from '../reporting/requestLog.ts';
 import { openStore } from '../reporting/store.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_AUTH } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { eventually } from './helpers/wait.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
@@ -85,9 +85,9 @@ t.test('filters, q, aggregates and group_by as other lists; a request\'s audit e
 
 t.test('reporting stores a batch as web processes ship it, whole or not at all', async (t) => {
   const tenant = { orgId: 'org_batches', environment: 'test' };
-  const post = (body: string, type = 'application/x-ndjson') => fetch(`${reportingUrl}/request_logs`, { method: 'POST', headers: { 'Content-Type': type }, body });
+  const post = (body: string, type = 'application/x-ndjson') => fetch(`${reportingUrl}/request_logs`, { method: 'POST', headers: { 'Content-Type': type, ...TEST_REPORTING_AUTH }, body });
   const stored = async () => {
-    const res = await fetch(`${reportingUrl}/request_logs/query`, { method: 'POST', body: JSON.stringify({ tenant, version: 'v1', params: [['limit', '100']] }) });
+    const res = await fetch(`${reportingUrl}/request_logs/query`, { method: 'POST', headers: TEST_REPORTING_AUTH, body: JSON.stringify({ tenant, version: 'v1', params: [['limit', '100']] }) });
     return ((await res.json()) as { values: Array<{ id: string; status: number; created_at: string }> }).values.map((r) => `${r.id} ${r.status} ${r.created_at}`).sort();
   };
   const line = (values: unknown[]) => `${JSON.stringify(values)}\n`;
