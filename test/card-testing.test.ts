@@ -96,6 +96,21 @@ t.test('one client address: 10 declines within a minute, then 429 with Retry-Aft
   t.match(await attempt(tester, await newLink(api)), { status: 400, body: { error_type: 'TransactionDeclined' } }, 'after Retry-After the address may try again');
 });
 
+t.test('a burst of 25 concurrent attempts from one address: only 10 cards reach the processor', async (t) => {
+  const counting = countingProcessor();
+  const api = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' }, { processor: counting.processor });
+  const tester = visitor(api, '203.0.113.99');
+  const ready: Array<[string, string]> = [];
+  for (let i = 0; i < 25; i++) {
+    const link = await newLink(api);
+    ready.push([link, (await tester.view(link)).token!]);
+  }
+  const answers = await Promise.all(ready.map(([link, token]) => tester.pay(link, token, DECLINED)));
+  t.equal(counting.asked(), 10, 'ten cards reached the processor');
+  t.equal(answers.filter((a) => a.status === 400 && a.body.error_type === 'TransactionDeclined').length, 10, 'ten declines');
+  t.equal(answers.filter((a) => a.status === 429).length, 15, 'the rest refused before the processor');
+});
+
 t.test('one payment link: 10 declines from any addresses within a minute, then every attempt through it is 429', async (t) => {
   const counting = countingProcessor();
   const clock = movableClock();

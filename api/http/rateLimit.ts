@@ -7,8 +7,9 @@
  *
  * Card testing: a declined payment made with a client token (a hosted page, an element) counts
  * against the client's address and against the payment link it pays through. Past
- * DECLINES_PER_MINUTE of either within a minute, such payments are refused with 429 before any
- * card reaches the processor. This holds whatever `SETTLE_RATE_LIMIT` says.
+ * DECLINES_PER_MINUTE of either within a minute (attempts still in flight counted as declines to
+ * come), such payments are refused with 429 before any card reaches the processor. This holds
+ * whatever `SETTLE_RATE_LIMIT` says.
  */
 import type { Context, Next } from 'koa';
 import type { RateLimit } from '../config.ts';
@@ -74,25 +75,39 @@ class Buckets {
   }
 }
 
-/** Declined attempts of the last minute by name (`ip:<address>`, `link:<id>`). */
+/**
+ * Declined attempts of the last minute by name (`ip:<address>`, `link:<id>`), and the attempts
+ * still waiting for the processor: those count too, so a burst of concurrent attempts cannot get
+ * more cards to the processor than the limit leaves room for.
+ */
 class Declines {
   readonly #times = new Map<string, number[]>();
+  readonly #inFlight = new Map<string, number>();
   #sweepAt = SWEEP_AT;
 
-  /** Seconds until every name is under the limit again; 0 when none is at it. */
-  retryAfter(names: string[], time: number): number {
+  /** Reserves one attempt under every name; when one of them has no room, reserves nothing and answers the seconds to wait. */
+  begin(names: string[], time: number): number {
     let wait = 0;
     for (const name of names) {
       const recent = this.#recent(name, time);
-      if (recent.length >= DECLINES_PER_MINUTE) {
-        const freedAt = recent[recent.length - DECLINES_PER_MINUTE] + DECLINE_WINDOW_MS;
-        wait = Math.max(wait, Math.max(1, Math.ceil((freedAt - time) / 1000)));
-      }
+      const room = DECLINES_PER_MINUTE - recent.length - (this.#inFlight.get(name) ?? 0);
+      if (room > 0) continue;
+      // Full of declines: until the oldest that matters leaves the minute. Full of attempts in flight: a moment.
+      const freedAt = recent.length >= DECLINES_PER_MINUTE ? recent[recent.length - DECLINES_PER_MINUTE] + DECLINE_WINDOW_MS : time;
+      wait = Math.max(wait, Math.max(1, Math.ceil((freedAt - time) / 1000)));
     }
+    if (wait === 0) for (const name of names) this.#inFlight.set(name, (this.#inFlight.get(name) ?? 0) + 1);
     return wait;
   }
 
-  record(names: string[], time: number): void {
+  /** Ends an attempt `begin` reserved, counting it when the processor declined it. */
+  end(names: string[], time: number, declined: boolean): void {
+    for (const name of names) {
+      const left = (this.#inFlight.get(name) ?? 1) - 1;
+      if (left > 0) this.#inFlight.set(name, left);
+      else this.#inFlight.delete(name);
+    }
+    if (!declined) return;
     if (this.#times.size >= this.#sweepAt) this.#sweep(time);
     for (const name of names) this.#times.set(name, [...this.#recent(name, time), time]);
   }
@@ -149,13 +164,16 @@ export function createRateLimiter(limit: RateLimit | null, now: () => number = D
     async declinedPayments(ctx: Ctx, next: Next): Promise<void> {
       const names = declineNames(ctx);
       if (!names) return next();
-      const wait = declines.retryAfter(names, now());
+      const wait = declines.begin(names, now());
       if (wait > 0) throw tooManyRequests(wait);
+      let declined = false;
       try {
         await next();
       } catch (error) {
-        if (isDecline(error)) declines.record(names, now());
+        declined = isDecline(error);
         throw error;
+      } finally {
+        declines.end(names, now(), declined);
       }
     },
   };
