@@ -14,6 +14,9 @@ function maskFields(object: Record<string, unknown>): Record<string, unknown> {
   for (const name in object) {
     const value = object[name];
     if (typeof value === 'string' && MAY_HOLD_CREDENTIAL.test(value)) (masked ??= { ...object })[name] = maskCredentials(value);
+    else if (value instanceof Error && MAY_HOLD_CREDENTIAL.test(`${value.message}\n${value.stack}`)) {
+      (masked ??= { ...object })[name] = { type: value.name, message: maskCredentials(value.message), stack: maskCredentials(value.stack ?? '') };
+    }
   }
   return masked ?? object;
 }
