@@ -48,7 +48,7 @@ t.test('settle: bad arguments get a clear message and exit 2', async (t) => {
 
 t.test('web and worker processes drain and exit 0 on SIGTERM', async (t) => {
   const port = await freePort();
-  const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'info' };
+  const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'info', REPORTING_SECRET: '' };
   for (const [script, ready] of [['api/server.ts', 'web listening'], ['workers/main.ts', 'worker running']]) {
     const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -58,6 +58,7 @@ t.test('web and worker processes drain and exit 0 on SIGTERM', async (t) => {
     await eventually(() => output.includes(ready), Boolean, 15_000, 50);
     t.match(output, ready, `${script} started`);
     if (script === 'api/server.ts') t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'web answers /healthz');
+    if (script === 'api/server.ts') t.match(output, /REPORTING_SECRET is not set: the reporting process refuses this web process/, 'web started without the reporting secret says so');
     const started = Date.now();
     child.kill('SIGTERM');
     t.equal(await exited, 0, `${script} exits 0`);
