@@ -39,6 +39,7 @@ t.test('each request is a row carrying its X-Request-Id, no query values, only f
   const got = await api.request('GET', `/customers/${made.body.id}?email=secret@example.com`);
   const missing = await api.request('GET', '/customers/acct_nope');
   const refused = await api.request('GET', '/customers', { key: null });
+  const pasted = await api.request('GET', `/customers/${api.key}`);
   const rows = await logs('?limit=100');
   const byId = new Map(rows.map((r) => [r.id, r]));
   firstRequestId = made.headers.get('x-request-id')!;
@@ -52,6 +53,7 @@ t.test('each request is a row carrying its X-Request-Id, no query values, only f
   t.notOk(JSON.stringify(rows).includes('secret@example.com'), 'no query value is logged');
   t.match(byId.get(missing.headers.get('x-request-id')!), { status: 404, error_type: 'NotFound' });
   t.notOk(byId.has(refused.headers.get('x-request-id')!), 'a request of no environment is in no environment\'s log');
+  t.equal(byId.get(pasted.headers.get('x-request-id')!)?.path, `/customers/${api.key.slice(0, api.key.length - 24)}…`, 'a key pasted into a path is kept as its shown prefix');
   t.notOk(JSON.stringify(rows).includes(api.key), 'never the key itself');
   const other = await api.newKey('other-org', 'test');
   t.notOk((await logs('?limit=1000', other)).some((r) => byId.has(r.id)), 'another org sees none of them');

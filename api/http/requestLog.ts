@@ -20,6 +20,7 @@ import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../config.ts';
+import { maskCredentials } from '../credentials.ts';
 import { badRequest, serviceUnavailable } from '../errors.ts';
 import { REQUEST_LOG_SHIPPED, requestLogs, storedLogTime, type RequestLogTuple } from '../families/request_logs/family.ts';
 import { registry } from '../metrics.ts';
@@ -323,7 +324,8 @@ export function requestLogRow(ctx: Context & { state: RequestState }, startedMs:
     requestId,
     ctx.method,
     routeOf(ctx),
-    ctx.path.slice(0, 512),
+    // A key pasted into a path (`/customers/<key>`) is kept as its shown prefix, as everywhere it is logged.
+    (ctx.path.includes('_key_') ? maskCredentials(ctx.path) : ctx.path).slice(0, 512),
     ctx.status,
     Math.round(elapsed),
     keyPrefix ?? null,
