@@ -37,7 +37,8 @@ export interface AppOptions {
 }
 
 export function createApp(services: AppServices, options: AppOptions = {}): Koa {
-  const app = new Koa({ proxy: false });
+  // Behind trusted proxies the client's address is the one the outermost of them saw (SETTLE_TRUST_PROXY).
+  const app = new Koa({ proxy: services.config.trustedProxies > 0, maxIpsCount: services.config.trustedProxies });
   app.silent = true;
   const routes = objectRoutes();
   const { config } = services;
@@ -80,16 +81,20 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(openApiRoute);
   app.use(firstSegmentGate(docsRoutes()));
   app.use(metricsRoute);
+  const rateLimit = createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime());
+  app.use(rateLimit.requests);
   app.use(firstSegmentGate(browserRoutes()));
   app.use(firstSegmentGate(consoleRoutes()));
   app.use(createAuthenticator(options.keyCacheMs ?? 2000));
+  // Counted before the scopes: a credential hammering routes it may not use is limited too.
+  app.use(rateLimit.requests);
   app.use(clientScope);
   app.use(keyScope);
   app.use(auditActor);
-  app.use(createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime()));
   app.use(apiVersion);
   app.use(requestLogRoute(requestLog, config));
   app.use(createBodyParser(services.config.bodyLimit));
+  app.use(rateLimit.declinedPayments);
   app.use(testDataRoutes(services));
   app.use(idempotency);
   app.use(firstSegmentGate(accessTokenRoutes()));

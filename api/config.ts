@@ -25,7 +25,7 @@ export interface Config {
   dataDir: string;
   /** LOG_LEVEL: pino level. Default `info`. */
   logLevel: string;
-  /** SETTLE_RATE_LIMIT: `<per second>/<burst>` per key, or `off`. Default 1000/2000. */
+  /** SETTLE_RATE_LIMIT: `<per second>/<burst>` per key, client token, and client address (client tokens and hosted pages), or `off`. Default 1000/2000. */
   rateLimit: RateLimit | null;
   /**
    * SETTLE_GROUP_COMMIT: `off` writes each card payment and plain create that commits on its own in
@@ -37,6 +37,12 @@ export interface Config {
    * trigger; `statement` has the statement that creates them write them. Default statement.
    */
   auditBy: 'statement' | 'trigger';
+  /**
+   * SETTLE_TRUST_PROXY: how many proxies in front of the web process append to X-Forwarded-For
+   * (`true` is one); the client's address is the one the outermost of them saw. Default `false`:
+   * the connection's address, X-Forwarded-For ignored (a client could write any address in it).
+   */
+  trustedProxies: number;
   /** SETTLE_BODY_LIMIT: request body limit in bytes. Default 1 MiB. */
   bodyLimit: number;
   /** SETTLE_DB_POOL: connections per web process. Default 10. */
@@ -104,7 +110,7 @@ export interface Config {
   reportingHost: string;
   /** REPORTING_URL: where the web process sends transaction aggregates; `off` answers them from Postgres. Default `http://127.0.0.1:<REPORTING_PORT>`. */
   reportingUrl: string | null;
-  /** REPORTING_SECRET: shared bearer token between web and reporting, required when set. Default none (loopback only). */
+  /** REPORTING_SECRET: bearer token between web and reporting, required by reporting on every request. Default none: `settle up` generates one for its children; reporting run alone refuses to start without it. */
   reportingSecret: string | undefined;
   /** REPORTING_POLL_INTERVAL: ms between mirror passes while idle (the standby retries the leader lock at most once a second). Default 100. */
   reportingPollIntervalMs: number;
@@ -138,6 +144,13 @@ export function parseRateLimit(text: string | undefined): RateLimit | null {
   return { perSecond: Number(match[1]), burst: Number(match[2]) };
 }
 
+export function parseTrustProxy(text: string | undefined): number {
+  if (text === undefined || text === '' || text === 'false') return 0;
+  if (text === 'true') return 1;
+  if (/^\d+$/.test(text)) return Number(text);
+  throw new Error(`SETTLE_TRUST_PROXY must be true, false or a number of proxies, got "${text}"`);
+}
+
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** "5s,5m,30m" → [5000, 300000, 1800000]; units ms, s, m, h, d. */
@@ -169,6 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimit: parseRateLimit(env.SETTLE_RATE_LIMIT),
     groupCommit: env.SETTLE_GROUP_COMMIT !== 'off',
     auditBy: env.SETTLE_AUDIT_BY === 'trigger' ? 'trigger' : 'statement',
+    trustedProxies: parseTrustProxy(env.SETTLE_TRUST_PROXY),
     bodyLimit: intFromEnv(env, 'SETTLE_BODY_LIMIT', 1024 * 1024),
     requestLogBuffer: intFromEnv(env, 'SETTLE_REQUEST_LOG_BUFFER', 100_000),
     dbPoolSize: intFromEnv(env, 'SETTLE_DB_POOL', 10),

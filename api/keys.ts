@@ -1,5 +1,6 @@
 /** Secret keys: `test_secret_key_<32 base62>` / `secret_key_<32 base62>`, shown once, stored hashed. */
 import { hash } from 'node:crypto';
+import { shownPrefix } from './credentials.ts';
 import type { Db } from './db/connection.ts';
 import { expireKey, findKeyToRoll, findOrCreateOrg, insertKey } from './db/keys.ts';
 import { insertDefaultProcessingAccount } from './families/accounts/repository.ts';
@@ -37,10 +38,7 @@ export interface KeySettings {
   authorize_and_capture?: boolean;
 }
 
-/** What identifies a key or client token in listings, `keys revoke`, the audit history and the request log, without revealing it. */
-export function shownPrefix(secret: string): string {
-  return secret.slice(0, secret.length - 24);
-}
+export { shownPrefix };
 
 function newSecret(environment: Environment): { secret: string; prefix: string } {
   const secret = `${environment === 'test' ? 'test_' : ''}secret_key_${randomBase62(32)}`;

@@ -225,7 +225,7 @@ export SETTLE_KEY=test_secret_key_…   # printed by npm start, or made with npx
 - Every success is HTTP 200 with an \`object\` key, a delete too (it answers the deleted object). A list is \`{"object": "list", "values": […]}\`.
 - A create or update takes one object or \`{"object": "list", "values": […]}\` of up to 1,000, all or nothing.
 - Money is in major units (\`19.99\`), rounded half-up to the cent; timestamps are UTC \`YYYY-MM-DD HH:MM:SS\`.
-- \`Idempotency-Key\` on a POST or PUT: the same key with the same body within 24 h answers the stored response again; with another body, 409.
+- \`Idempotency-Key\` on a POST or PUT: the same key with the same body, sent with the same key or client token within 24 h, answers the stored response again; with another body, 409; another credential's request runs as its own.
 - Each key may make 1,000 requests a second (bursts of 2,000) unless the operator says otherwise; beyond that, 429 with \`Retry-After\`.
 
 # Lists and queries

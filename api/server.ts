@@ -59,6 +59,9 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
   const port = typeof address === 'object' && address ? address.port : config.port;
   const url = `http://${config.host}:${port}`;
   log.info({ url }, 'web listening');
+  if (config.reportingUrl !== null && !config.reportingSecret) {
+    log.warn({ reporting: config.reportingUrl }, 'REPORTING_SECRET is not set: the reporting process refuses this web process (aggregates answer 503, request logs are not stored); set the same value on both, or REPORTING_URL=off');
+  }
   const stop = async () => {
     draining = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));

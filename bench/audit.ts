@@ -35,6 +35,7 @@ import { newId } from '../api/ids.ts';
 import { REQUEST_LOG_SHIPPED, storedLogTime, type RequestLogTuple } from '../api/families/request_logs/family.ts';
 import { freePort } from '../api/db/embedded.ts';
 import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, dataSizes, growTenant, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
+import { REPORTING_AUTH } from './reportingAuth.ts';
 
 /** BENCH_ROUNDS: alternated rounds per comparison (default 2); more beat a noisy machine. */
 const ROUNDS = positive('BENCH_ROUNDS', 2);
@@ -291,7 +292,7 @@ async function reportingCaughtUp(): Promise<void> {
   let last = -1;
   let unchanged = 0;
   while (Date.now() < until && unchanged < 3) {
-    const health = await (await fetch(`http://127.0.0.1:${reportingPort}/healthz`)).json().catch(() => ({})) as { rows_mirrored?: number };
+    const health = await (await fetch(`http://127.0.0.1:${reportingPort}/healthz`, { headers: REPORTING_AUTH })).json().catch(() => ({})) as { rows_mirrored?: number };
     const mirrored = Number(health.rows_mirrored ?? -1);
     unchanged = mirrored === last ? unchanged + 1 : 0;
     last = mirrored;
@@ -339,7 +340,7 @@ async function ship(batches: Array<() => string>): Promise<number> {
   const started = performance.now();
   await Promise.all(Array.from({ length: SENDERS }, async () => {
     while (next < batches.length) {
-      const response = await fetch(`http://127.0.0.1:${reportingPort}/request_logs`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body: batches[next++]!() });
+      const response = await fetch(`http://127.0.0.1:${reportingPort}/request_logs`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson', ...REPORTING_AUTH }, body: batches[next++]!() });
       if (!response.ok) throw new Error(`ingest answered ${response.status}: ${await response.text()}`);
       await response.arrayBuffer();
     }

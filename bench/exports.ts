@@ -25,6 +25,7 @@ import { compileRowExport } from '../reporting/rowExport.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { openStore } from '../reporting/store.ts';
 import { cleanup, dataSizes, growTenant, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
+import './reportingAuth.ts'; // sets the REPORTING_SECRET the web and reporting children share
 
 const MEMORY_GOAL_MB = 100;
 const FIELDS = 'id,type,amount,status,status_code,description,created_at';

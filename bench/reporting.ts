@@ -38,6 +38,7 @@ import { freePort, startEmbeddedPostgres } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey } from '../api/keys.ts';
 import { covers, parseSnapshot, type Snapshot } from '../reporting/feed.ts';
+import { REPORTING_AUTH } from './reportingAuth.ts';
 
 function positive(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -211,7 +212,7 @@ const reportingChild = startChild('reporting', 'reporting/main.ts', { DATABASE_U
 
 interface Health { role?: string; position?: string; lag_ms?: number }
 async function health(): Promise<Health> {
-  const res = await fetch(`${reportingUrl}/healthz`);
+  const res = await fetch(`${reportingUrl}/healthz`, { headers: REPORTING_AUTH });
   return await res.json() as Health;
 }
 await waitFor('the first catch-up', async () => {
@@ -233,7 +234,7 @@ interface Rebuilt { done: number; copyMs?: number; rollupMs?: number; finished?:
 async function rebuild(): Promise<{ rebuilt: Rebuilt; seconds: number; cpu: number }> {
   const started = performance.now();
   const cpuBefore = cpuSeconds(reportingChild);
-  const response = await fetch(`${reportingUrl}/rebuild`, { method: 'POST' });
+  const response = await fetch(`${reportingUrl}/rebuild`, { method: 'POST', headers: REPORTING_AUTH });
   const lines = (await response.text()).trim().split('\n').map((line) => JSON.parse(line) as Rebuilt);
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuSeconds(reportingChild) - cpuBefore;
@@ -386,7 +387,7 @@ async function ownWritesWait(): Promise<number> {
   const [{ snapshot }] = (await writer.query<{ snapshot: string }>('select pg_current_snapshot()::text as snapshot')).rows;
   const res = await fetch(`${reportingUrl}/query`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: { 'Content-Type': 'application/json', ...REPORTING_AUTH },
     body: JSON.stringify({ tenant: { orgId: key.orgId, environment: 'test' }, version: 'v1', params: [['fields', 'count']], snapshot }),
     signal: AbortSignal.timeout(30_000),
   });

@@ -9,6 +9,8 @@ import path from 'node:path';
 export interface Runtime {
   pid: number;
   databaseUrl: string;
+  /** the REPORTING_SECRET its children share (the file is readable by its owner only) */
+  reportingSecret?: string;
   /** pids of the web, worker and reporting processes running now */
   children: Record<string, number>;
 }

@@ -13,7 +13,7 @@ import { loadConfig, projectRoot, type Config } from '../api/config.ts';
 import { actingDatabaseUrl } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
-import { countKeys, listKeys, revokeKeys } from '../api/db/keys.ts';
+import { countKeys, listKeys, revokeKey } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey, KeyNotFound, rollKey, type Environment } from '../api/keys.ts';
 import { parseScopes } from '../api/scopes.ts';
@@ -37,7 +37,7 @@ const USAGE = `usage: settle <command>
   keys list                            list keys (prefixes only) with their scopes
   keys roll PREFIX [--expire-in 24h]   a new key with the same org, environment and scopes; the
                                        old one keeps working until then (0s: at once)
-  keys revoke PREFIX                   revoke the keys whose prefix or id starts with PREFIX
+  keys revoke PREFIX                   revoke the one key whose id is PREFIX or whose prefix starts with it
   reporting rebuild                    copy every transaction into ClickHouse afresh (through the
                                        running reporting process, or in this one)
   vault generate                       print a new vault key (base64), for SETTLE_VAULT_KEY
@@ -53,10 +53,20 @@ class UsageError extends Error {}
 
 const DATABASE = 'settle';
 
+/** What a running `settle up` of this data directory published, if one runs. */
+function runningSettleUp(config: Config): Runtime | undefined {
+  const runtime = readRuntime(config.dataDir);
+  return runtime && processRunning(runtime.pid) ? runtime : undefined;
+}
+
 /** The database a running `settle up` of this project serves, if any. */
 function runningDatabaseUrl(config: Config): string | undefined {
-  const runtime = readRuntime(config.dataDir);
-  return runtime && processRunning(runtime.pid) ? runtime.databaseUrl : undefined;
+  return runningSettleUp(config)?.databaseUrl;
+}
+
+/** REPORTING_SECRET, or the one a running `settle up` of this data directory made for its children. */
+function reportingSecretOf(config: Config): string | undefined {
+  return config.reportingSecret ?? runningSettleUp(config)?.reportingSecret;
 }
 
 async function ensureDatabase(server: EmbeddedServer): Promise<string> {
@@ -152,9 +162,10 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
   }
   if (sub === 'revoke') {
     if (rest.length !== 1 || rest[0].length < 8) throw new UsageError('keys revoke needs one PREFIX (at least 8 characters) or key id');
-    const count = await withDb(config, (db) => revokeKeys(db, rest[0]));
-    if (count === 0) throw new UsageError(`no active key matches ${rest[0]}`);
-    console.log(`revoked ${count} key${count === 1 ? '' : 's'}`);
+    const { matches, revoked } = await withDb(config, (db) => revokeKey(db, rest[0]));
+    if (matches === 0) throw new UsageError(`no active key matches ${rest[0]}`);
+    if (!revoked) throw new UsageError(`${matches} active keys match ${rest[0]}; nothing revoked (give the key id or a longer prefix)`);
+    console.log('revoked 1 key');
     return;
   }
   throw new UsageError(`unknown keys command: ${sub ?? '(none)'}`);
@@ -166,7 +177,7 @@ async function reportingCommand(config: Config, args: string[]): Promise<void> {
   const { progressPrinter, rebuildInProcess, rebuildThroughProcess, RebuildRefused } = await import('../reporting/rebuild.ts');
   const progress = progressPrinter();
   try {
-    const viaProcess = config.reportingUrl ? await rebuildThroughProcess(config, progress.update) : null;
+    const viaProcess = config.reportingUrl ? await rebuildThroughProcess({ ...config, reportingSecret: reportingSecretOf(config) }, progress.update) : null;
     const final = viaProcess ?? await withDatabase(config, async (url) => {
       await migrate(url);
       return rebuildInProcess({ ...config, databaseUrl: url }, progress.update);
@@ -299,7 +310,9 @@ async function up(config: Config): Promise<void> {
   // One machine, local receivers: deliveries may reach loopback and private addresses unless told otherwise.
   const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
   if (allowPrivate === 'true') say('notice', 'WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');
-  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate };
+  // The reporting port takes no caller without the secret, loopback included: made here when unset, known only to the children.
+  const reportingSecret = config.reportingSecret ?? randomBytes(32).toString('base64url');
+  const env = { ...process.env, DATABASE_URL: url, PORT: String(config.port), HOST: config.host, WEBHOOK_ALLOW_PRIVATE: allowPrivate, REPORTING_SECRET: reportingSecret };
   const children: ChildSpec[] = [{ name: 'web', script: 'api/server.ts', nodeFlags: WEB_NODE_FLAGS }, { name: 'worker', script: 'workers/main.ts' }];
   if (config.reportingUrl) children.push({ name: 'reporting', script: 'reporting/main.ts' });
   const databaseUrl = url;
@@ -309,7 +322,7 @@ async function up(config: Config): Promise<void> {
     drainTimeoutMs: config.shutdownTimeoutMs,
     print: (line) => process.stdout.write(line + '\n'),
     view,
-    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, children: pids }, say),
+    onPidsChanged: (pids) => writeRuntime(config, { pid: process.pid, databaseUrl, reportingSecret, children: pids }, say),
   });
   stopOnSignals(async () => {
     await supervisor.stop();

@@ -16,8 +16,8 @@
  * there, so a pass cut short is copied again (the same versions, collapsed) and nothing is skipped.
  * Meanwhile queries answer 503 saying why.
  *
- * Start-up refusals, each one clear message and exit 1: a non-loopback REPORTING_HOST without
- * REPORTING_SECRET (the port would answer any caller for any org), and a ClickHouse older than the
+ * Start-up refusals, each one clear message and exit 1: no REPORTING_SECRET (the port would answer
+ * any caller for any org, loopback included), and a ClickHouse older than the
  * mirror needs (checked with `select version()` before anything else touches it). A ClickHouse
  * that is merely unreachable is waited for: queries answer 503 meanwhile, and the outage is logged
  * once, not per retry.
@@ -75,17 +75,20 @@ export function isLoopbackHost(host: string): boolean {
   return net.isIPv6(address) && /^(0*:)*0*1$/.test(address.replace(/^::/, '0:'));
 }
 
-/** The reporting port serves every org's aggregates to whoever calls it: off loopback, only with a secret. */
-export function checkExposure(config: Pick<Config, 'reportingHost' | 'reportingPort' | 'reportingSecret'>): void {
-  if (config.reportingSecret || isLoopbackHost(config.reportingHost)) return;
-  throw new StartupRefused(`REPORTING_HOST=${config.reportingHost} is not a loopback address and REPORTING_SECRET is not set: `
-    + `anyone reaching port ${config.reportingPort} could read every org's transaction aggregates. `
-    + 'Set REPORTING_SECRET (the same value for the web process), or bind REPORTING_HOST to 127.0.0.1.');
+/**
+ * The reporting port answers every org's aggregates and request logs, and stores request-log rows:
+ * only for a caller holding the secret, on loopback too (any local user can reach loopback).
+ */
+export function requireSecret(config: Pick<Config, 'reportingHost' | 'reportingPort' | 'reportingSecret'>): string {
+  if (config.reportingSecret) return config.reportingSecret;
+  const where = isLoopbackHost(config.reportingHost) ? 'any local user' : 'anyone';
+  throw new StartupRefused(`REPORTING_SECRET is not set: ${where} reaching ${config.reportingHost}:${config.reportingPort} could read every org's `
+    + 'transaction aggregates and request logs. Set REPORTING_SECRET (the same value for the web process), or run under `settle up`, which makes one.');
 }
 
 export async function startReporting(config: Config, options: ReportingOptions = {}): Promise<RunningReporting> {
   if (!config.databaseUrl) throw new StartupRefused('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
-  checkExposure(config);
+  const secret = requireSecret(config);
   const log = options.log ?? createLogger(config.logLevel, 'reporting');
   const target = storeTarget(config);
   let store: ReportingStore | null = target.embedded ? null : openStore(config);
@@ -302,7 +305,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
   gaugeOnScrape('settle_reporting_mirror_lag_seconds', 'Commit-to-ClickHouse lag of the last mirror pass (leader only)', [], () => (mirror ? [[{}, mirror.status.lagMs / 1000]] : []));
   gaugeOnScrape('settle_reporting_rows_mirrored', 'Changed transactions copied into ClickHouse since this process started (leader only)', [], () => (mirror ? [[{}, rowsMirroredBefore + mirror.status.rowsMirrored]] : []));
   gaugeOnScrape('settle_reporting_leader', '1 when this process mirrors, 0 when it stands by', [], () => [[{}, mirror ? 1 : 0]]);
-  const app = createReportingApp(engine, { secret: config.reportingSecret, waitMs: config.reportingWaitMs, log, exportMaxRows: config.exportMaxRows, requestLogRetentionMs: config.requestLogRetentionMs });
+  const app = createReportingApp(engine, { secret, waitMs: config.reportingWaitMs, log, exportMaxRows: config.exportMaxRows, requestLogRetentionMs: config.requestLogRetentionMs });
   const server = app.listen(config.reportingPort, config.reportingHost);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

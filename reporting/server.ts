@@ -1,8 +1,8 @@
 /**
  * The reporting process's internal HTTP interface. Only the web process calls it (the client's
- * key was checked there; the tenant arrives in the body), so it binds to loopback by default; bound
- * anywhere else it needs REPORTING_SECRET (reporting/main.ts), and with a secret set every request
- * must carry it as a bearer token, /healthz included.
+ * key was checked there; the tenant arrives in the body), so it binds to loopback by default, and
+ * every request must carry REPORTING_SECRET as a bearer token, /healthz included: a local user can
+ * reach loopback too.
  *
  *   POST /query    {tenant, version, type?, params, snapshot} → {object: 'list', values, reporting_position}
  *                  with Server-Timing: mirror_wait (for the snapshot to be covered) and clickhouse (the query,
@@ -51,7 +51,7 @@ export interface ReportingEngine {
 }
 
 export interface ServerOptions {
-  secret?: string;
+  secret: string;
   waitMs: number;
   log: Logger;
   /** SETTLE_REQUEST_LOG_RETENTION: how long request log rows are kept (the table's TTL) */
@@ -120,8 +120,7 @@ export function createReportingApp(engine: ReportingEngine, options: ServerOptio
 }
 
 /** Digests of equal length, compared in constant time: neither the secret nor its length leaks through timing. */
-function authorize(ctx: Context, secret: string | undefined): void {
-  if (!secret) return;
+function authorize(ctx: Context, secret: string): void {
   const digest = (text: string) => createHash('sha256').update(text).digest();
   if (!timingSafeEqual(digest(ctx.get('Authorization')), digest(`Bearer ${secret}`))) throw unauthorized('Missing or invalid reporting secret');
 }

@@ -6,7 +6,7 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import { loadConfig } from '../api/config.ts';
-import { revokeKeys } from '../api/db/keys.ts';
+import { revokeKey } from '../api/db/keys.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { freshDatabase } from './helpers/db.ts';
@@ -91,7 +91,7 @@ t.test('a revoked key is 401 from the next request on', async (t) => {
   const secret = await api.newKey('revocable', 'test');
   t.equal((await api.request('GET', '/customers', { key: secret })).status, 200, 'works before revoking');
   const prefix = secret.slice(0, secret.length - 24);
-  t.equal(await revokeKeys(api.db, prefix), 1, 'exactly this key revoked');
+  t.same(await revokeKey(api.db, prefix), { matches: 1, revoked: true }, 'exactly this key revoked');
   assertError(t, await api.request('GET', '/customers', { key: secret }), 401, 'Unauthorized', 'after revoking');
   assertError(t, await raw('/customers', { Authorization: `Bearer ${secret}` }), 401, 'Unauthorized', 'after revoking, Bearer');
   t.equal((await api.request('GET', '/customers')).status, 200, 'other keys keep working');

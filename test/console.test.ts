@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { Locator, Page, Request } from 'playwright-core';
-import { revokeKeys } from '../api/db/keys.ts';
+import { revokeKey } from '../api/db/keys.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { launchBrowser, screenshot } from './helpers/browser.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -295,7 +295,7 @@ t.test('a key revoked while signed in takes the tab back to the sign-in form and
   const page = await browser.newPage();
   await signIn(page, key);
   await page.locator('tbody tr').first().waitFor();
-  await revokeKeys(api.db, key.slice(0, key.length - 24));
+  await revokeKey(api.db, key.slice(0, key.length - 24));
   await page.getByRole('link', { name: 'Invoices', exact: true }).click();
   await page.getByLabel('Secret key').waitFor();
   t.match(await page.getByRole('status').textContent(), /no longer accepts this key/);

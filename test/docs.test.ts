@@ -174,9 +174,9 @@ t.test('the Node and Python receivers in docs/webhooks.md accept what the worker
   });
 });
 
-/** Markdown files of the repository: README.md, ARCHITECTURE.md and everything under docs/. */
+/** Markdown files of the repository: README.md, ARCHITECTURE.md, SECURITY.md and everything under docs/. */
 function markdownFiles(): string[] {
-  const found = ['README.md', 'ARCHITECTURE.md'];
+  const found = ['README.md', 'ARCHITECTURE.md', 'SECURITY.md'];
   const walk = (dir: string) => {
     for (const name of readdirSync(path.join(projectRoot, dir))) {
       const relative = path.join(dir, name);

@@ -7,9 +7,17 @@
  * Invariants: never a 5xx; every 4xx is a contract error object; a rejected write changes no
  * stored row or event; nothing pollutes Object.prototype (the server runs in this process).
  *
- * Re-run a failing seed with FUZZ_SEED=<seed> npm test -- test/fuzz.test.ts.
+ * A property tier (fast-check) follows: the `q` parser and the list parameters called directly, and
+ * bodies (JSON, form with brackets, multipart), headers and ids in paths over HTTP, each for its
+ * share of FUZZ_SECONDS; a failure is shrunk to a small counterexample.
+ *
+ * Re-run a failing seed with FUZZ_SEED=<seed> npm test -- test/fuzz.test.ts; run for minutes with
+ * `npm run bench:fuzz` (FUZZ_SECONDS=600 by default).
  */
-import t from 'tap';
+import fc from 'fast-check';
+import t, { type Test } from 'tap';
+import { ApiError } from '../api/errors.ts';
+import { parseListQuery } from '../api/query/listQuery.ts';
 import { parseQ } from '../api/query/q.ts';
 import type { Expr, Operand } from '../api/query/ast.ts';
 import { startTestApi, type ApiResponse } from './helpers/api.ts';
@@ -579,4 +587,138 @@ t.test(`fuzz seed=${SEED} (FUZZ_SEED to replay): ${REQUESTS} random requests`, a
   // The fuzzer itself must reach past the front door, or the checks above prove nothing.
   t.ok(counts.ok >= REQUESTS * 0.15, `a fair share of requests were accepted (${counts.ok})`);
   t.ok(counts.rejectedWrites >= REQUESTS * 0.1, `a fair share of writes were rejected (${counts.rejectedWrites})`);
+});
+
+// ---------- the property tier (fast-check, seeded) ----------
+//
+// The same invariants as properties: fast-check draws the inputs from SEED and, on a failure,
+// shrinks them to a small counterexample. Each property runs for its share of FUZZ_SECONDS (a few
+// seconds in `npm test`; `npm run bench:fuzz` gives them minutes).
+
+const FUZZ_SECONDS = Number(process.env.FUZZ_SECONDS ?? 4);
+
+async function holds(t: Test, name: string, property: fc.IAsyncPropertyWithHooks<any> | fc.IPropertyWithHooks<any>, share: number, minimumRuns: number): Promise<void> {
+  const details = await fc.check(property, { seed: SEED, numRuns: 10_000_000, interruptAfterTimeLimit: FUZZ_SECONDS * 1000 * share, markInterruptAsFailure: false });
+  // The time limit abandons the run in flight; it must end before the next property compares stored state.
+  await lastRequest;
+  t.notOk(details.failed, details.failed ? fc.defaultReportMessage(details) : `${name}: ${details.numRuns} runs`);
+  t.ok(details.numRuns >= minimumRuns, `${name}: at least ${minimumRuns} runs in its time (${details.numRuns})`);
+}
+
+/** Only our own errors, with a client's status, may leave a parser. */
+function refusedAsClientError(error: unknown): boolean {
+  return error instanceof ApiError && error.status >= 400 && error.status < 500 && error.errorType.length > 0;
+}
+
+const qText = fc.oneof(
+  fc.array(fc.constantFrom(...Q_TOKENS), { maxLength: 24 }).chain((tokens) => fc.constantFrom(' ', '').map((sep) => tokens.join(sep))),
+  fc.string({ unit: 'binary', maxLength: 200 }),
+  fc.tuple(fc.constantFrom(...Q_FIELDS), fc.constantFrom('==', '!=', '>', '?', '<='), fc.oneof(fc.string({ maxLength: 20 }).map((s) => JSON.stringify(s)), fc.double().map(String), fc.constantFrom('null', 'true', 'date(2024-01-31)')))
+    .map((parts) => parts.join(' ')),
+);
+const listParamName = fc.constantFrom('q', 'fields', 'order_by', 'group_by', 'limit', 'offset', 'name', 'attrs[tier]', 'fields[0]', 'order_by[]', 'created_at', 'q[0]', 'format', 'mode');
+const listParamValue = fc.oneof(qText, fc.constantFrom(...FIELD_PATHS, '*', 'count', 'desc(created_at)', 'sum(amount)', '-1', '1e400', 'NaN'), fc.string({ maxLength: 40 }));
+
+/** What the request left stored: accounts (hashed) and how many transactions, webhooks, links, methods and events. */
+async function storedState(): Promise<string> {
+  const counts = await api.db.raw(`select (select count(*) from transactions) t, (select count(*) from webhooks) w, (select count(*) from payment_links) l,
+      (select count(*) from payment_methods) m, (select max(modified_at) from transactions) tm`);
+  return (await snapshot()) + JSON.stringify(counts.rows[0]);
+}
+
+const formKeyArb = fc.tuple(
+  fc.constantFrom('name', 'email', 'address', 'attrs', 'values', 'object', 'type', 'amount', 'payment_method', 'trigger', 'url', ...PROTO_KEYS),
+  fc.array(fc.oneof(fc.constantFrom('', '0', '1', 'city', 'card', 'card_number', '__proto__', 'prototype', '999999999', '-1'), fc.string({ maxLength: 5 })), { maxLength: 6 }),
+  fc.constantFrom('', '[', ']', '[[', '][', '.x'),
+).map(([base, segments, tail]) => `${base}${segments.map((s) => `[${s}]`).join('')}${tail}`);
+const formPairs = fc.array(fc.tuple(formKeyArb, fc.oneof(fc.string({ maxLength: 60 }), fc.constantFrom('list', 'card', 'payment', '4242424242424242', '12/35'))), { maxLength: 8 });
+
+type Sent = { method: string; path: string; headers: Record<string, string>; body?: string | FormData };
+const writeTarget = fc.constantFrom(
+  ['POST', '/customers'], ['POST', '/processing_accounts'], ['POST', '/transactions'], ['POST', '/webhooks'], ['POST', '/payment_links'], ['POST', '/payment_methods'],
+  ['PUT', '/customers/ID'], ['PUT', '/customers?mode=query&name=Seed%20Ann'],
+);
+const decodedBody: fc.Arbitrary<Sent> = fc.tuple(writeTarget, fc.oneof(
+  fc.jsonValue({ maxDepth: 4 }).map((value) => ({ headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(value) })),
+  fc.string({ unit: 'binary', maxLength: 300 }).map((text) => ({ headers: { 'Content-Type': 'application/json' }, body: text })),
+  formPairs.map((pairs) => ({ headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: pairs.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&') })),
+  formPairs.map((pairs) => ({ headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: pairs.map(([k, v]) => `${k}=${v}`).join('&') })),
+  formPairs.map((pairs) => {
+    const data = new FormData();
+    for (const [k, v] of pairs) data.append(k, v);
+    return { headers: {} as Record<string, string>, body: data as string | FormData };
+  }),
+)).map(([[method, path], sent]) => ({ method, path: path.replace('ID', ids.all[0] ?? 'acct_none'), ...sent }));
+
+/** Header values a client could send: printable Latin-1, no line breaks. */
+const headerValue = fc.oneof(
+  fc.array(fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f), { maxLength: 80 }).map((codes) => String.fromCharCode(...codes).trim()),
+  fc.constantFrom('', 'v1', 'v2', 'v3', 'V2', 'application/json', 'text/plain', 'multipart/form-data', 'application/x-www-form-urlencoded; charset=utf-16', '*/*', 'text/csv', '1.2.3.4, 5.6.7.8', 'Basic', 'Bearer ', 'Basic Og=='),
+);
+const headerName = fc.constantFrom('X-API-Version', 'Idempotency-Key', 'Content-Type', 'Accept', 'X-Request-Id', 'X-Forwarded-For', 'Authorization', 'Origin', 'Accept-Encoding', 'Range');
+const withHeaders: fc.Arbitrary<Sent> = fc.tuple(fc.constantFrom(['GET', '/customers'], ['POST', '/customers'], ['GET', '/customers?fields=count'], ['PUT', '/customers/ID']), fc.dictionary(headerName, headerValue, { maxKeys: 5 }))
+  .map(([[method, path], headers]) => ({ method, path: path.replace('ID', ids.all[0] ?? 'acct_none'), headers, body: method === 'GET' ? undefined : JSON.stringify({ name: 'Header Hal' }) }));
+
+const idText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 80 }).map(encodeURIComponent),
+  fc.tuple(fc.constantFrom('acct_', 'txn_', 'pay_', 'wh_', 'pm_', 'inv_', 'test_client_key_', 'int_', ''), fc.string({ unit: 'grapheme-ascii', maxLength: 40 })).map(([p, s]) => encodeURIComponent(p + s)),
+  fc.constantFrom('%', '%zz', '%E2%82', '%00', '..', '%2e%2e', '__proto__', 'constructor', 'x'.repeat(5000), '%F0%9F%99%82'),
+);
+const idTarget: fc.Arbitrary<Sent & { page: boolean }> = fc.tuple(
+  fc.constantFrom('GET', 'PUT', 'DELETE'),
+  fc.constantFrom('/customers/', '/transactions/', '/webhooks/', '/payment_links/', '/payment_methods/', '/invoices/', '/intents/', '/pay/', '/checkout/', '/enroll/', '/elements/checkout/'),
+  idText,
+).map(([method, prefix, id]) => {
+  const page = ['/pay/', '/checkout/', '/enroll/', '/elements/checkout/'].includes(prefix);
+  const put = method === 'PUT' && !page;
+  const headers: Record<string, string> = put ? { 'Content-Type': 'application/json' } : {};
+  return { method: page ? 'GET' : method, path: prefix + id, headers, body: put ? '{"name":"Id Ida"}' : undefined, page };
+});
+
+let lastRequest: Promise<unknown> = Promise.resolve();
+
+function answeredWell(sent: Sent & { page?: boolean }, problems: string[]): Promise<boolean> {
+  const run = checkAnswer(sent, problems);
+  lastRequest = run.catch(() => undefined);
+  return run;
+}
+
+/** Sends `sent` as a client would; false (with the reason noted) when the answer breaks an invariant. */
+async function checkAnswer(sent: Sent & { page?: boolean }, problems: string[]): Promise<boolean> {
+  const isWrite = sent.method !== 'GET';
+  const before = isWrite ? await storedState() : '';
+  const res = await api.request(sent.method, sent.path, { headers: sent.headers, body: sent.body });
+  const label = `${sent.method} ${sent.path.slice(0, 200)} ${JSON.stringify(sent.headers)} → ${res.status} ${JSON.stringify(res.body)?.slice(0, 200)}`;
+  if (res.status >= 500) return !problems.push(`5xx: ${label}`);
+  if (res.status >= 400 && !sent.page) {
+    const b = res.body;
+    if (!b || typeof b !== 'object' || b.object !== 'error' || typeof b.error_type !== 'string' || typeof b.error_description !== 'string') return !problems.push(`error format: ${label}`);
+    if (isWrite && (await storedState()) !== before) return !problems.push(`half-written: ${label}`);
+  }
+  return true;
+}
+
+t.test(`property tier seed=${SEED}, ${FUZZ_SECONDS} s (FUZZ_SECONDS for longer)`, async (t) => {
+  await holds(t, 'parseQ answers an AST or a 400 BadRequest', fc.property(qText, (text) => {
+    try {
+      parseQ(text);
+      return true;
+    } catch (error) {
+      return error instanceof ApiError && error.status === 400 && error.errorType === 'BadRequest';
+    }
+  }), 0.1, 200);
+  await holds(t, 'list parameters parse or are refused with a 4xx', fc.property(fc.array(fc.tuple(listParamName, listParamValue), { maxLength: 6 }), (params) => {
+    try {
+      parseListQuery(params);
+      return true;
+    } catch (error) {
+      return refusedAsClientError(error);
+    }
+  }), 0.1, 200);
+  const problems: string[] = [];
+  await holds(t, 'bodies (JSON, form with brackets, multipart): never 5xx, errors in the contract format, no half-written change', fc.asyncProperty(decodedBody, (sent) => answeredWell(sent, problems)), 0.35, 20);
+  await holds(t, 'headers: never 5xx, errors in the contract format', fc.asyncProperty(withHeaders, (sent) => answeredWell(sent, problems)), 0.2, 20);
+  await holds(t, 'ids in paths: never 5xx, API errors in the contract format', fc.asyncProperty(idTarget, (sent) => answeredWell(sent, problems)), 0.25, 20);
+  t.same(problems, [], 'no request broke an invariant');
+  t.same(Object.keys(Object.prototype), [], 'nothing polluted Object.prototype');
 });

@@ -1,6 +1,6 @@
 /**
  * `Idempotency-Key` on writes: one effect per key, the stored answer replayed, another body with
- * the same key refused, concurrent duplicates collapsed, errors replayed too, keys scoped per org.
+ * the same key refused, concurrent duplicates collapsed, errors replayed too, keys scoped per credential and org.
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
@@ -170,6 +170,30 @@ t.test('keys are per org: the same key string in another org is independent', as
   const reuse = await api.request('POST', '/customers', { json: { name: 'Other body' }, headers: { 'Idempotency-Key': `${key}-x` } });
   t.equal(reuse.status, 200, 'a key used by another org with another body is still free here');
   t.equal(reuse.headers.get('Idempotent-Replayed'), null);
+});
+
+t.test('a key belongs to its credential: another key of the same org never receives the stored answer', async (t) => {
+  const key = idemKey('credential');
+  const hook = { trigger: 'payment', url: 'https://example.com/idem-hook' };
+  const first = await api.request('POST', '/webhooks', { json: hook, headers: { 'Idempotency-Key': key } });
+  t.equal(first.status, 200, JSON.stringify(first.body));
+  t.type(first.body.sender_secret, 'string', 'the secret is shown once, to its creator');
+
+  const { createKey } = await import('../api/keys.ts');
+  const restricted = (await createKey(api.db, 'acme', 'test', {}, ['webhooks:write'])).secret;
+  const sibling = await api.request('POST', '/webhooks', { key: restricted, json: hook, headers: { 'Idempotency-Key': key } });
+  t.equal(sibling.status, 200, JSON.stringify(sibling.body));
+  t.equal(sibling.headers.get('Idempotent-Replayed'), null, 'not a replay');
+  t.not(sibling.body.id, first.body.id, 'its request ran as its own');
+  t.not(sibling.body.sender_secret, first.body.sender_secret, 'the first webhook\'s secret is not handed over');
+  t.equal((await api.db('webhooks').whereRaw(`data->>'url' = ?`, [hook.url])).length, 2, 'two webhooks stored');
+
+  const again = await api.request('POST', '/webhooks', { json: hook, headers: { 'Idempotency-Key': key } });
+  t.equal(again.headers.get('Idempotent-Replayed'), 'true', 'the same credential repeating still gets the stored answer');
+  t.same(again.body, first.body);
+  const siblingAgain = await api.request('POST', '/webhooks', { key: restricted, json: hook, headers: { 'Idempotency-Key': key } });
+  t.equal(siblingAgain.headers.get('Idempotent-Replayed'), 'true', 'and so does the other key, with its own answer');
+  t.equal(siblingAgain.body.id, sibling.body.id);
 });
 
 t.test('keys are per environment: the same key with the live key is independent', async (t) => {

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { eventually } from './helpers/wait.ts';
 import { freePort } from '../api/db/embedded.ts';
-import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { startTestApi, startTestWorker, TEST_REPORTING_AUTH } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
 
@@ -61,7 +61,7 @@ t.test('reporting: the mirror\'s role, lag and rows on its /metrics', async (t) 
   const url = reporting.running.url;
   const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 5, payment_method: { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } } } });
   t.equal(paid.status, 200, 'a transaction to mirror');
-  const text = await eventually(async () => (await fetch(`${url}/metrics`)).text(),
+  const text = await eventually(async () => (await fetch(`${url}/metrics`, { headers: TEST_REPORTING_AUTH })).text(),
     (seen) => sample(seen, 'settle_reporting_leader', {}) === 1 && (sample(seen, 'settle_reporting_rows_mirrored', {}) ?? 0) >= 1, 10_000, 100);
   t.equal(sample(text, 'settle_reporting_leader', {}), 1, 'this process mirrors');
   t.ok((sample(text, 'settle_reporting_rows_mirrored', {}) ?? 0) >= 1, 'the transaction is counted');

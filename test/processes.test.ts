@@ -24,6 +24,13 @@ t.test('settle keys: create prints the key once, list shows only prefixes, revok
   t.notMatch(listed.stdout, new RegExp(secret), 'the full key is never shown again');
   t.match(listed.stdout, /"authorize_and_capture":true/);
   const prefix = secret.slice(0, secret.length - 24);
+  const other = await settle(['keys', 'create', '--org', 'other-cli-org', '--env', 'test']);
+  const ambiguous = await settle(['keys', 'revoke', 'test_secret_key_']);
+  t.not(ambiguous.code, 0, 'a prefix naming several keys fails');
+  t.match(ambiguous.stderr, /2 active keys match test_secret_key_; nothing revoked/);
+  t.equal(other.code, 0, other.stderr);
+  const stillActive = (await settle(['keys', 'list'])).stdout.split('\n').filter((line) => line.split('\t')[4] === 'active');
+  t.equal(stillActive.length, 2, 'no key was revoked');
   const revoked = await settle(['keys', 'revoke', prefix]);
   t.equal(revoked.code, 0, revoked.stderr);
   t.match(revoked.stdout, /revoked 1 key/);
@@ -41,7 +48,7 @@ t.test('settle: bad arguments get a clear message and exit 2', async (t) => {
 
 t.test('web and worker processes drain and exit 0 on SIGTERM', async (t) => {
   const port = await freePort();
-  const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'info' };
+  const env = { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'info', REPORTING_SECRET: '' };
   for (const [script, ready] of [['api/server.ts', 'web listening'], ['workers/main.ts', 'worker running']]) {
     const child = spawn(process.execPath, [path.join(projectRoot, script)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -51,6 +58,7 @@ t.test('web and worker processes drain and exit 0 on SIGTERM', async (t) => {
     await eventually(() => output.includes(ready), Boolean, 15_000, 50);
     t.match(output, ready, `${script} started`);
     if (script === 'api/server.ts') t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200, 'web answers /healthz');
+    if (script === 'api/server.ts') t.match(output, /REPORTING_SECRET is not set: the reporting process refuses this web process/, 'web started without the reporting secret says so');
     const started = Date.now();
     child.kill('SIGTERM');
     t.equal(await exited, 0, `${script} exits 0`);

@@ -12,6 +12,7 @@ import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { loadConfig } from '../api/config.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
 import { openStore } from '../reporting/store.ts';
+import { TEST_REPORTING_AUTH, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { positionNow, reservePort, tempDataDir } from './reporting-support.ts';
 import { eventually } from './helpers/wait.ts';
@@ -43,7 +44,7 @@ interface Child {
 
 function startChild(name: string, port: number): Child {
   const child = spawn(process.execPath, [path.join(projectRoot, 'reporting/main.ts')], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_PORT: String(port), REPORTING_POLL_INTERVAL: '200', LOG_LEVEL: 'info' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_PORT: String(port), REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_POLL_INTERVAL: '200', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
@@ -58,7 +59,7 @@ function startChild(name: string, port: number): Child {
 
 async function health(child: Child): Promise<{ status: number; body: Record<string, unknown> } | null> {
   try {
-    const res = await fetch(`${child.url}/healthz`);
+    const res = await fetch(`${child.url}/healthz`, { headers: TEST_REPORTING_AUTH });
     return { status: res.status, body: await res.json() as Record<string, unknown> };
   } catch {
     return null;
@@ -74,7 +75,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
 async function totals(child: Child): Promise<{ status: number; body: any }> {
   const res = await fetch(`${child.url}/query`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: { 'Content-Type': 'application/json', ...TEST_REPORTING_AUTH },
     body: JSON.stringify({ tenant, version: 'v1', params: [['fields', 'count,sum(amount)']], snapshot: formatSnapshot(await positionNow(db)) }),
   });
   return { status: res.status, body: await res.json() };

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { startWeb } from '../api/server.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
 
 const api = await startTestApi(t, { REPORTING_URL: 'off' });
@@ -54,7 +54,7 @@ t.test('Postgres path: net volume by processing account and month, with fees and
 t.test('ClickHouse path: the same figures from the mirror', async (t) => {
   // Port 0: no other test process can take the reporting port between choosing and listening.
   const reporting = await startTestReporting(t, api.databaseUrl, tempDataDir(t), { REPORTING_PORT: '0' });
-  const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: api.databaseUrl, PORT: '0', REPORTING_URL: reporting.running.url, REPORTING_WAIT: '10000' }), { keyCacheMs: 0 });
+  const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: api.databaseUrl, PORT: '0', REPORTING_URL: reporting.running.url, REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_WAIT: '10000' }), { keyCacheMs: 0 });
   t.teardown(() => web.stop());
   const get = async (path: string) => {
     const res = await fetch(`${web.url}${path}`, { headers: { Authorization: `Basic ${Buffer.from(`${api.key}:`).toString('base64')}` } });

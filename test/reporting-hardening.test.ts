@@ -5,8 +5,8 @@
  * - a ClickHouse server too old is refused at start with one message naming both versions;
  * - reporting trouble (ClickHouse failing, the reporting process dead, failing or refusing) answers
  *   503 with its reason, never 500, and is logged once per outage, not per request;
- * - the reporting port refuses to start off loopback without REPORTING_SECRET, and with a secret
- *   answers 401 to every request that lacks it.
+ * - the reporting port refuses to start without REPORTING_SECRET, loopback included, and answers
+ *   401 to every request that lacks it: no aggregate, request-log row or forged row for such a caller.
  * ClickHouse servers and reporting processes in trouble are impersonated by loopback HTTP servers.
  */
 import tap, { type Test } from 'tap';
@@ -23,7 +23,7 @@ import { createKey } from '../api/keys.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
 import { startReporting } from '../reporting/main.ts';
 import { versionAtLeast } from '../reporting/store.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_AUTH, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { LEAK_PATTERN, positionNow, reservePort, startTestReporting, tempDataDir, type ReportingHandle } from './reporting-support.ts';
 import { eventually } from './helpers/wait.ts';
@@ -90,7 +90,7 @@ interface TestWeb {
 
 /** The real web app on loopback with a log the test reads, against `databaseUrl`. */
 async function startWeb(t: Test, databaseUrl: string, webEnv: Record<string, string>): Promise<TestWeb> {
-  const config = loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', ...webEnv, DATABASE_URL: databaseUrl, PORT: '0' });
+  const config = loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', REPORTING_SECRET: TEST_REPORTING_SECRET, ...webEnv, DATABASE_URL: databaseUrl, PORT: '0' });
   const { log, lines } = captureLog();
   const db = createDb(databaseUrl, 2);
   const server = createApp({ db, config, log, domain: createDomainServices(config) }, { keyCacheMs: 0 }).listen(0, '127.0.0.1');
@@ -149,7 +149,7 @@ async function fakeClickHouse(t: Test, version: string, state: { mode: Mode }) {
 /** Runs reporting/main.ts as its own process until it exits (or `ms` passes: then it is killed and `code` is null). */
 function runReportingProcess(childEnv: Record<string, string>, ms = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(projectRoot, 'reporting/main.ts')], { env: { ...process.env, LOG_LEVEL: 'info', ...childEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(projectRoot, 'reporting/main.ts')], { env: { ...process.env, LOG_LEVEL: 'info', REPORTING_SECRET: TEST_REPORTING_SECRET, ...childEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -227,15 +227,17 @@ t.test('a prune that cannot go on holds no pass back: writes are answered meanwh
 
 // ---------- 4. the reporting port and its secret ----------
 
-t.test('bound off loopback without REPORTING_SECRET, the reporting process refuses to start', async (t) => {
-  const refusedEnv = { DATABASE_URL: api.databaseUrl, SETTLE_DATA_DIR: tempDataDir(t), REPORTING_HOST: '0.0.0.0', REPORTING_PORT: String(await reservePort()), REPORTING_SECRET: '' };
-  const run = await runReportingProcess(refusedEnv);
-  t.equal(run.code, 1, 'exits 1');
-  const output = (run.stdout + run.stderr).trim();
-  t.equal(output.split('\n').length, 1, `one message: ${output}`);
-  t.match(output, /REPORTING_HOST=0\.0\.0\.0 is not a loopback address and REPORTING_SECRET is not set/);
-  t.match(output, /Set REPORTING_SECRET .*or bind REPORTING_HOST to 127\.0\.0\.1/);
-  await t.rejects(startReporting(loadConfig({ ...refusedEnv, LOG_LEVEL: 'silent' })), { name: 'StartupRefused', message: /REPORTING_SECRET is not set/ }, 'the same refusal in process');
+t.test('without REPORTING_SECRET the reporting process refuses to start, on loopback too', async (t) => {
+  for (const host of ['127.0.0.1', '0.0.0.0']) {
+    const refusedEnv = { DATABASE_URL: api.databaseUrl, SETTLE_DATA_DIR: tempDataDir(t), REPORTING_HOST: host, REPORTING_PORT: String(await reservePort()), REPORTING_SECRET: '' };
+    const run = await runReportingProcess(refusedEnv);
+    t.equal(run.code, 1, `${host}: exits 1`);
+    const output = (run.stdout + run.stderr).trim();
+    t.equal(output.split('\n').length, 1, `one message: ${output}`);
+    t.match(output, new RegExp(`REPORTING_SECRET is not set: .*${host.replaceAll('.', '\\.')}.* could read every org's transaction aggregates and request logs`));
+    t.match(output, /Set REPORTING_SECRET \(the same value for the web process\), or run under `settle up`/);
+    await t.rejects(startReporting(loadConfig({ ...refusedEnv, LOG_LEVEL: 'silent' })), { name: 'StartupRefused', message: /REPORTING_SECRET is not set/ }, 'the same refusal in process');
+  }
 });
 
 t.test('with REPORTING_SECRET set, every request without the right bearer token is 401', async (t) => {
@@ -251,17 +253,26 @@ t.test('with REPORTING_SECRET set, every request without the right bearer token 
     return { status: res.status, body: await res.json() as Record<string, unknown> };
   };
   const wrong = `Bearer ${secret.replace(/.$/, 'x')}`;
-  for (const [method, p] of [['POST', '/query'], ['POST', '/rebuild'], ['GET', '/healthz']]) {
+  for (const [method, p] of [['POST', '/query'], ['POST', '/request_logs/query'], ['POST', '/rebuild'], ['GET', '/healthz'], ['GET', '/metrics']]) {
     for (const authorization of [undefined, '', `Bearer ${secret}x`, wrong, `Basic ${secret}`, secret]) {
       const res = await call(method, p, authorization);
       t.equal(res.status, 401, `${method} ${p} with ${JSON.stringify(authorization)}`);
       t.equal(res.body.error_type, 'Unauthorized');
     }
   }
+  // A forged request-log row, as a local caller would post it, is refused and never listed.
+  const names = ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'ip', 'user_agent', 'created_at'];
+  const forged = [orgId, 'test', 'req_forged', 'GET', '/customers', '/customers', 200, 1, '127.0.0.1', 'forger', '2026-11-26 08:00:00.000'];
+  const ingest = await fetch(`${url}/request_logs`, { method: 'POST', headers: { 'Content-Type': 'application/x-ndjson' }, body: `${JSON.stringify(names)}\n${JSON.stringify(forged)}\n` });
+  t.equal(ingest.status, 401, 'request-log ingest without the token');
+  const listed = await call('POST', '/request_logs/query', `Bearer ${secret}`);
+  t.equal(listed.status, 200, `request-log query with the token: ${JSON.stringify(listed.body)}`);
+  t.notOk(JSON.stringify(listed.body).includes('req_forged'), 'the forged row was not stored');
   const allowed = await call('POST', '/query', `Bearer ${secret}`);
   t.equal(allowed.status, 200, 'the right token is answered');
   t.same((allowed.body.values as unknown[])[0], { count: (await truth()).length });
-  t.equal((await call('GET', '/healthz', `Bearer ${secret}`)).status, 200, 'healthz with the token');
+  const healthy = await call('GET', '/healthz', `Bearer ${secret}`);
+  t.equal(healthy.status, 200, `healthz with the token: ${JSON.stringify(healthy.body)}`);
 
   const withSecret = await startWeb(t, api.databaseUrl, { ...env, REPORTING_SECRET: secret });
   const answered = await withSecret.get('/transactions?fields=count');
@@ -301,9 +312,9 @@ t.test('ClickHouse failing at query time: 503 with a reason through the API, log
   const clickhouse = await fakeClickHouse(t, '24.8.1.1', state);
   const reportingPort = await reservePort();
   const { log, lines } = captureLog();
-  const running = await startReporting(loadConfig({ DATABASE_URL: databaseUrl, CLICKHOUSE_URL: clickhouse.url, REPORTING_PORT: String(reportingPort), REPORTING_POLL_INTERVAL: '100', LOG_LEVEL: 'silent' }), { log, onFatal: (error) => t.fail(error.message) });
+  const running = await startReporting(loadConfig({ DATABASE_URL: databaseUrl, CLICKHOUSE_URL: clickhouse.url, REPORTING_PORT: String(reportingPort), REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_POLL_INTERVAL: '100', LOG_LEVEL: 'silent' }), { log, onFatal: (error) => t.fail(error.message) });
   t.teardown(() => running.stop());
-  await until(async () => (await fetch(`${running.url}/healthz`)).status, (status) => status === 200);
+  await until(async () => (await fetch(`${running.url}/healthz`, { headers: TEST_REPORTING_AUTH })).status, (status) => status === 200);
   t.equal(running.role(), 'leader', 'it leads, on the server');
   const web = await startWeb(t, databaseUrl, { REPORTING_URL: running.url, REPORTING_WAIT: '2000' });
 
@@ -340,12 +351,12 @@ t.test('ClickHouse unreachable at start: the process waits for it, answers 503 w
   await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => dropping.close(() => resolve())));
   const clickhouseUrl = `http://127.0.0.1:${(dropping.address() as net.AddressInfo).port}`;
-  const running = await startReporting(loadConfig({ DATABASE_URL: databaseUrl, CLICKHOUSE_URL: clickhouseUrl, REPORTING_PORT: '0', REPORTING_POLL_INTERVAL: '50', LOG_LEVEL: 'silent' }), { log, onFatal: (error) => t.fail(error.message) });
+  const running = await startReporting(loadConfig({ DATABASE_URL: databaseUrl, CLICKHOUSE_URL: clickhouseUrl, REPORTING_PORT: '0', REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_POLL_INTERVAL: '50', LOG_LEVEL: 'silent' }), { log, onFatal: (error) => t.fail(error.message) });
   t.teardown(() => running.stop());
   t.ok((await until(async () => attempts, (n) => n >= 10)) >= 10, 'the process kept trying');
   const res = await fetch(`${running.url}/query`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: { 'Content-Type': 'application/json', ...TEST_REPORTING_AUTH },
     body: JSON.stringify({ tenant: { orgId: 'org_x', environment: 'test' }, version: 'v1', params: [['fields', 'count']], snapshot: formatSnapshot(await positionNow(api.db)) }),
   });
   t.equal(res.status, 503);

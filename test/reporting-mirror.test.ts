@@ -9,7 +9,7 @@ const t = tap;
 import { loadConfig } from '../api/config.ts';
 import { rows } from '../api/db/connection.ts';
 import { rebuildThroughProcess } from '../reporting/rebuild.ts';
-import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { startTestApi, startTestWorker, TEST_REPORTING_AUTH, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { LEAK_PATTERN, reservePort, startTestReporting, tempDataDir, type ReportingHandle } from './reporting-support.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -117,7 +117,7 @@ t.test('money sums are exact: no float drift over many cents', async (t) => {
 });
 
 t.test('healthz reports role, position and lag', async (t) => {
-  const res = await fetch(`${reporting.running.url}/healthz`);
+  const res = await fetch(`${reporting.running.url}/healthz`, { headers: TEST_REPORTING_AUTH });
   const body = await res.json() as Record<string, unknown>;
   t.equal(res.status, 200);
   t.equal(body.role, 'leader');
@@ -227,7 +227,7 @@ t.test('injection attempts in values are bound, so they match nothing and break 
 
 t.test('settle reporting rebuild through the running process: progress, then the same answers', async (t) => {
   const seen: number[] = [];
-  const final = await rebuildThroughProcess(loadConfig({ REPORTING_URL: env.REPORTING_URL }), (p) => seen.push(p.done));
+  const final = await rebuildThroughProcess(loadConfig({ REPORTING_URL: env.REPORTING_URL, REPORTING_SECRET: TEST_REPORTING_SECRET }), (p) => seen.push(p.done));
   const [{ n }] = await rows<{ n: number }>(api.db, 'select count(*)::int as n from transactions');
   t.equal(final?.done, n, 'every stored transaction copied');
   t.ok(seen.length >= 1, 'progress reported');

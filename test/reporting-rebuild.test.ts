@@ -8,7 +8,7 @@ const t = tap;
 import { loadConfig } from '../api/config.ts';
 import { rows } from '../api/db/connection.ts';
 import { rebuildThroughProcess } from '../reporting/rebuild.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { reservePort, startTestReporting, tempDataDir } from './reporting-support.ts';
 
 const port = await reservePort();
@@ -54,7 +54,7 @@ async function byStatus(who: Tenant): Promise<unknown> {
 }
 
 async function rebuild(): Promise<number | undefined> {
-  return (await rebuildThroughProcess(loadConfig({ REPORTING_URL: env.REPORTING_URL }), () => {}))?.done;
+  return (await rebuildThroughProcess(loadConfig({ REPORTING_URL: env.REPORTING_URL, REPORTING_SECRET: TEST_REPORTING_SECRET }), () => {}))?.done;
 }
 
 const tenants = [await tenant('acme', 'test'), await tenant('acme', 'live'), await tenant('globex', 'test'), await tenant('initech', 'test')];

@@ -18,6 +18,7 @@ import { migrate } from '../api/db/migrate.ts';
 import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
+import { TEST_REPORTING_AUTH, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { eventually } from './helpers/wait.ts';
 import { positionNow, tempDataDir } from './reporting-support.ts';
 
@@ -32,7 +33,7 @@ await migrate(databaseUrl);
 
 const reportingPort = await freePort();
 const reportingUrl = `http://127.0.0.1:${reportingPort}`;
-const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: databaseUrl, PORT: '0', REPORTING_URL: reportingUrl, REPORTING_WAIT: '2000' }), { keyCacheMs: 0 });
+const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: databaseUrl, PORT: '0', REPORTING_URL: reportingUrl, REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_WAIT: '2000' }), { keyCacheMs: 0 });
 const db = createDb(databaseUrl, 2);
 const dataDir = tempDataDir(t);
 let reporting: ChildProcess | null = null;
@@ -91,7 +92,7 @@ async function truth(): Promise<Array<{ count: number; 'sum(amount)': number }>>
 
 async function health(): Promise<{ status: number; body: any } | null> {
   try {
-    const res = await fetch(`${reportingUrl}/healthz`);
+    const res = await fetch(`${reportingUrl}/healthz`, { headers: TEST_REPORTING_AUTH });
     return { status: res.status, body: await res.json() };
   } catch {
     return null;
@@ -107,7 +108,7 @@ const running = () => reporting !== null && reporting.exitCode === null && repor
 
 t.test('the reporting process rides out a PostgreSQL restart: same pid, answers within a second, mirrors new payments', async (t) => {
   reporting = spawn(process.execPath, [path.join(projectRoot, 'reporting/main.ts')], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_PORT: String(reportingPort), REPORTING_POLL_INTERVAL: '200', LOG_LEVEL: 'info' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_PORT: String(reportingPort), REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_POLL_INTERVAL: '200', LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => reporting!.once('exit', (code) => resolve(code)));
@@ -134,7 +135,7 @@ t.test('the reporting process rides out a PostgreSQL restart: same pid, answers 
   t.equal(noticed?.status, 503, 'its health check answers 503', { body: noticed?.body });
   const down = await fetch(`${reportingUrl}/query`, {
     method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
+    headers: { 'Content-Type': 'application/json', ...TEST_REPORTING_AUTH },
     body: JSON.stringify({ tenant: { orgId, environment: 'test' }, version: 'v1', params: [['fields', 'count']], snapshot: staleSnapshot }),
   }).then(async (res) => ({ status: res.status, body: await res.json() as any }), (error: unknown) => ({ status: 0, body: String(error) }));
   t.equal(down.status, 503, 'a query while PostgreSQL is down is a 503');

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
+import { TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { loadConfig } from '../api/config.ts';
 import { rows, type Db } from '../api/db/connection.ts';
@@ -26,7 +27,7 @@ export interface ReportingHandle {
 
 /** Starts the reporting process code in this process; stopped at the end of the test unless stopped before. */
 export async function startTestReporting(t: Test, databaseUrl: string, dataDir: string, env: Record<string, string> = {}): Promise<ReportingHandle> {
-  const config = loadConfig({ LOG_LEVEL: process.env.REPORTING_TEST_LOG ?? 'silent', REPORTING_PORT: '0', REPORTING_POLL_INTERVAL: '200', ...env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir });
+  const config = loadConfig({ LOG_LEVEL: process.env.REPORTING_TEST_LOG ?? 'silent', REPORTING_PORT: '0', REPORTING_POLL_INTERVAL: '200', REPORTING_SECRET: TEST_REPORTING_SECRET, ...env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir });
   const running = await startReporting(config, { onFatal: (error) => t.fail(`reporting lost its lock: ${error.message}`) });
   let stopped = false;
   const stop = async () => {

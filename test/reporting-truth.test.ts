@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { startWeb } from '../api/server.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
 
 const AMOUNTS = [10, 20, 30.01, 250.03, 0.07];
@@ -44,7 +44,7 @@ t.test('Postgres path: money statistics match the computed truth', async (t) => 
 t.test('ClickHouse path: the same truth', async (t) => {
   // Port 0: no other test process can take the reporting port between choosing and listening.
   const reporting = await startTestReporting(t, api.databaseUrl, tempDataDir(t), { REPORTING_PORT: '0' });
-  const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: api.databaseUrl, PORT: '0', REPORTING_URL: reporting.running.url, REPORTING_WAIT: '10000' }), { keyCacheMs: 0 });
+  const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: api.databaseUrl, PORT: '0', REPORTING_URL: reporting.running.url, REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_WAIT: '10000' }), { keyCacheMs: 0 });
   t.teardown(() => web.stop());
   const res = await fetch(`${web.url}/transactions?fields=${FIELDS}&attrs[batch]=stats`, { headers: { Authorization: `Basic ${Buffer.from(`${api.key}:`).toString('base64')}` } });
   const body = (await res.json()) as { values: Array<Record<string, unknown>>; reporting_position?: string };

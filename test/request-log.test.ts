@@ -11,7 +11,7 @@ import t from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { INGEST_MAX_ROWS } from '../reporting/requestLog.ts';
 import { openStore } from '../reporting/store.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_AUTH } from './helpers/api.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { eventually } from './helpers/wait.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
@@ -33,22 +33,27 @@ let firstRequestId = '';
 
 t.test('each request is a row carrying its X-Request-Id, no query values, only for its own environment', async (t) => {
   const sent = performance.now();
-  const made = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-1', 'User-Agent': 'settle-test/1' } });
+  const made = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-key-kept-out-of-the-log', 'User-Agent': 'settle-test/1' } });
   const roundTripMs = performance.now() - sent;
+  const retried = await api.request('POST', '/customers', { json: { name: 'Logged' }, headers: { 'Idempotency-Key': 'idem-key-kept-out-of-the-log' } });
   const got = await api.request('GET', `/customers/${made.body.id}?email=secret@example.com`);
   const missing = await api.request('GET', '/customers/acct_nope');
   const refused = await api.request('GET', '/customers', { key: null });
+  const pasted = await api.request('GET', `/customers/${api.key}`);
   const rows = await logs('?limit=100');
   const byId = new Map(rows.map((r) => [r.id, r]));
   firstRequestId = made.headers.get('x-request-id')!;
   const createdRow = byId.get(firstRequestId);
-  t.match(createdRow, { object: 'request_log', method: 'POST', route: '/customers', path: '/customers', status: 200, idempotency_key: 'idem-1', user_agent: 'settle-test/1', error_type: null, key_prefix: api.key.slice(0, api.key.length - 24) });
+  t.match(createdRow, { object: 'request_log', method: 'POST', route: '/customers', path: '/customers', status: 200, idempotency_key: /^sha256:[0-9a-f]{16}$/, user_agent: 'settle-test/1', error_type: null, key_prefix: api.key.slice(0, api.key.length - 24) });
+  t.equal(byId.get(retried.headers.get('x-request-id')!)?.idempotency_key, createdRow?.idempotency_key, 'a retry shows the same fingerprint');
+  t.notOk(JSON.stringify(rows).includes('idem-key-kept-out-of-the-log'), 'never the idempotency key itself');
   t.match(createdRow?.created_at, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/, 'the timestamp format of every object, no fraction');
   t.ok(createdRow?.duration_ms >= 0 && createdRow!.duration_ms <= Math.round(roundTripMs), `the server's time in ms, within the client's round trip (${createdRow?.duration_ms} of ${roundTripMs.toFixed(1)})`);
   t.match(byId.get(got.headers.get('x-request-id')!), { route: '/customers/:id', path: `/customers/${made.body.id}`, status: 200 });
   t.notOk(JSON.stringify(rows).includes('secret@example.com'), 'no query value is logged');
   t.match(byId.get(missing.headers.get('x-request-id')!), { status: 404, error_type: 'NotFound' });
   t.notOk(byId.has(refused.headers.get('x-request-id')!), 'a request of no environment is in no environment\'s log');
+  t.equal(byId.get(pasted.headers.get('x-request-id')!)?.path, `/customers/${api.key.slice(0, api.key.length - 24)}…`, 'a key pasted into a path is kept as its shown prefix');
   t.notOk(JSON.stringify(rows).includes(api.key), 'never the key itself');
   const other = await api.newKey('other-org', 'test');
   t.notOk((await logs('?limit=1000', other)).some((r) => byId.has(r.id)), 'another org sees none of them');
@@ -89,9 +94,9 @@ t.test('filters, q, aggregates and group_by as other lists; a request\'s audit e
 
 t.test('reporting stores a batch as web processes ship it, whole or not at all', async (t) => {
   const tenant = { orgId: 'org_batches', environment: 'test' };
-  const post = (body: string, type = 'application/x-ndjson') => fetch(`${reportingUrl}/request_logs`, { method: 'POST', headers: { 'Content-Type': type }, body });
+  const post = (body: string, type = 'application/x-ndjson') => fetch(`${reportingUrl}/request_logs`, { method: 'POST', headers: { 'Content-Type': type, ...TEST_REPORTING_AUTH }, body });
   const stored = async () => {
-    const res = await fetch(`${reportingUrl}/request_logs/query`, { method: 'POST', body: JSON.stringify({ tenant, version: 'v1', params: [['limit', '100']] }) });
+    const res = await fetch(`${reportingUrl}/request_logs/query`, { method: 'POST', headers: TEST_REPORTING_AUTH, body: JSON.stringify({ tenant, version: 'v1', params: [['limit', '100']] }) });
     return ((await res.json()) as { values: Array<{ id: string; status: number; created_at: string }> }).values.map((r) => `${r.id} ${r.status} ${r.created_at}`).sort();
   };
   const line = (values: unknown[]) => `${JSON.stringify(values)}\n`;

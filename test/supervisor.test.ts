@@ -13,6 +13,7 @@ import { freePort } from '../api/db/embedded.ts';
 import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { processRunning as isRunning } from '../bin/runtime.ts';
 import { KILL_GRACE_MS, restartDelay, Supervisor, type SupervisorOptions } from '../bin/supervisor.ts';
+import { runSettle } from './helpers/cli.ts';
 import { portFree } from './helpers/processes.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -116,6 +117,8 @@ interface SettleUp {
 
 interface Runtime {
   pid: number;
+  databaseUrl: string;
+  reportingSecret?: string;
   children: Record<string, number>;
 }
 
@@ -154,6 +157,7 @@ t.test('settle up', async (t) => {
     };
     delete env.DATABASE_URL;
     delete env.REPORTING_URL;
+    delete env.REPORTING_SECRET;
     const child = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), 'up'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: ownGroup });
     let output = '';
     child.stdout!.on('data', (d) => (output += d));
@@ -220,6 +224,24 @@ t.test('settle up', async (t) => {
       return response.status === 200 && response.body.values?.[0]?.['count(id)'] >= 1 ? response.body : undefined;
     }, 30_000);
     t.ok(answered, 'the restarted reporting process answers (and has mirrored the payment above)');
+  });
+
+  t.test('the reporting port answers no caller without the secret settle up made for its children', async (t) => {
+    const reportingUrl = `http://127.0.0.1:${reportingPort}`;
+    const made = runtime()!.reportingSecret;
+    t.match(made, /^[\w-]{43}$/, 'settle up made a secret and shares it through its runtime file');
+    t.equal(fs.statSync(path.join(dataDir, 'runtime.json')).mode & 0o077, 0, 'which only its owner may read');
+    const query = JSON.stringify({ tenant: { orgId: 'org_any', environment: 'test' }, version: 'v1', params: [['fields', 'count']], snapshot: '1:1:' });
+    const names = ['org_id', 'environment', 'id', 'method', 'route', 'path', 'status', 'duration_ms', 'ip', 'user_agent', 'created_at'];
+    const forged = `${JSON.stringify(names)}\n${JSON.stringify(['org_any', 'test', 'req_forged', 'GET', '/customers', '/customers', 200, 1, '127.0.0.1', 'x', '2026-11-26 08:00:00.000'])}\n`;
+    for (const [route, type, body] of [['/query', 'application/json', query], ['/request_logs/query', 'application/json', query], ['/request_logs', 'application/x-ndjson', forged]]) {
+      const res = await fetch(reportingUrl + route, { method: 'POST', headers: { 'Content-Type': type }, body });
+      t.equal(res.status, 401, `POST ${route} without the secret: 401`);
+    }
+    t.equal((await api('GET', '/transactions?fields=count(id)')).status, 200, 'the API, holding it, is answered');
+    const rebuilt = await runSettle(runtime()!.databaseUrl, ['reporting', 'rebuild'], { SETTLE_DATA_DIR: dataDir, REPORTING_PORT: String(reportingPort), REPORTING_SECRET: '' });
+    t.equal(rebuilt.code, 0, rebuilt.stderr);
+    t.match(rebuilt.stdout, /by the reporting process at/, 'settle reporting rebuild reaches the running process with the secret of this data directory');
   });
 
   t.test('SIGTERM stops settle up, every child and the embedded PostgreSQL within the drain timeout', async (t) => {

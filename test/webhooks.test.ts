@@ -61,6 +61,33 @@ t.test('webhook objects: trigger validated, secret shown once, oauth secret neve
   t.equal((await api.request('POST', '/webhook_logs', { json: {} })).status, 400, 'logs are read-only');
 });
 
+t.test('a sender_secret shorter than 16 characters is refused on every write, and nothing changes', async (t) => {
+  const hook = { trigger: 'payment', url: 'https://example.com/short-secret' };
+  const multipart = (fields: Record<string, string>) => {
+    const data = new FormData();
+    for (const [name, value] of Object.entries(fields)) data.set(name, value);
+    return data;
+  };
+  const refusals = [
+    await api.request('POST', '/webhooks', { json: { ...hook, sender_secret: 'fifteen-chars15' } }),
+    await api.request('POST', '/webhooks', { form: `trigger=payment&url=${encodeURIComponent(hook.url)}&sender_secret=short` }),
+    await api.request('POST', '/webhooks', { body: multipart({ ...hook, sender_secret: 'short' }) }),
+  ];
+  const kept = (await api.request('POST', '/webhooks', { json: { ...hook, sender_secret: 'sixteen-chars-16' } })).body;
+  t.type(kept.id, 'string', 'sixteen characters are enough');
+  const before = await api.db('webhooks').where({ id: kept.id }).first();
+  refusals.push(
+    await api.request('PUT', `/webhooks/${kept.id}`, { json: { sender_secret: '' } }),
+    await api.request('PUT', `/webhooks/${kept.id}`, { form: 'sender_secret=short' }),
+    await api.request('PUT', `/webhooks/${kept.id}`, { body: multipart({ sender_secret: 'short' }) }),
+  );
+  const byQuery = await api.request('PUT', `/webhooks?mode=query&id=${kept.id}`, { json: { sender_secret: 'short' } });
+  t.match(byQuery, { status: 400, body: { error_type: 'InvalidAttributes', details: { values: [{ sender_secret: 'At least 16 characters' }] } } }, 'an update by query, item by item');
+  for (const [i, res] of refusals.entries()) t.match(res, { status: 400, body: { error_type: 'InvalidAttributes', details: { sender_secret: 'At least 16 characters' } } }, `write ${i}: ${JSON.stringify(res.body)}`);
+  t.equal((await api.db('webhooks').whereRaw(`data->>'url' = ?`, [hook.url])).length, 1, 'no webhook was created by a refused write');
+  t.same((await api.db('webhooks').where({ id: kept.id }).first()).data, before.data, 'and the kept one is unchanged');
+});
+
 t.test('a delivery is signed over the exact bytes, with the event id and Standard Webhooks headers', async (t) => {
   const receiver = await startReceiver(t);
   const webhook = await webhookFor(receiver.url + '/hook');

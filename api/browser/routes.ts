@@ -12,7 +12,7 @@ import { shownPrefix } from '../keys.ts';
 import { ASSETS, assetUrl, serveAsset } from './assets.ts';
 import { findCheckout } from './checkoutToken.ts';
 import { pluginView, renderCheckout, renderClosed, renderPaymentPage } from './checkoutPage.ts';
-import { paymentLinkPage } from './paymentLinkPage.ts';
+import { paymentLinkPage, VisitorTokens } from './paymentLinkPage.ts';
 import { showEnrollPage, submitEnrollPage } from './enrollPage.ts';
 import { showProcessingAccountFrame, submitProcessingAccountFrame } from './processingAccountPage.ts';
 
@@ -66,6 +66,7 @@ async function checkoutPage(ctx: Context & { state: RequestState }, next: Next):
 
 export function browserRoutes(): Router {
   const router = new Router();
+  const visitors = new VisitorTokens();
   for (const [path, asset] of Object.entries(ASSETS)) router.get(path, (ctx) => serveAsset(ctx, asset));
   router.get('/elements/input', (ctx) => sendHtml(ctx, 200, FRAME_HTML, FRAME_CSP));
   router.get('/elements/controller', (ctx) => sendHtml(ctx, 200, FRAME_HTML, FRAME_CSP));
@@ -101,7 +102,7 @@ export function browserRoutes(): Router {
   });
   router.get('/pay/:id', async (ctx) => {
     const { db, domain } = (ctx.state as RequestState).services;
-    const page = await paymentLinkPage(db, ctx.params.id, domain.now());
+    const page = await paymentLinkPage(db, ctx.params.id, domain.now(), ctx.ip, visitors);
     sendHtml(ctx, page.status, page.html, PAGE_CSP);
   });
   return router;

@@ -45,13 +45,22 @@ export async function insertKey(db: Db, key: NewKey): Promise<void> {
   );
 }
 
+/** Active keys (of table alias `k`) whose id is `prefix` or whose shown prefix starts with it (text, not a LIKE pattern). */
+function activeKeysNamedBy(prefix: string): { sql: string; bindings: string[] } {
+  return {
+    sql: `k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) and (k.id = ? or k.key_prefix like ? || '%')`,
+    bindings: [prefix, prefix.replace(/[\\%_]/g, (c) => `\\${c}`)],
+  };
+}
+
 /** The one active key whose id or shown prefix starts with `prefix` (none or several: null and how many). */
 export async function findKeyToRoll(db: Db, prefix: string): Promise<{ key: KeyRecord | null; matches: number }> {
+  const named = activeKeysNamedBy(prefix);
   const result = await db.raw(
     `select k.id, k.org_id, o.name as org_name, k.environment, k.key_prefix, k.settings, k.scopes, k.created_at, k.revoked_at, k.expires_at
        from api_keys k join orgs o on o.id = k.org_id
-      where k.revoked_at is null and (k.expires_at is null or k.expires_at > now()) and (k.id = ? or k.key_prefix like ? || '%')`,
-    [prefix, prefix.replace(/[\\%_]/g, (c) => `\\${c}`)],
+      where ${named.sql}`,
+    named.bindings,
   );
   return { key: result.rows.length === 1 ? result.rows[0] : null, matches: result.rows.length };
 }
@@ -79,14 +88,26 @@ export async function listKeys(db: Db): Promise<KeyRecord[]> {
   return result.rows;
 }
 
-/** Revokes the keys whose id or shown prefix starts with `prefix`; returns how many. */
-export async function revokeKeys(db: Db, prefix: string): Promise<number> {
+/**
+ * Revokes the one active key whose id is `prefix` or whose shown prefix starts with it; when
+ * several match, none is revoked (a short prefix such as `test_secret_key_` names every test key
+ * of every org). Returns how many matched, counted in the same statement that revokes.
+ */
+export async function revokeKey(db: Db, prefix: string): Promise<{ matches: number; revoked: boolean }> {
+  const named = activeKeysNamedBy(prefix);
   const result = await db.raw(
-    `update api_keys set revoked_at = now()
-      where revoked_at is null and (id = ? or key_prefix like ? || '%')`,
-    [prefix, prefix.replace(/[\\%_]/g, (c) => `\\${c}`)],
+    `with matching as (
+       select k.id from api_keys k where ${named.sql} for update
+     ), revoked as (
+       update api_keys set revoked_at = now()
+        where id in (select id from matching) and (select count(*) from matching) = 1
+        returning id
+     )
+     select (select count(*) from matching)::int as matches, (select count(*) from revoked)::int as revoked`,
+    named.bindings,
   );
-  return result.rowCount ?? 0;
+  const { matches, revoked } = result.rows[0];
+  return { matches, revoked: revoked === 1 };
 }
 
 export async function countKeys(db: Db): Promise<number> {

@@ -20,7 +20,7 @@ export interface Tenant {
 /** Who is asking: a secret key (with its settings) or a client token (with its intent). */
 export type Principal =
   | { kind: 'secret'; keyId: string; settings: Record<string, unknown> }
-  | { kind: 'client'; tokenId: string; intent: Record<string, unknown> };
+  | { kind: 'client'; tokenId: string; intent: Record<string, unknown>; /** the payment link whose page made the token */ paymentLinkId?: string };
 
 /** `org_id = ? and environment = ?` for the table alias given (none by default), as a by-id check. */
 export function tenantCheck(tenant: Tenant, alias = ''): Sql {

@@ -61,7 +61,7 @@ async function authenticateClient(ctx: Context & { state: RequestState }, next: 
   const token = await findActiveAccessToken(ctx.state.services.db, hash);
   if (!token) throw unauthorized('Invalid or expired client token');
   ctx.state.tenant = { orgId: token.org_id, environment: token.environment };
-  ctx.state.principal = { kind: 'client', tokenId: hash.toString('hex'), intent: token.intent };
+  ctx.state.principal = { kind: 'client', tokenId: hash.toString('hex'), intent: token.intent, paymentLinkId: token.payment_link_id ?? undefined };
   ctx.state.bindLog({ org: token.org_id, env: token.environment, client: true });
   await next();
 }

@@ -29,13 +29,15 @@ function requestHash(ctx: Context & { state: RequestState }): string {
 }
 
 /**
- * The stored key: an account's secret keys share its keys (one integrator, as on the platforms
- * integrators know); a client token's keys are its own, so a browser can never replay a
- * response made for a secret key (or for another token).
+ * The stored key names the credential that sent it (a secret key's id, or a client token): a
+ * request under another credential, another key of the same org included, never receives a
+ * stored answer, which can hold a value shown once (a webhook's sender_secret).
  */
 function scopedKey(ctx: Context & { state: RequestState }, key: string): string {
   const principal = ctx.state.principal;
-  return principal?.kind === 'client' ? `client:${principal.tokenId}:${key}` : key;
+  if (principal?.kind === 'client') return `client:${principal.tokenId}:${key}`;
+  if (principal?.kind === 'secret') return `key:${principal.keyId}:${key}`;
+  return key;
 }
 
 /** Responses can hold values shown once (a webhook's sender_secret): they are stored sealed. */

@@ -13,12 +13,14 @@
  * (kept alive): the lines are what the store parses (ClickHouse's JSONCompactEachRow), so
  * reporting hands them on without parsing them itself.
  */
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Context, Next } from 'koa';
 import type { Logger } from 'pino';
 import client from 'prom-client';
 import type { Config } from '../config.ts';
+import { maskCredentials } from '../credentials.ts';
 import { badRequest, serviceUnavailable } from '../errors.ts';
 import { REQUEST_LOG_SHIPPED, requestLogs, storedLogTime, type RequestLogTuple } from '../families/request_logs/family.ts';
 import { registry } from '../metrics.ts';
@@ -303,6 +305,14 @@ function errorTypeOf(ctx: Context): string | null {
   return ctx.status >= 400 && body && typeof body === 'object' && typeof body.error_type === 'string' ? body.error_type : null;
 }
 
+/**
+ * The log names an idempotency key by a fingerprint, never the key itself: retries of one request
+ * still share a value, and no reader of the log learns a key it could send.
+ */
+export function idempotencyKeyFingerprint(key: string): string {
+  return `sha256:${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+}
+
 /** The row of an answered request: its values as they are, nothing formatted. */
 export function requestLogRow(ctx: Context & { state: RequestState }, startedMs: number): RequestLogTuple {
   const { tenant, requestId, keyPrefix, version } = ctx.state;
@@ -314,11 +324,12 @@ export function requestLogRow(ctx: Context & { state: RequestState }, startedMs:
     requestId,
     ctx.method,
     routeOf(ctx),
-    ctx.path.slice(0, 512),
+    // A key pasted into a path (`/customers/<key>`) is kept as its shown prefix, as everywhere it is logged.
+    (ctx.path.includes('_key_') ? maskCredentials(ctx.path) : ctx.path).slice(0, 512),
     ctx.status,
     Math.round(elapsed),
     keyPrefix ?? null,
-    typeof idempotencyKey === 'string' && idempotencyKey !== '' ? idempotencyKey.slice(0, 255) : null,
+    typeof idempotencyKey === 'string' && idempotencyKey !== '' ? idempotencyKeyFingerprint(idempotencyKey) : null,
     version ?? null,
     errorTypeOf(ctx),
     ctx.ip,

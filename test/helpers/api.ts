@@ -33,10 +33,15 @@ export interface ApiResponse {
   body: any;
 }
 
+/** The REPORTING_SECRET test web and reporting processes share unless a test sets its own. */
+export const TEST_REPORTING_SECRET = 'test-reporting-secret-for-the-suite';
+/** What a caller of the reporting port sends with it. */
+export const TEST_REPORTING_AUTH = { Authorization: `Bearer ${TEST_REPORTING_SECRET}` };
+
 /** `database`: one the test made already (e.g. to start a reporting process first); default a fresh one. */
 export async function startTestApi(t: Test, env: Record<string, string> = {}, seams: Partial<Seams> = {}, database?: string): Promise<TestApi> {
   const databaseUrl = database ?? await freshDatabase(t);
-  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', ...env, DATABASE_URL: databaseUrl, PORT: '0' });
+  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', SETTLE_RATE_LIMIT: 'off', REPORTING_SECRET: TEST_REPORTING_SECRET, ...env, DATABASE_URL: databaseUrl, PORT: '0' });
   const web = await startWeb(config, { keyCacheMs: 0, seams });
   const db = createDb(databaseUrl, 4);
   // pg queues a query sent to a connection still running another, warns once, and pg 9 refuses it.

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
 import { findActiveAccessToken, insertAccessToken } from '../../api/db/accessTokens.ts';
-import { expireKey, findActiveKeyByHash, findKeyToRoll, findOrCreateOrg, insertKey, listOrgKeys, revokeKeys } from '../../api/db/keys.ts';
+import { expireKey, findActiveKeyByHash, findKeyToRoll, findOrCreateOrg, insertKey, listOrgKeys, revokeKey } from '../../api/db/keys.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -32,8 +32,21 @@ t.test('a key is found by its hash with its org, until it is revoked', async (t)
     const found = await keyOf(tx, 'key_1', 'sk_test_abc');
     t.match(await findActiveKeyByHash(tx, found), { id: 'key_1', org_id: 'org_acme', org_name: 'acme', environment: 'test' });
     t.equal(await findActiveKeyByHash(tx, hash('sk_other')), null, 'another secret finds nothing');
-    t.equal(await revokeKeys(tx, 'sk_test_a'), 1, 'revoked by its shown prefix');
+    t.same(await revokeKey(tx, 'sk_test_a'), { matches: 1, revoked: true }, 'revoked by its shown prefix');
     t.equal(await findActiveKeyByHash(tx, found), null, 'a revoked key is not found');
+  });
+});
+
+t.test('a revoke names one key: a prefix matching several revokes none', async (t) => {
+  await withRollback(db, async (tx) => {
+    const one = await keyOf(tx, 'key_one', 'sk_test_one');
+    const two = await keyOf(tx, 'key_two', 'sk_test_two');
+    t.same(await revokeKey(tx, 'sk_test_'), { matches: 2, revoked: false }, 'ambiguous: nothing revoked');
+    t.ok(await findActiveKeyByHash(tx, one), 'the first still works');
+    t.ok(await findActiveKeyByHash(tx, two), 'the second still works');
+    t.same(await revokeKey(tx, 'key_two'), { matches: 1, revoked: true }, 'by its id');
+    t.equal(await findActiveKeyByHash(tx, two), null);
+    t.ok(await findActiveKeyByHash(tx, one), 'the other untouched');
   });
 });
 

@@ -98,7 +98,8 @@ export function validateIntent(intent: unknown): { kind: IntentKind; options: Re
   return { kind, options: parsed.data as Record<string, unknown> };
 }
 
-export async function createClientToken(db: Db, tenant: Tenant, body: Record<string, unknown>, now: Date): Promise<Record<string, unknown>> {
+/** `paymentLinkId`: the link whose page mints the token. */
+export async function createClientToken(db: Db, tenant: Tenant, body: Record<string, unknown>, now: Date, paymentLinkId?: string): Promise<Record<string, unknown>> {
   if (body.type !== 'client') throw invalidAttributes({ type: body.type === undefined ? 'Required' : 'Must be client' });
   const unknown = Object.keys(body).filter((k) => !['type', 'intent', 'object'].includes(k));
   if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
@@ -107,7 +108,7 @@ export async function createClientToken(db: Db, tenant: Tenant, body: Record<str
   const token = `${tenant.environment === 'test' ? 'test_' : ''}client_key_${randomBase62(32)}`;
   const expiresAt = new Date(now.getTime() + CLIENT_TOKEN_LIFETIME_MS);
   const intent: Record<string, unknown> = options ? { [kind]: options } : {};
-  await insertAccessToken(db, { hash: hashKey(token), prefix: token.slice(0, -24), tenant, kind, intent, expiresAt });
+  await insertAccessToken(db, { hash: hashKey(token), prefix: token.slice(0, -24), tenant, kind, intent, expiresAt, paymentLinkId });
   return {
     object: 'access_token',
     id: token,
