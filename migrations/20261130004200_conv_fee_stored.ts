@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
  * `modified_at`, the audit trail and the ledger's reactions to status changes alone; the
  * reporting feed's trigger still notes the rows, so the mirror copies them.
  */
+const NO_CONV_FEE = `coalesce(data->'conv_fee', 'null'::jsonb) = 'null'::jsonb`;
 const BUSINESS_UPDATE_TRIGGERS = ['transactions_audit_update', 'transactions_post_update', 'transaction_operations_update'];
 
 export async function up(knex: Knex): Promise<void> {
@@ -25,9 +26,12 @@ export async function up(knex: Knex): Promise<void> {
       for each row when (coalesce(new.data->'conv_fee', 'null'::jsonb) = 'null'::jsonb)
       execute function transaction_conv_fee_default();
 
+  `);
+  const [{ missing }] = (await knex.raw(`select exists (select from transactions where ${NO_CONV_FEE}) as missing`)).rows;
+  if (!missing) return;
+  await knex.raw(`
     ${BUSINESS_UPDATE_TRIGGERS.map((name) => `alter table transactions disable trigger ${name};`).join('\n    ')}
-    update transactions set data = data || '{"conv_fee": 0}'::jsonb
-     where coalesce(data->'conv_fee', 'null'::jsonb) = 'null'::jsonb;
+    update transactions set data = data || '{"conv_fee": 0}'::jsonb where ${NO_CONV_FEE};
     ${BUSINESS_UPDATE_TRIGGERS.map((name) => `alter table transactions enable trigger ${name};`).join('\n    ')}
   `);
 }

@@ -123,12 +123,16 @@ export async function aggregate(ctx: OperationContext, query: ListQuery): Promis
     where: query.where ? compiler.where(query.where) : null,
     type: ctx.collection.fixedType,
     groupBy: query.groupBy.filter((g) => g.expr).map((g) => ({ sql: String(position(g.source)), bindings: [] })),
-    orderBy: query.orderBy.map((term) => {
-      const at = position(term.source.replace(/^(asc|desc)\((.*)\)$/, '$2'));
-      if (at > 0) return { sql: `${at} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: [] };
-      const operand = compiler.operand(term.expr, true);
-      return { sql: `${operand.sql} ${term.direction}`, bindings: operand.bindings };
-    }),
+    orderBy: [
+      ...query.orderBy.map((term) => {
+        const at = position(term.source.replace(/^(asc|desc)\((.*)\)$/, '$2'));
+        if (at > 0) return { sql: `${at} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: [] };
+        const operand = compiler.operand(term.expr, true);
+        return { sql: `${operand.sql} ${term.direction}`, bindings: operand.bindings };
+      }),
+      // Then group order, as the reporting process answers: which groups a limit keeps is the same on both.
+      ...query.groupBy.filter((g) => g.expr).map((g) => ({ sql: `${position(g.source)} asc nulls first`, bindings: [] })),
+    ],
     limit: query.limit,
     offset: query.offset,
   });
