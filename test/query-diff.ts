@@ -345,6 +345,7 @@ export class QueryGenerator {
   groupTerm(version: Version): string {
     const r = this.r;
     if (r.chance(0.4)) return this.field(r.pick([TEXT_FIELDS, NUMBER_FIELDS]), version);
+    if (r.chance(0.05)) return this.field(TIME_FIELDS, version);
     const operand = this.operand(version, 1);
     return operand.kind === 'time' ? `date(${operand.text})` : operand.text;
   }
@@ -375,6 +376,8 @@ export class QueryGenerator {
     if (r.chance(0.6)) params.push(['q', this.condition(version)]);
     if (r.chance(0.3)) params.push(this.filterParam(version));
     if (groups.length && r.chance(0.3)) params.push(['order_by', `${r.pick(['asc', 'desc'])}(${r.pick(groups)})`]);
+    // A limit keeps the first groups in order: the same groups on both paths.
+    if (groups.length && r.chance(0.15)) params.push(['limit', String(r.int(1, 5))], ...(r.chance(0.5) ? [['offset', String(r.int(0, 3))] as [string, string]] : []));
     return { version, params };
   }
 

@@ -29,7 +29,7 @@ import { positionNow, tempDataDir } from './reporting-support.ts';
 import { compareQuery, compareRecount, Dataset, inliningDb, QueryGenerator, Random, STATUSES, TENANTS, TYPES, type Paths, type RandomQuery } from './query-diff.ts';
 
 const SEED = Number(process.env.REPORTING_AGREEMENT_SEED ?? Date.now() % 1_000_000);
-const QUERIES = Number(process.env.REPORTING_AGREEMENT_QUERIES ?? 100);
+const QUERIES = Number(process.env.REPORTING_AGREEMENT_QUERIES ?? 80);
 const ROWS = 2500;
 t.comment(`seed ${SEED}`);
 
