@@ -18,6 +18,7 @@ import { ApiError } from '../api/errors.ts';
 import { SCALAR_FUNCTIONS } from '../api/query/functions.ts';
 import { AGGREGATE_FUNCTIONS } from '../api/query/aggregates.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
+import { MIRROR_COLUMNS } from '../reporting/columns.ts';
 import { runReport } from '../reporting/report.ts';
 import type { ReportingStore } from '../reporting/store.ts';
 
@@ -179,6 +180,16 @@ const TEXT_FIELDS: Term[] = [
 const MONEY_FIELDS: Term[] = [{ text: 'amount' }, { text: 'fee' }, { text: 'conv_fee' }];
 const NUMBER_FIELDS: Term[] = [...MONEY_FIELDS, { text: 'funding_delay', versions: ['v2'] }];
 const TIME_FIELDS: Term[] = [{ text: 'created_at' }, { text: 'modified_at' }];
+
+/**
+ * Every mirrored field but the times (a list shows them to the second, where groups are finer):
+ * a row showing a value its store does not hold (a default filled in on the way out) shows up in
+ * a recount by it.
+ */
+const RECOUNT_FIELDS: Term[] = MIRROR_COLUMNS.flatMap(({ field }) => {
+  if (!field || field.type === 'datetime') return [];
+  return (['v1', 'v2'] as const).flatMap((version) => (field[version] ? [{ text: field[version]!, versions: [version] }] : []));
+});
 
 const FUNCTIONS_BY_ARG = {
   any: Object.keys(SCALAR_FUNCTIONS).filter((fn) => SCALAR_FUNCTIONS[fn].args === 'any'),
@@ -388,7 +399,7 @@ export class QueryGenerator {
     const filters: Params = [];
     if (r.chance(0.7)) filters.push(['q', this.condition(version)]);
     if (r.chance(0.3)) filters.push(this.filterParam(version));
-    return { version, filters, field: this.field(r.pick([TEXT_FIELDS, NUMBER_FIELDS]), version) };
+    return { version, filters, field: this.field(r.chance(0.5) ? RECOUNT_FIELDS : r.pick([TEXT_FIELDS, NUMBER_FIELDS]), version) };
   }
 }
 
@@ -501,14 +512,16 @@ export async function compareRecount(paths: Paths, tenant: Tenant, { version, fi
   const request = `${version} ${new URLSearchParams([...filters, ['group_by', field]])}`;
   let listed: Outcome;
   try {
-    const listQuery = parseListQuery([...filters, ['fields', '*,conv_fee,fee'], ['limit', '10000']]);
+    // Non-default fields (`trigger`, `conv_fee`) are shown when named.
+    const named = field.startsWith('attrs') ? '' : `,${field}`;
+    const listQuery = parseListQuery([...filters, ['fields', `*,conv_fee,fee${named}`], ['limit', '10000']]);
     listed = await outcome(async () => (await list(contextFor(paths, tenant, version), listQuery)).values as Array<Record<string, unknown>>);
   } catch (error) {
     listed = { ok: false, status: (error as ApiError).status ?? 500, message: (error as Error).message };
   }
   let report: Outcome;
   try {
-    const reportQuery = parseListQuery([...filters, ['fields', `${field},count,sum(amount)`], ['group_by', field]]);
+    const reportQuery = parseListQuery([...filters, ['fields', `${field},count,sum(amount)`], ['group_by', field], ['limit', '10000']]);
     report = await outcome(() => runReport(paths.store, { tenant, version, query: reportQuery }));
   } catch (error) {
     report = { ok: false, status: (error as ApiError).status ?? 500, message: (error as Error).message };
