@@ -12,7 +12,7 @@ import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.t
 import { AGGREGATE_FUNCTIONS, rowPartials, type ExactMoney, type Partials } from '../api/query/aggregates.ts';
 import { ATTRS_STORE, COLUMN_BY_STORE, type Rollup, type RollupMeasure } from './columns.ts';
 import { flip, isLiteralLike, moneyLiteral, toDate } from '../api/query/operands.ts';
-import { CASE_INSENSITIVE_LIKE, category, COMPARISONS, likePattern, scalarFunction, takes, type Category, type ValueType } from '../api/query/functions.ts';
+import { CASE_INSENSITIVE_LIKE, category, COMPARISONS, likePattern, scalarFunction, takes, type Bind, type Category, type ValueType } from '../api/query/functions.ts';
 
 export type { ValueType };
 
@@ -260,7 +260,7 @@ export class ClickHouseCompiler {
     return { sql: spec.clickhouse(input, this.bind()), type: spec.type };
   }
 
-  private bind(): (type: string, value: unknown) => string {
+  private bind(): Bind {
     return (type, value) => this.params.add(type, value);
   }
 
