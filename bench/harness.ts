@@ -116,17 +116,16 @@ export interface BenchEnv {
 
 /** A fresh migrated database, a test key of org "bench", and both servers answering. */
 /** `settleEnv`: more environment for Settle's web process (e.g. its REPORTING_URL; `off` unless given). */
-export async function startServers(bench: string, settleEnv: Record<string, string> = {}): Promise<BenchEnv> {
+/** A fresh, migrated database for one bench run (on DATABASE_URL's server, else an embedded one), dropped at cleanup. */
+export async function benchDatabase(): Promise<string> {
   let serverUrl = process.env.DATABASE_URL;
-  let embedded: EmbeddedServer | null = null;
   if (!serverUrl) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-pg-'));
     // As root, the server runs as a `postgres` user that must be able to enter this directory.
     fs.chmodSync(dir, 0o755);
     cleanups.push(async () => fs.rmSync(dir, { recursive: true, force: true }));
-    embedded = await startEmbeddedPostgres(dir, { persistent: false });
-    const server = embedded;
-    cleanups.push(() => server.stop());
+    const embedded: EmbeddedServer = await startEmbeddedPostgres(dir, { persistent: false });
+    cleanups.push(() => embedded.stop());
     serverUrl = embedded.url('postgres');
     postmasterPid = Number(fs.readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
   }
@@ -136,6 +135,11 @@ export async function startServers(bench: string, settleEnv: Record<string, stri
   cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
   const benchUrl = databaseUrl(serverUrl, database);
   await migrate(benchUrl);
+  return benchUrl;
+}
+
+export async function startServers(bench: string, settleEnv: Record<string, string> = {}): Promise<BenchEnv> {
+  const benchUrl = await benchDatabase();
 
   const db = createDb(benchUrl, 2);
   const key = await createKey(db, 'bench', 'test');

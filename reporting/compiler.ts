@@ -6,14 +6,15 @@
  * operand types are checked here, so a mismatch is a 400 and never reaches ClickHouse.
  */
 import { badRequest, invalidAttributes, type ApiError } from '../api/errors.ts';
-import type { Family, FieldSpec, FieldType, Version } from '../api/engine/family.ts';
+import type { Family, FieldSpec, Version } from '../api/engine/family.ts';
 import { fieldsOf } from '../api/schema/fields.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
 import { AGGREGATE_FUNCTIONS, rowPartials, type ExactMoney, type Partials } from '../api/query/aggregates.ts';
 import { ATTRS_STORE, COLUMN_BY_STORE, type Rollup, type RollupMeasure } from './columns.ts';
-import { flip, isLiteralLike, toDate } from '../api/query/operands.ts';
+import { flip, isLiteralLike, moneyLiteral, toDate } from '../api/query/operands.ts';
+import { CASE_INSENSITIVE_LIKE, category, COMPARISONS, likePattern, scalarFunction, takes, type Bind, type Category, type ValueType } from '../api/query/functions.ts';
 
-export type ValueType = FieldType | 'date' | 'text' | 'aggregate';
+export type { ValueType };
 
 export interface Typed {
   sql: string;
@@ -73,18 +74,6 @@ function dimensionPartials(x: string, rows: string): Partials {
   };
 }
 
-type Category = 'number' | 'text' | 'time' | 'boolean' | 'other';
-
-function category(type: ValueType): Category {
-  switch (type) {
-    case 'money': case 'integer': case 'number': case 'aggregate': return 'number';
-    case 'string': case 'email': case 'id': case 'text': return 'text';
-    case 'datetime': case 'date': return 'time';
-    case 'boolean': return 'boolean';
-    default: return 'other';
-  }
-}
-
 /** ClickHouse's DateTime64 covers 1900-01-01 … 2299-12-31; a literal beyond compares like the bound. */
 const MIN_TIME = Date.UTC(1900, 0, 1);
 const MAX_TIME = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
@@ -116,36 +105,6 @@ function textOf(operand: Typed): string {
 function asTime(operand: Typed): string {
   return operand.type === 'date' ? `toDateTime64(${operand.sql}, 6, 'UTC')` : operand.sql;
 }
-
-type FunctionSpec = { args: Category | 'any'; type: ValueType; sql: (arg: Typed) => string };
-
-/** The scalar functions of CONTRACT §6, as the Postgres compiler defines them (UTC, ISO weeks, Sunday = 1). */
-const FUNCTIONS: Record<string, FunctionSpec> = {
-  lower: { args: 'any', type: 'text', sql: (a) => `lowerUTF8(${textOf(a)})` },
-  upper: { args: 'any', type: 'text', sql: (a) => `upperUTF8(${textOf(a)})` },
-  length: { args: 'any', type: 'number', sql: (a) => `lengthUTF8(${textOf(a)})` },
-  abs: { args: 'number', type: 'number', sql: (a) => `abs(${a.sql})` },
-  ceil: { args: 'number', type: 'number', sql: (a) => `ceil(${a.sql})` },
-  floor: { args: 'number', type: 'number', sql: (a) => `floor(${a.sql})` },
-  // Postgres rounds numeric halves away from zero; ClickHouse's round() would round them to even.
-  round: { args: 'number', type: 'number', sql: (a) => `if(${a.sql} >= 0, floor(${a.sql} + 0.5), ceil(${a.sql} - 0.5))` },
-  year: { args: 'time', type: 'number', sql: (a) => `toYear(${asTime(a)})` },
-  month: { args: 'time', type: 'number', sql: (a) => `toMonth(${asTime(a)})` },
-  monthname: { args: 'time', type: 'text', sql: (a) => `monthName(${asTime(a)})` },
-  day: { args: 'time', type: 'number', sql: (a) => `toDayOfMonth(${asTime(a)})` },
-  dayname: { args: 'time', type: 'text', sql: (a) => `dateName('weekday', ${asTime(a)})` },
-  // Sunday = 1. Not toDayOfWeek(x, 3): ClickHouse 26.7 prunes granules as if that were monotonic
-  // over a Friday–Sunday range and drops matching rows (reporting-agreement.test.ts found it).
-  dayofweek: { args: 'time', type: 'number', sql: (a) => `(modulo(toDayOfWeek(${asTime(a)}), 7) + 1)` },
-  dayofyear: { args: 'time', type: 'number', sql: (a) => `toDayOfYear(${asTime(a)})` },
-  weekofyear: { args: 'time', type: 'number', sql: (a) => `toISOWeek(${asTime(a)})` },
-  last_day: { args: 'time', type: 'date', sql: (a) => `toLastDayOfMonth(${asTime(a)})` },
-  hour: { args: 'time', type: 'number', sql: (a) => `toHour(${asTime(a)})` },
-  minute: { args: 'time', type: 'number', sql: (a) => `toMinute(${asTime(a)})` },
-  second: { args: 'time', type: 'number', sql: (a) => `toSecond(${asTime(a)})` },
-  unix_timestamp: { args: 'time', type: 'number', sql: (a) => `toUnixTimestamp(${asTime(a)})` },
-  date: { args: 'time', type: 'date', sql: (a) => `toDate(${asTime(a)})` },
-};
 
 /** The text a client wrote for an operand, for error details. */
 function describe(node: Operand): string {
@@ -221,17 +180,15 @@ export class ClickHouseCompiler {
     // Timestamps are shown to the second; against a literal they compare at that precision.
     const leftSql = left.type === 'datetime' && isLiteralLike(rightNode) ? `toStartOfSecond(${left.sql})` : left.sql;
     const [l, r] = category(left.type) === 'time' ? [asTime({ ...left, sql: leftSql }), asTime(right)] : [leftSql, right.sql];
-    // `!=` is null-safe, as `is distinct from` in Postgres: a missing value differs from any value.
-    if (op === '!=') return `coalesce((${l}) != (${r}), isNull(${l}) != isNull(${r}))`;
-    return `(${l}) ${op === '==' ? '=' : op} (${r})`;
+    return COMPARISONS[op].clickhouse(l, r);
   }
 
   private like(left: Typed, pattern: Operand): string {
     if (pattern.kind !== 'literal' || typeof pattern.value !== 'string') {
       throw badRequest('The ? operator takes a string pattern', { q: 'expected a string pattern' });
     }
-    const escaped = pattern.value.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');
-    return `ilike(${textOf(left)}, ${this.params.add('String', escaped)})`;
+    const bind = this.bind();
+    return CASE_INSENSITIVE_LIKE.clickhouse(textOf(left), bind('String', likePattern(pattern.value)), bind);
   }
 
   /** Types a literal by the operand it is compared with ("10.50" against money → 1050). */
@@ -242,13 +199,8 @@ export class ClickHouseCompiler {
     const name = against.field ? (this.pathOf(against.field) ?? 'value') : 'value';
     const bad = (reason: string) => invalidAttributes({ [name]: reason });
     switch (against.type) {
-      case 'money': {
-        const amount = Number(value);
-        if (typeof value === 'boolean' || !Number.isFinite(amount)) throw bad('Must be an amount');
-        const minor = Math.round(amount * 100);
-        if (!Number.isSafeInteger(minor)) throw outOfRange();
-        return { sql: this.params.add('Int64', minor), type: 'money' };
-      }
+      case 'money':
+        return { sql: this.params.add('Int64', moneyLiteral(node, bad)), type: 'money' };
       case 'integer':
       case 'number':
       case 'aggregate': {
@@ -299,18 +251,17 @@ export class ClickHouseCompiler {
   private call(node: Call, allowAggregates: boolean): Typed {
     const fn = node.fn.toLowerCase();
     if (AGGREGATE_FUNCTIONS[fn]) return this.aggregate(node, fn, allowAggregates);
-    const spec = FUNCTIONS[fn];
-    if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
+    const spec = scalarFunction(node.fn);
     const arg = this.singleArg(node, this.rollup?.timeFunctions.has(fn));
-    if (spec.args !== 'any' && category(arg.type) !== spec.args) throw wrongArgument(node, spec.args);
-    if (arg.type === 'money') {
-      // abs keeps money; the others work on the decimal amount, as the Postgres compiler does.
-      if (fn === 'abs') return { sql: spec.sql(arg), type: 'money', field: arg.field };
-      // Postgres would print the numeric quotient (`10.5000000000000000`); no stable text to agree on.
-      if (spec.args === 'any') throw badRequest(`${node.fn}() takes text`, { [node.fn]: 'Not available for amounts in reporting queries' });
-      return { sql: spec.sql({ sql: `(${arg.sql}) / 100`, type: 'number' }), type: spec.type };
-    }
-    return { sql: spec.sql(arg), type: spec.type };
+    if (!takes(spec, arg.type)) throw wrongArgument(node, spec.args);
+    // abs keeps money; the others work on the decimal amount, as the Postgres compiler does.
+    if (fn === 'abs' && arg.type === 'money') return { sql: spec.clickhouse(arg.sql, this.bind()), type: 'money', field: arg.field };
+    const input = spec.args === 'any' ? textOf(arg) : spec.args === 'time' ? asTime(arg) : arg.type === 'money' ? `(${arg.sql}) / 100` : arg.sql;
+    return { sql: spec.clickhouse(input, this.bind()), type: spec.type };
+  }
+
+  private bind(): Bind {
+    return (type, value) => this.params.add(type, value);
   }
 
   private aggregate(node: Call, fn: string, allowAggregates: boolean): Typed {
@@ -388,6 +339,3 @@ function wrongArgument(node: Call, expected: Category | 'any'): ApiError {
   return badRequest(`${node.fn}() takes ${what}`, { [node.fn]: `Expected ${what}, got ${node.args.map(describe).join(', ')}` });
 }
 
-function outOfRange(): ApiError {
-  return badRequest('A value is out of range', { value: 'Out of range' });
-}

@@ -125,8 +125,9 @@ function compileOver(request: ReportRequest, source: ReportSource, from: (bind: 
     const sql = group ? group.alias : compiler.operand(term.expr, true).sql;
     return `${sql} ${term.direction.toUpperCase()} NULLS ${nullsFirst ? 'FIRST' : 'LAST'}`;
   });
-  // No order asked for: group order, so an answer is the same from one call to the next.
-  if (order.length === 0) for (const { alias } of groups.values()) order.push(`${alias} ASC NULLS FIRST`);
+  // Then group order, so an answer is the same from one call to the next, and a limit keeps the
+  // groups the Postgres path keeps.
+  for (const { alias } of groups.values()) order.push(`${alias} ASC NULLS FIRST`);
 
   const conditions = [`org_id = ${params.add('String', request.tenant.orgId)}`, `environment = ${params.add('String', request.tenant.environment)}`];
   if (rollup) conditions.push(`${rollup.grain.column} = ${rollup.grain.value}`);

@@ -13,6 +13,7 @@ import { ApiError, badRequest, invalidAttributes, notFound, type ErrorDetails } 
 import { newId } from '../ids.ts';
 import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES } from '../query/aggregates.ts';
+import { category } from '../query/functions.ts';
 import { SqlCompiler } from '../query/toSql.ts';
 import type { Collection, CreateSteps, Family, RuleContext, StoredObject, Version } from './family.ts';
 import { acceptedValues, toApi } from '../schema/values.ts';
@@ -115,19 +116,23 @@ export async function aggregate(ctx: OperationContext, query: ListQuery): Promis
   // different parameters to Postgres, and no longer "the same" grouped expression.
   const sources = terms.map((t) => t.source);
   const hidden = query.groupBy.filter((g) => g.expr && !sources.includes(g.source));
-  const select = [...compiled, ...hidden.map((g) => compiler.term(g.expr!, false))];
+  const select = [...compiled.map(outputSql), ...hidden.map((g) => compiler.term(g.expr!, false))];
   const position = (source: string) => [...sources, ...hidden.map((g) => g.source)].indexOf(source) + 1;
   const rows = await objects.aggregateObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, {
     select,
     where: query.where ? compiler.where(query.where) : null,
     type: ctx.collection.fixedType,
     groupBy: query.groupBy.filter((g) => g.expr).map((g) => ({ sql: String(position(g.source)), bindings: [] })),
-    orderBy: query.orderBy.map((term) => {
-      const at = position(term.source.replace(/^(asc|desc)\((.*)\)$/, '$2'));
-      if (at > 0) return { sql: `${at} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: [] };
-      const operand = compiler.operand(term.expr, true);
-      return { sql: `${operand.sql} ${term.direction}`, bindings: operand.bindings };
-    }),
+    orderBy: [
+      ...query.orderBy.map((term) => {
+        const at = position(term.source.replace(/^(asc|desc)\((.*)\)$/, '$2'));
+        if (at > 0) return { sql: `${at} ${term.direction} nulls ${term.direction === 'asc' ? 'first' : 'last'}`, bindings: [] };
+        const operand = compiler.operand(term.expr, true);
+        return { sql: `${operand.sql} ${term.direction}`, bindings: operand.bindings };
+      }),
+      // Then group order, as the reporting process answers: which groups a limit keeps is the same on both.
+      ...query.groupBy.filter((g) => g.expr).map((g) => ({ sql: `${position(g.source)} asc nulls first`, bindings: [] })),
+    ],
     limit: query.limit,
     offset: query.offset,
   });
@@ -141,13 +146,20 @@ export async function aggregate(ctx: OperationContext, query: ListQuery): Promis
   return { object: 'list', values };
 }
 
+/** A date travels as its YYYY-MM-DD text: as a value it would come back a midnight in the process's time zone. */
+function outputSql(typed: ReturnType<SqlCompiler['operand']>): Sql {
+  return typed.type === 'date' ? { ...typed, sql: `to_char(${typed.sql}, 'YYYY-MM-DD')` } : typed;
+}
+
+/** A value in its API form, typed by what the expression yields: only numbers become numbers ("007" stays text). */
 function aggregateValue(compiled: ReturnType<SqlCompiler['operand']>, raw: unknown, version: Version): unknown {
   if (raw === null || raw === undefined) return null;
   if (compiled.type === 'money') return Math.round(Number(raw)) / 100;
-  if (compiled.field && compiled.type !== 'aggregate') return toApi(compiled.field, version, raw);
-  if (raw instanceof Date) return toApi({ store: '', type: 'datetime' }, version, raw);
-  const number = Number(raw);
-  return typeof raw === 'string' && Number.isFinite(number) && /^-?\d/.test(raw) ? number : raw;
+  // Postgres hands numeric and bigint values back as text.
+  const value = category(compiled.type) === 'number' && typeof raw === 'string' ? Number(raw) : raw;
+  if (compiled.field && compiled.type !== 'aggregate') return toApi(compiled.field, version, value);
+  if (value instanceof Date) return toApi({ store: '', type: 'datetime' }, version, value);
+  return value;
 }
 
 /** Renders rows for the version and applies `fields` (projection and non-default inclusion). */

@@ -26,6 +26,8 @@ export interface Literal {
   kind: 'literal';
   value: string | number | boolean | null;
   fromString: boolean;
+  /** a number's digits as written (`1.005`), for amounts, which are decimals and never floats */
+  text?: string;
   pos: number;
 }
 

@@ -156,7 +156,7 @@ class Parser {
     const tok = this.peek();
     if (tok.kind === 'ident') return this.named(this.next());
     if (tok.kind === 'string') return this.literal(this.next().text, true, tok);
-    if (tok.kind === 'number') return this.literal(Number(this.next().text), false, tok);
+    if (tok.kind === 'number') return { ...this.literal(Number(this.next().text), false, tok), text: tok.text };
     throw new SyntaxProblem(whenMissing ?? unexpected(tok), tok.start);
   }
 

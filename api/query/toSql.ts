@@ -6,46 +6,15 @@
 import type { Sql } from '../db/connection.ts';
 import { badRequest, invalidAttributes } from '../errors.ts';
 import { COLUMNS, fieldsOf, type FieldSchema, type FieldSpec, type FieldType, type Version } from '../schema/fields.ts';
-import type { Call, Expr, Literal, Operand } from './ast.ts';
-import { flip, isLiteralLike, toDate } from './operands.ts';
+import type { Call, CompareOp, Expr, Literal, Operand } from './ast.ts';
+import { flip, isLiteralLike, moneyLiteral, toDate } from './operands.ts';
 import { AGGREGATE_FUNCTIONS } from './aggregates.ts';
+import { CASE_INSENSITIVE_LIKE, category, COMPARISONS, likePattern, scalarFunction, takes, type ValueType } from './functions.ts';
 
 /** What an operand evaluates to: SQL plus the type the comparison coerces literals to. */
 interface Typed extends Sql {
   type: ValueType;
   field?: FieldSpec;
-}
-
-type ValueType = FieldType | 'date' | 'text' | 'aggregate';
-
-
-/** Postgres SQL of each scalar function of CONTRACT §6 and the type it yields. */
-const FUNCTIONS: Record<string, { sql: (arg: string) => string; type: ValueType }> = {
-  lower: { sql: (a) => `lower((${a})::text)`, type: 'text' },
-  upper: { sql: (a) => `upper((${a})::text)`, type: 'text' },
-  length: { sql: (a) => `length((${a})::text)`, type: 'number' },
-  abs: { sql: (a) => `abs(${a})`, type: 'number' },
-  ceil: { sql: (a) => `ceil(${a})`, type: 'number' },
-  floor: { sql: (a) => `floor(${a})`, type: 'number' },
-  round: { sql: (a) => `round(${a})`, type: 'number' },
-  year: { sql: (a) => `extract(year from ${utc(a)})::int`, type: 'number' },
-  month: { sql: (a) => `extract(month from ${utc(a)})::int`, type: 'number' },
-  monthname: { sql: (a) => `to_char(${utc(a)}, 'FMMonth')`, type: 'text' },
-  day: { sql: (a) => `extract(day from ${utc(a)})::int`, type: 'number' },
-  dayname: { sql: (a) => `to_char(${utc(a)}, 'FMDay')`, type: 'text' },
-  dayofweek: { sql: (a) => `(extract(dow from ${utc(a)})::int + 1)`, type: 'number' },
-  dayofyear: { sql: (a) => `extract(doy from ${utc(a)})::int`, type: 'number' },
-  weekofyear: { sql: (a) => `extract(week from ${utc(a)})::int`, type: 'number' },
-  last_day: { sql: (a) => `(date_trunc('month', ${utc(a)}) + interval '1 month - 1 day')::date`, type: 'date' },
-  hour: { sql: (a) => `extract(hour from ${utc(a)})::int`, type: 'number' },
-  minute: { sql: (a) => `extract(minute from ${utc(a)})::int`, type: 'number' },
-  second: { sql: (a) => `floor(extract(second from ${utc(a)}))::int`, type: 'number' },
-  unix_timestamp: { sql: (a) => `floor(extract(epoch from ${a}))::bigint`, type: 'number' },
-  date: { sql: (a) => `(${utc(a)})::date`, type: 'date' },
-};
-
-function utc(sql: string): string {
-  return `((${sql}) at time zone 'UTC')`;
 }
 
 const CASTS: Partial<Record<FieldType, string>> = {
@@ -87,7 +56,7 @@ export class SqlCompiler {
     }
   }
 
-  private compare(op: string, leftNode: Operand, rightNode: Operand): Sql {
+  private compare(op: CompareOp, leftNode: Operand, rightNode: Operand): Sql {
     // Keep the field on the left so the literal is typed by it.
     if (isLiteralLike(leftNode) && !isLiteralLike(rightNode)) return this.compare(flip(op), rightNode, leftNode);
     const left = this.operand(leftNode, false);
@@ -107,19 +76,14 @@ export class SqlCompiler {
       if (!comparable(left.type, other.type)) throw badRequest(`Cannot compare a ${left.type} with a ${other.type}`, { q: `${left.type} compared with ${other.type}` });
       right = other;
     }
-    const sqlOp = op === '==' ? '=' : op === '!=' ? '<>' : op;
-    const sql = op === '!='
-      ? `(${left.sql}) is distinct from (${right.sql})`
-      : `(${left.sql}) ${sqlOp} (${right.sql})`;
-    return { sql, bindings: [...left.bindings, ...right.bindings] };
+    return { sql: COMPARISONS[op].postgres(left.sql, right.sql), bindings: [...left.bindings, ...right.bindings] };
   }
 
   private like(left: Typed, pattern: Operand): Sql {
     if (pattern.kind !== 'literal' || typeof pattern.value !== 'string') {
       throw badRequest('The ? operator takes a string pattern', { q: 'expected a string pattern' });
     }
-    const escaped = pattern.value.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');
-    return { sql: `(${left.sql})::text ilike ?`, bindings: [...left.bindings, escaped] };
+    return { sql: CASE_INSENSITIVE_LIKE.postgres(`(${left.sql})::text`, '?'), bindings: [...left.bindings, likePattern(pattern.value)] };
   }
 
   /** Types a literal by the operand it is compared with ("10.50" against money → 1050). */
@@ -130,11 +94,8 @@ export class SqlCompiler {
     const name = against.field ? (this.pathOf(against.field) ?? 'value') : 'value';
     const bad = (reason: string) => invalidAttributes({ [name]: reason });
     switch (against.type) {
-      case 'money': {
-        const amount = Number(value);
-        if (typeof value === 'boolean' || !Number.isFinite(amount)) throw bad('Must be an amount');
-        return { sql: '?::bigint', bindings: [Math.round(amount * 100)] };
-      }
+      case 'money':
+        return { sql: '?::bigint', bindings: [moneyLiteral(node, bad)] };
       case 'integer':
       case 'number':
       case 'aggregate': {
@@ -180,7 +141,7 @@ export class SqlCompiler {
       if (!allowAggregates) throw badRequest(`Aggregate ${fn}() is not allowed here`, { [fn]: 'Aggregates are allowed in fields only' });
       if (fn === 'count' && node.args.length === 0) return { sql: 'count(*)', bindings: [], type: 'aggregate' };
       const arg = this.singleArg(node, false);
-      requireArgType(fn, arg);
+      if (aggregate.numeric && category(arg.type) !== 'number') throw wrongArgument(fn, 'number');
       const money = arg.type === 'money';
       const sql = aggregate.postgres(arg.sql, money);
       // A statistic of money is already a plain number in major units.
@@ -188,14 +149,13 @@ export class SqlCompiler {
       const type: ValueType = aggregate.answers === 'argument' ? arg.type : aggregate.answers === 'sum' && money ? 'money' : 'aggregate';
       return { sql, bindings: arg.bindings, type, field: arg.field };
     }
-    const spec = FUNCTIONS[fn];
-    if (!spec) throw badRequest(`Unknown function ${node.fn}`, { [node.fn]: 'Unknown function' });
+    const spec = scalarFunction(node.fn);
     const arg = this.singleArg(node, false);
-    requireArgType(fn, arg);
-    if (fn === 'abs' && arg.type === 'money') return { sql: spec.sql(arg.sql), bindings: arg.bindings, type: 'money', field: arg.field };
-    // Rounding money works on the decimal amount, not on minor units.
-    const input = arg.type === 'money' ? `(${arg.sql}) / 100.0` : arg.sql;
-    return { sql: spec.sql(input), bindings: arg.bindings, type: spec.type };
+    if (!takes(spec, arg.type)) throw wrongArgument(node.fn, spec.args);
+    if (fn === 'abs' && arg.type === 'money') return { sql: spec.postgres(arg.sql), bindings: arg.bindings, type: 'money', field: arg.field };
+    // Functions of money work on the decimal amount, not on minor units.
+    const input = spec.args === 'any' ? `(${arg.sql})::text` : arg.type === 'money' ? `(${arg.sql}) / 100.0` : arg.sql;
+    return { sql: spec.postgres(input), bindings: arg.bindings, type: spec.type };
   }
 
   private singleArg(node: Call, allowAggregates: boolean): Typed {
@@ -238,31 +198,16 @@ export class SqlCompiler {
   }
 }
 
-const DATE_FUNCTIONS = new Set(['year', 'month', 'monthname', 'day', 'dayname', 'dayofweek', 'dayofyear', 'weekofyear', 'last_day', 'hour', 'minute', 'second', 'unix_timestamp', 'date']);
-const NUMERIC_FUNCTIONS = new Set(['abs', 'ceil', 'floor', 'round', ...Object.keys(AGGREGATE_FUNCTIONS).filter((fn) => AGGREGATE_FUNCTIONS[fn].numeric)]);
-
-const NUMERIC_TYPES = new Set<ValueType>(['integer', 'number', 'money', 'aggregate']);
-
 /** A function over the wrong kind of value is the client's mistake: 400, before Postgres sees it. */
-function requireArgType(fn: string, arg: Typed): void {
-  if (DATE_FUNCTIONS.has(fn) && arg.type !== 'datetime' && arg.type !== 'date') {
-    throw badRequest(`${fn}() takes a date or time`, { [fn]: 'Takes a date or time field' });
-  }
-  if (NUMERIC_FUNCTIONS.has(fn) && !NUMERIC_TYPES.has(arg.type)) {
-    throw badRequest(`${fn}() takes a number`, { [fn]: 'Takes a numeric field' });
-  }
+function wrongArgument(fn: string, takes: 'any' | 'number' | 'time') {
+  if (takes === 'time') return badRequest(`${fn}() takes a date or time`, { [fn]: 'Takes a date or time field' });
+  if (takes === 'number') return badRequest(`${fn}() takes a number`, { [fn]: 'Takes a numeric field' });
+  return badRequest(`${fn}() takes text`, { [fn]: 'Takes a field other than an amount' });
 }
 
-const TYPE_GROUPS: Array<Set<ValueType>> = [
-  new Set<ValueType>(['integer', 'number', 'money', 'aggregate']),
-  new Set<ValueType>(['datetime', 'date']),
-  new Set<ValueType>(['string', 'email', 'id', 'text']),
-  new Set<ValueType>(['boolean']),
-];
-
-/** Two fields compare only when Postgres can compare their values (no text against a time). */
+/** Two fields compare only when both stores can compare their values (no text against a time). */
 function comparable(a: ValueType, b: ValueType): boolean {
-  return TYPE_GROUPS.some((group) => group.has(a) && group.has(b));
+  return category(a) === category(b) && category(a) !== 'other';
 }
 
 export function join(parts: Sql[], separator: string): Sql {

@@ -19,19 +19,33 @@ const fail = (reason: string): Converted => ({ ok: false, reason });
  * Refuses negatives, zero (also after rounding; unless `zero` allows it), NaN and > 1e12.
  */
 export function parseMoney(input: unknown, zero = false): Converted {
-  const text = typeof input === 'number' ? numberToPlainText(input) : typeof input === 'string' ? input.trim() : null;
-  if (text === null || !/^\d{1,13}(\.\d{1,20})?$/.test(text)) return fail('Must be a positive amount');
-  const [whole, fraction = ''] = text.split('.');
-  const roundUp = fraction.length > 2 && fraction[2] >= '5' ? 1 : 0;
-  const minor = Number(whole) * 100 + Number(fraction.slice(0, 2).padEnd(2, '0')) + roundUp;
-  if (minor < 0 || (minor === 0 && !zero)) return fail(MUST_BE_POSITIVE);
+  const minor = typeof input === 'number' || typeof input === 'string' ? decimalToMinor(input) : null;
+  if (minor === null || minor < 0) return fail('Must be a positive amount');
+  if (minor === 0 && !zero) return fail(MUST_BE_POSITIVE);
   if (minor > MAX_MONEY_MINOR) return fail('Must not exceed 1000000000000');
   return ok(minor);
 }
 
+const DECIMAL = /^(-?)(\d{1,13})(?:\.(\d{1,40}))?$/;
+
+/**
+ * A decimal amount in minor units, rounded half away from zero to the cent on its text (1.005 →
+ * 101, -1.005 → -101), as every amount is read: stored on create and written in a query alike.
+ * Null when it is not a plain decimal of at most 13 whole digits (so the cents stay exact).
+ */
+export function decimalToMinor(input: number | string): number | null {
+  const text = typeof input === 'number' ? numberToPlainText(input) : input.trim();
+  const match = text === null ? null : DECIMAL.exec(text);
+  if (!match) return null;
+  const [, sign, whole, fraction = ''] = match;
+  const roundUp = fraction.length > 2 && fraction[2] >= '5' ? 1 : 0;
+  const minor = Number(whole) * 100 + Number(fraction.slice(0, 2).padEnd(2, '0')) + roundUp;
+  return sign === '-' && minor !== 0 ? -minor : minor;
+}
+
 function numberToPlainText(value: number): string | null {
   if (!Number.isFinite(value)) return null;
-  // 10.5 → "10.5"; 1e21 and 1e-7 style strings are refused by the pattern above.
+  // 10.5 → "10.5"; a float that prints as 1e21 or 1e-7 is not a plain decimal.
   return String(value);
 }
 

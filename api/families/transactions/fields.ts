@@ -39,7 +39,8 @@ const fields: FieldSpec[] = [
   { store: 'risk_flag', type: 'string', v1: 'risk_flag', v2: 'risk_flag', readOnly: true, enum: ['allowed', 'denied', 'in_review'] },
   // Funding (CONTRACT §14), set by the ledger trigger when a paying transaction is processed.
   { store: 'fee', type: 'money', v1: 'fee', v2: 'fee', readOnly: true },
-  // The convenience fee charged to the payer on top of the amount: none unless one was charged.
+  // The convenience fee charged to the payer on top of the amount: 0 unless one was charged,
+  // stored so by a trigger every writer passes (migrations/20261130004200_conv_fee_stored.ts).
   { store: 'conv_fee', type: 'money', v1: 'conv_fee', v2: 'conv_fee', readOnly: true, nonDefault: true },
   { store: 'funding_status', type: 'string', v1: 'funding_status', v2: 'funding_status', readOnly: true, enum: ['pending', 'funded', 'held'] },
   { store: 'funding_date', type: 'string', v1: 'funding_date', v2: 'funding_date', readOnly: true },

@@ -516,7 +516,6 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
 /** v1 `ledger` (when asked for) and v2 `transfers` come from the transfers table. */
 async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>): Promise<void> {
   await loadAllocations(ctx, rows, include);
-  if (include.has('conv_fee')) for (const row of rows) row.data = { ...row.data, conv_fee: row.data.conv_fee ?? 0 };
   const wanted = ctx.version === 'v2' || include.has('ledger') || rows.some((r) => r.type === 'refund');
   if (!wanted || rows.length === 0) return;
   // A row this request just made with no transfers has none yet (v1's ledger shows times: read it).
