@@ -12,7 +12,7 @@ import type { Knex } from 'knex';
  * reporting feed's trigger still notes the rows, so the mirror copies them.
  */
 const NO_CONV_FEE = `coalesce(data->'conv_fee', 'null'::jsonb) = 'null'::jsonb`;
-const BUSINESS_UPDATE_TRIGGERS = ['transactions_audit_update', 'transactions_post_update', 'transaction_operations_update'];
+const BUSINESS_UPDATE_TRIGGERS = ['transactions_audit_update', 'transactions_post_update'];
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`

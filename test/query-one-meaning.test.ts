@@ -9,7 +9,7 @@ import { loadConfig } from '../api/config.ts';
 import { createDb, rows } from '../api/db/connection.ts';
 import { caseTable, LOWER_RUNS, UPPER_RUNS } from '../api/query/caseMap.ts';
 import { startWeb } from '../api/server.ts';
-import { startTestApi } from './helpers/api.ts';
+import { startTestApi, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
 
 const api = await startTestApi(t, { REPORTING_URL: 'off' });
@@ -28,7 +28,7 @@ for (const payment of PAYMENTS) {
 }
 
 const reporting = await startTestReporting(t, api.databaseUrl, tempDataDir(t), { REPORTING_PORT: '0' });
-const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: api.databaseUrl, PORT: '0', REPORTING_URL: reporting.running.url, REPORTING_WAIT: '10000' }), { keyCacheMs: 0 });
+const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: api.databaseUrl, PORT: '0', REPORTING_URL: reporting.running.url, REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_WAIT: '10000' }), { keyCacheMs: 0 });
 t.teardown(() => web.stop());
 
 type Answer = { status: number; body: { values: Array<Record<string, unknown>>; reporting_position?: string } };
