@@ -1,6 +1,6 @@
 /**
  * The webhook actions beyond the generic operations (api/http/webhookRoutes.ts), described for
- * `/openapi.json` beside the generated collections: resend and rotate_secret.
+ * `/openapi.json` beside the generated collections: resend, test and rotate_secret.
  */
 import type { Version } from '../../engine/family.ts';
 import { sampleId } from '../../openapiSamples.ts';
@@ -55,6 +55,30 @@ export function webhookActionPaths(version: Version): Record<string, Schema> {
           '404': error('NotFound: no such webhook (another org\'s included)'),
         },
         'x-codeSamples': curl(version, `/webhooks/${id}/resend`, '-d since="2026-11-25 00:00:00" -d only_missed=true'),
+      },
+    },
+    '/webhooks/{id}/test': {
+      post: {
+        tags, operationId: 'send_webhook_test_event', parameters,
+        summary: 'Send a webhook a test event',
+        description: 'One delivery to this webhook alone (no other webhook receives it): an event of the webhook\'s trigger about the webhook itself (`triggered_on: {id: <webhook id>, object: "webhook", value: {test: true}}`), with `"test": true` in the body, signed and sent like any delivery, logged in the webhook\'s logs and retried on its schedule. Resends never choose it. Audited as `send_test_event`. Takes no fields.',
+        responses: {
+          '200': {
+            description: 'The delivery, on its way',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object', required: ['object', 'id', 'webhook_id', 'event_id', 'series', 'test'],
+                  properties: { object: { const: 'webhook_delivery' }, id: { type: 'string' }, webhook_id: { type: 'string' }, event_id: { type: 'string' }, series: { const: 0 }, test: { const: true } },
+                },
+              },
+            },
+          },
+          '400': error('InvalidAttributes: a field was sent (this takes none)'),
+          '404': error('NotFound: no such webhook (another org\'s included)'),
+          '409': error('Conflict: the webhook is disabled (a delivery to it would not be sent)'),
+        },
+        'x-codeSamples': curl(version, `/webhooks/${id}/test`, '-X POST'),
       },
     },
     '/webhooks/{id}/rotate_secret': {
