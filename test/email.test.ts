@@ -128,6 +128,41 @@ t.test('a payment link e-mails its customer once: inline (reused by e-mail) or b
   t.same(await api.db('link_emails').where({ object_id: none.body.id }), [], 'nothing for a customer without an e-mail');
 });
 
+t.test('a payment link\'s e-mail sent again is one more message to its customer, audited; refused without a customer e-mail or for an inactive link', async (t) => {
+  const luke = (await api.request('POST', '/customers', { json: { name: 'Luke Skywalker', email: 'luke@example.com' } })).body;
+  const link = (await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Moisture vaporator', amount: 120, customer_id: luke.id } })).body;
+  await eventually(() => messagesTo('luke@example.com').length > 0, Boolean);
+  const again = await api.request('POST', `/payment_links/${link.id}/resend_email`);
+  t.equal(again.status, 200, JSON.stringify(again.body));
+  t.match(again.body, { object: 'payment_link_email', id: /^eml_/, payment_link_id: link.id, recipient: 'luke@example.com', resend: 1 });
+  const third = await api.request('POST', `/payment_links/${link.id}/resend_email`);
+  t.equal(third.body.resend, 2, 'each resend is a message of its own');
+  await eventually(() => messagesTo('luke@example.com').length >= 3, Boolean);
+  const received = messagesTo('luke@example.com');
+  t.equal(received.length, 3, 'the first message and two resends, each once');
+  for (const message of received) {
+    t.match(message.raw, /Moisture vaporator/);
+    t.ok(message.raw.includes(link.url), 'each with the link');
+  }
+  t.same(received.map((m) => /^X-Settle-Email-Id: (\S+)/im.exec(m.raw)?.[1]).slice(1).sort(), [again.body.id, third.body.id].sort(), 'the resends are the messages answered');
+  const audit = (await api.request('GET', `/audit_events?object_id=${link.id}&action=resend_email`)).body.values;
+  t.equal(audit.length, 2);
+  t.match(audit[0], { action: 'resend_email', object_type: 'payment_link', actor: { type: 'secret_key' }, changes: { recipient: [null, 'luke@example.com'] } });
+
+  const silent = (await api.request('POST', '/customers', { json: { name: 'No e-mail either' } })).body;
+  const quiet = (await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Quiet', amount: 1, customer_id: silent.id } })).body;
+  const noAddress = await api.request('POST', `/payment_links/${quiet.id}/resend_email`);
+  t.equal(noAddress.status, 409);
+  t.match(JSON.stringify(noAddress.body), /no customer with an e-mail/);
+  await api.request('PUT', `/payment_links/${link.id}`, { json: { status: 'inactive' } });
+  const inactive = await api.request('POST', `/payment_links/${link.id}/resend_email`);
+  t.equal(inactive.status, 409);
+  t.match(JSON.stringify(inactive.body), /is inactive/);
+  t.equal((await api.request('POST', '/payment_links/pl_nope/resend_email')).status, 404);
+  t.equal((await api.request('POST', `/payment_links/${quiet.id}/resend_email`, { json: { to: 'x@example.com' } })).status, 400, 'no address can be chosen');
+  t.equal((await api.request('GET', `/audit_events?object_id=${link.id}&action=resend_email`)).body.values.length, 2, 'a refused resend is not audited');
+});
+
 t.test('a payment activation e-mails its recipients too', async (t) => {
   const res = await api.request('POST', '/payment_activations', { json: { intent: { entity_name: 'Boba' }, send_to: [{ name: 'Boba', email: 'boba@example.com' }] } });
   t.equal(res.status, 200, JSON.stringify(res.body));
