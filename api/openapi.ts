@@ -12,6 +12,7 @@ import { acceptedValues } from './schema/values.ts';
 import { collections } from './families/index.ts';
 import { requestLogs } from './families/request_logs/family.ts';
 import { webhookActionPaths } from './families/webhooks/openapi.ts';
+import { paymentLinkActionPaths } from './families/payment_links/openapi.ts';
 import { curlSamples, type OperationName } from './openapiSamples.ts';
 
 type Schema = Record<string, unknown>;
@@ -268,6 +269,7 @@ export function openApiDocument(version: Version): Schema {
     Object.assign(paths, operationsOf(collection, version));
   }
   Object.assign(paths, webhookActionPaths(version));
+  Object.assign(paths, paymentLinkActionPaths(version));
   schemas[schemaName(REQUEST_LOGS)] = objectSchema(REQUEST_LOGS, version, 'read');
   Object.assign(paths, requestLogPaths(version));
   return {

@@ -8,10 +8,11 @@
  */
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startTestApi } from './helpers/api.ts';
 import { launchBrowser, screenshot } from './helpers/browser.ts';
 import { parseCsv } from './helpers/csv.ts';
+import { signInToConsole, typeInto } from './helpers/consoleSession.ts';
 import { eventually } from './helpers/wait.ts';
 import { reportingFirst } from './reporting-support.ts';
 
@@ -52,18 +53,7 @@ const TODAY = dayOf(Date.now());
 const FROM = dayOf(Date.now() - 9 * DAY_MS);
 const TO = dayOf(Date.now() + DAY_MS);
 
-async function typeInto(field: Locator, text: string): Promise<void> {
-  await field.click();
-  await field.press('ControlOrMeta+A');
-  await field.pressSequentially(text);
-}
-
-async function signIn(page: Page, key = api.key): Promise<void> {
-  await page.goto(`${api.url}/console`);
-  await typeInto(page.getByLabel('Secret key'), key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Views' }).waitFor();
-}
+const signIn = (page: Page, key = api.key) => signInToConsole(page, api.url, key);
 
 const search = (page: Page) => page.getByRole('searchbox', { name: 'Search customers and transactions' });
 const results = (page: Page) => page.getByRole('region', { name: 'Search results' });

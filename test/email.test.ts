@@ -7,58 +7,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import t, { type Test } from 'tap';
-import { SMTPServer } from 'smtp-server';
+import t from 'tap';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { eventually } from './helpers/wait.ts';
+import { startSmtp, type Received } from './helpers/smtp.ts';
 
 process.env.SETTLE_PUBLIC_URL = 'https://pay.example.test';
 const V2 = { version: 'v2' };
-
-interface Received {
-  from: string;
-  to: string[];
-  raw: string;
-}
-
-/** An SMTP server that wants user/secret, refuses `busy@` once (451) and `nobody@` always (550). */
-async function startSmtp(t: Test): Promise<{ url: string; received: Received[] }> {
-  const received: Received[] = [];
-  let busyRefused = false;
-  const server = new SMTPServer({
-    disabledCommands: ['STARTTLS'],
-    allowInsecureAuth: true,
-    logger: false,
-    onAuth(auth, _session, callback) {
-      if (auth.username === 'user' && auth.password === 'secret') callback(null, { user: 'user' });
-      else callback(new Error('Invalid credentials'));
-    },
-    onRcptTo(address, _session, callback) {
-      if (address.address.startsWith('nobody@')) return callback(Object.assign(new Error('No such user'), { responseCode: 550 }));
-      if (address.address.startsWith('busy@') && !busyRefused) {
-        busyRefused = true;
-        return callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
-      }
-      callback();
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
-        received.push({
-          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          to: session.envelope.rcptTo.map((r) => r.address),
-          raw: Buffer.concat(chunks).toString('utf8'),
-        });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const { port } = server.server.address() as { port: number };
-  return { url: `smtp://user:secret@127.0.0.1:${port}`, received };
-}
 
 const smtp = await startSmtp(t);
 const api = await startTestApi(t);
@@ -126,6 +81,41 @@ t.test('a payment link e-mails its customer once: inline (reused by e-mail) or b
   t.equal(messagesTo('han@example.com').length, 1, 'a customer_id whose customer has an e-mail');
   t.equal(messagesTo('leia@example.com').length, 2, 'one message per link');
   t.same(await api.db('link_emails').where({ object_id: none.body.id }), [], 'nothing for a customer without an e-mail');
+});
+
+t.test('a payment link\'s e-mail sent again is one more message to its customer, audited; refused without a customer e-mail or for an inactive link', async (t) => {
+  const luke = (await api.request('POST', '/customers', { json: { name: 'Luke Skywalker', email: 'luke@example.com' } })).body;
+  const link = (await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Moisture vaporator', amount: 120, customer_id: luke.id } })).body;
+  await eventually(() => messagesTo('luke@example.com').length > 0, Boolean);
+  const again = await api.request('POST', `/payment_links/${link.id}/resend_email`);
+  t.equal(again.status, 200, JSON.stringify(again.body));
+  t.match(again.body, { object: 'payment_link_email', id: /^eml_/, payment_link_id: link.id, recipient: 'luke@example.com', resend: 1 });
+  const third = await api.request('POST', `/payment_links/${link.id}/resend_email`);
+  t.equal(third.body.resend, 2, 'each resend is a message of its own');
+  await eventually(() => messagesTo('luke@example.com').length >= 3, Boolean);
+  const received = messagesTo('luke@example.com');
+  t.equal(received.length, 3, 'the first message and two resends, each once');
+  for (const message of received) {
+    t.match(message.raw, /Moisture vaporator/);
+    t.ok(message.raw.includes(link.url), 'each with the link');
+  }
+  t.same(received.map((m) => /^X-Settle-Email-Id: (\S+)/im.exec(m.raw)?.[1]).slice(1).sort(), [again.body.id, third.body.id].sort(), 'the resends are the messages answered');
+  const audit = (await api.request('GET', `/audit_events?object_id=${link.id}&action=resend_email`)).body.values;
+  t.equal(audit.length, 2);
+  t.match(audit[0], { action: 'resend_email', object_type: 'payment_link', actor: { type: 'secret_key' }, changes: { recipient: [null, 'luke@example.com'] } });
+
+  const silent = (await api.request('POST', '/customers', { json: { name: 'No e-mail either' } })).body;
+  const quiet = (await api.request('POST', '/payment_links', { json: { type: 'one_time', description: 'Quiet', amount: 1, customer_id: silent.id } })).body;
+  const noAddress = await api.request('POST', `/payment_links/${quiet.id}/resend_email`);
+  t.equal(noAddress.status, 409);
+  t.match(JSON.stringify(noAddress.body), /no customer with an e-mail/);
+  await api.request('PUT', `/payment_links/${link.id}`, { json: { status: 'inactive' } });
+  const inactive = await api.request('POST', `/payment_links/${link.id}/resend_email`);
+  t.equal(inactive.status, 409);
+  t.match(JSON.stringify(inactive.body), /is inactive/);
+  t.equal((await api.request('POST', '/payment_links/pl_nope/resend_email')).status, 404);
+  t.equal((await api.request('POST', `/payment_links/${quiet.id}/resend_email`, { json: { to: 'x@example.com' } })).status, 400, 'no address can be chosen');
+  t.equal((await api.request('GET', `/audit_events?object_id=${link.id}&action=resend_email`)).body.values.length, 2, 'a refused resend is not audited');
 });
 
 t.test('a payment activation e-mails its recipients too', async (t) => {

@@ -41,12 +41,14 @@ export function eventsInsert(tenant: EventTenant, drafts: EventDraft[]): { sql: 
 }
 
 /** `eventsInsert` for the events of several tenants' changes written by one statement (a group of payments). */
-export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts: EventDraft[] }>): { sql: string; bindings: unknown[]; ids: string[] } {
+export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts: EventDraft[] }>, test = false): { sql: string; bindings: unknown[]; ids: string[] } {
   const rows = groups.flatMap(({ tenant, drafts }) => drafts.map((draft) => ({ tenant, draft })));
   const ids = rows.map(() => newId('evt'));
+  // A test event has no txid: the dispatcher follows only events with one (migration 20261201000100).
+  const [testColumns, testValues] = test ? [', test, txid', ', true, null'] : ['', ''];
   return {
-    sql: `insert into events (id, org_id, environment, trigger, object_type, object_id, value)
-     select id, org_id, environment, trigger, object_type, object_id, value
+    sql: `insert into events (id, org_id, environment, trigger, object_type, object_id, value${testColumns})
+     select id, org_id, environment, trigger, object_type, object_id, value${testValues}
        from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, org_id, environment, trigger, object_type, object_id, value)`,
     bindings: [
       ids,
@@ -66,4 +68,14 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
   const insert = eventsInsert(tenant, drafts);
   await tx.raw(insert.sql, insert.bindings);
   return insert.ids;
+}
+
+/**
+ * A test event: written like any other, but never dispatched, so no webhook receives it unless its
+ * writer enqueues a delivery of it (api/families/webhooks/testEvent.ts).
+ */
+export async function recordTestEvent(tx: Db, tenant: EventTenant, draft: EventDraft): Promise<string> {
+  const insert = tenantsEventsInsert([{ tenant, drafts: [draft] }], true);
+  await tx.raw(insert.sql, insert.bindings);
+  return insert.ids[0];
 }

@@ -1,7 +1,8 @@
-/** Webhook sub-resources: `/webhooks/{id}/logs`, `/webhooks/{id}/payment_link`, `/webhooks/{id}/resend`, `/webhooks/{id}/rotate_secret`. */
+/** Webhook sub-resources: `/webhooks/{id}/logs`, `/webhooks/{id}/payment_link`, `/webhooks/{id}/resend`, `/webhooks/{id}/test`, `/webhooks/{id}/rotate_secret`. */
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { resendEvents } from '../families/webhooks/resend.ts';
+import { sendTestEvent } from '../families/webhooks/testEvent.ts';
 import { rotateSenderSecret } from '../families/webhooks/repository.ts';
 import { generateSenderSecret } from '../families/webhooks/rules.ts';
 import { render } from '../engine/view.ts';
@@ -68,6 +69,15 @@ export function webhookRoutes(): Router {
     const answer = eventId
       ? { object: 'list', values: created.map((d) => ({ object: 'webhook_delivery', id: d.id, event_id: d.event_id, series: d.series })) }
       : { object: 'webhook_resend', webhook_id: c.params.id, events: created.length };
+    await completeInTransaction(c, c.state.services.db, 200, answer);
+    c.body = answer;
+  });
+
+  router.post('/webhooks/:id/test', async (ctx) => {
+    const c = ctx as Ctx;
+    refuseUnknown(c.state.body ?? {}, []);
+    const delivery = await sendTestEvent(c.state.services.db, c.state.tenant!, c.params.id);
+    const answer = { object: 'webhook_delivery', id: delivery.id, webhook_id: c.params.id, event_id: delivery.event_id, series: 0, test: true };
     await completeInTransaction(c, c.state.services.db, 200, answer);
     c.body = answer;
   });

@@ -80,6 +80,8 @@ export function deliveryBody(delivery: DeliveryJob, url: string): string {
     url,
     created_at: at,
     sequence: delivery.sequence,
+    // Only a test event says so: a real delivery's bytes stay as they were.
+    ...(delivery.test ? { test: true } : {}),
   });
 }
 

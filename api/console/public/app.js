@@ -9,7 +9,7 @@ import { renderTransaction } from './transactions.js';
 import { addWebhook, renderDelivery, renderEvent, renderWebhook } from './webhooks.js';
 import { renderRequest } from './history.js';
 import { renderCustomer } from './customers.js';
-import { newPaymentLink } from './paymentLinks.js';
+import { newPaymentLink, renderPaymentLink } from './paymentLinks.js';
 import { searchBox } from './search.js';
 import { renderKey } from './keys.js';
 
@@ -101,6 +101,7 @@ function renderView(main) {
   if (view === 'customers') return renderCustomer(main, id);
   if (view === 'events') return renderEvent(main, id);
   if (view === 'requests') return renderRequest(main, id);
+  if (view === 'payment_links') return renderPaymentLink(main, id);
   if (view === 'webhooks') return sub ? renderDelivery(main, id, sub) : renderWebhook(main, id, state, navigate);
   return renderDetail(main, view, id);
 }

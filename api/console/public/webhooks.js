@@ -3,7 +3,7 @@
 // answered. Each offers "Resend", which starts a new attempt series (POST /webhooks/{id}/resend
 // {event_id}), delivered or not, and refreshes the attempts shown when its first attempt arrives.
 // A webhook's page also shows its health (status, why it is disabled, the last success, the
-// failures since) with "Enable and deliver what was missed" and "Rotate secret".
+// failures since) with "Enable and deliver what was missed", "Send test event" and "Rotate secret".
 
 import { api, listPage } from './api.js';
 import { actionNotice, change, confirmAction, field, perform } from './actions.js';
@@ -84,6 +84,8 @@ function health(id, refreshAttempts) {
           { title: 'Enable this webhook?', message: `Enable ${webhook.id} (${webhook.trigger} → ${webhook.url}) and send it, oldest first, every event it missed.`, confirm: 'Enable and deliver' }) }, 'Enable and deliver what was missed'),
         webhook.status !== 'disabled' && h('button', { type: 'button', class: 'danger', onclick: (event) => act(event.currentTarget, () => disable(webhook),
           { title: 'Disable this webhook?', message: `Disable ${webhook.id}: ${webhook.url} gets no ${webhook.trigger} events until it is enabled again (then the missed ones can be sent).`, confirm: 'Disable webhook' }) }, 'Disable…'),
+        webhook.status === 'active' && h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => sendTestEvent(webhook, notice),
+          { title: 'Send a test event?', message: `Send ${webhook.id} one signed test “${webhook.trigger}” event at ${webhook.url}. No other webhook receives it.`, confirm: 'Send test event' }) }, 'Send test event…'),
         h('button', { type: 'button', onclick: (event) => act(event.currentTarget, () => rotateSecret(id),
           { title: 'Rotate the signing secret?', message: `A new signing secret for ${webhook.id}; the old one keeps signing for a day.`, confirm: 'Rotate secret' }) }, 'Rotate secret')),
       notice);
@@ -123,6 +125,17 @@ async function enableAndCatchUp(webhook) {
 async function disable(webhook) {
   await change('PUT', `/webhooks/${encodeURIComponent(webhook.id)}`, { status: 'disabled' });
   return ['Disabled. Events for it are recorded but not sent.'];
+}
+
+/** A test event to this webhook alone; says when its attempt was answered (the attempts below show it). */
+async function sendTestEvent(webhook, notice) {
+  const sent = await change('POST', `/webhooks/${encodeURIComponent(webhook.id)}/test`);
+  notice.replaceChildren(`Test event ${sent.event_id} sent. Waiting for its attempt…`);
+  const arrived = await waitForNewAttempt(webhook.id, sent.event_id, null, notice);
+  const [attempt] = arrived ? await attemptsOf(webhook.id, sent.event_id, 1) : [];
+  return attempt
+    ? [`Test event ${sent.event_id}: `, outcome(attempt), '.']
+    : [`Test event ${sent.event_id} sent. Its attempt has not been made yet; refresh the page to see it when it is.`];
 }
 
 /** A new secret, shown here once; the old one keeps signing for a day so receivers can switch. */

@@ -33,20 +33,31 @@ export interface QueuedRecipient {
   name: string | null;
 }
 
+/** A row queued: its id, recipient and resend number (0: the first message). */
+export interface QueuedLinkEmail {
+  id: string;
+  recipient: string;
+  resend: number;
+}
+
 /**
- * Inserts one row per recipient not already queued for the link and, in the same statement, one
- * `task` job per inserted row (job key `<task>:<row id>`, payload `{email_id, org_id, environment}`).
+ * Inserts one row per recipient and, in the same statement, one `task` job per inserted row (job
+ * key `<task>:<row id>`, payload `{email_id, org_id, environment}`). A first message (`resend`
+ * false) is skipped for a recipient already queued for the link; a resend is the recipient's next
+ * message (numbered after the last), so it is one more, never a repeat of one already sent.
  */
-export async function insertLinkEmails(tx: Db, tenant: Tenant, message: LinkMessage, recipients: QueuedRecipient[], task: string): Promise<void> {
-  await rows(tx,
+export async function insertLinkEmails(tx: Db, tenant: Tenant, message: LinkMessage, recipients: QueuedRecipient[], task: string, resend = false): Promise<QueuedLinkEmail[]> {
+  const number = resend ? '(select coalesce(max(l.resend) + 1, 0) from link_emails l where l.object_id = ? and l.recipient = r.recipient)' : '0';
+  return rows<QueuedLinkEmail>(tx,
     `with queued as (
-       insert into link_emails (id, org_id, environment, object_type, object_id, kind, recipient, recipient_name, url, summary)
-       select id, ?, ?, ?, ?, ?, recipient, name, ?, ? from unnest(?::text[], ?::text[], ?::text[]) as r(id, recipient, name)
-       on conflict (object_id, recipient) do nothing
-       returning id)
-     select count(graphile_worker.add_job(?, json_build_object('email_id', id, 'org_id', ?::text, 'environment', ?::text), job_key => ? || id, max_attempts => 25))
+       insert into link_emails (id, org_id, environment, object_type, object_id, kind, recipient, recipient_name, url, summary, resend)
+       select id, ?, ?, ?, ?, ?, recipient, name, ?, ?, ${number} from unnest(?::text[], ?::text[], ?::text[]) as r(id, recipient, name)
+       on conflict (object_id, recipient, resend) do nothing
+       returning id, recipient, resend)
+     select id, recipient, resend, (graphile_worker.add_job(?, json_build_object('email_id', id, 'org_id', ?::text, 'environment', ?::text), job_key => ? || id, max_attempts => 25)).id as job_id
        from queued`,
     [tenant.orgId, tenant.environment, message.objectType, message.objectId, message.kind, message.url, message.summary ?? null,
+      ...(resend ? [message.objectId] : []),
       recipients.map((r) => r.id), recipients.map((r) => r.email), recipients.map((r) => r.name),
       task, tenant.orgId, tenant.environment, `${task}:`]);
 }

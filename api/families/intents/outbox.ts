@@ -1,13 +1,14 @@
 /**
  * The e-mail outbox of links (CONTRACT §13): queued with the intent or payment activation in its
  * transaction, one row and one `send_link_email` job per recipient, and the worker's claim and
- * outcome statements. A recipient is queued once per link (unique), claimed once (`sending`), and
- * only a definite SMTP refusal sends the row back to `pending` for another attempt.
+ * outcome statements. A recipient is queued once per link and resend (unique), each message is
+ * claimed once (`sending`), and only a definite SMTP refusal sends the row back to `pending` for
+ * another attempt.
  */
 import type { Db } from '../../db/connection.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { newId } from '../../ids.ts';
-import { claimPendingLinkEmail, insertLinkEmails, setLinkEmailSent, setLinkEmailRefused, type LinkEmail } from './emailRepository.ts';
+import { claimPendingLinkEmail, insertLinkEmails, setLinkEmailSent, setLinkEmailRefused, type LinkEmail, type QueuedLinkEmail } from './emailRepository.ts';
 import { enqueueLinkJob } from './repository.ts';
 
 export type { LinkEmail } from './emailRepository.ts';
@@ -33,10 +34,15 @@ export async function queueLinkEmails(ctx: RuleContext, objectType: LinkEmail['o
   await insertLinkEmails(ctx.tx, ctx.tenant, { objectType, objectId: row.id, kind: row.type, url: row.data.url }, queued, SEND_TASK);
 }
 
-/** Queues one message about a payment link to its customer (once per address per link). */
-export async function queuePaymentLinkEmail(ctx: RuleContext, link: StoredObject, to: Recipient, url: string, summary: string): Promise<void> {
+/**
+ * Queues one message about a payment link to its customer: the first once per address per link,
+ * or (`resend`) one more. Answers the row queued, if any.
+ */
+export async function queuePaymentLinkEmail(ctx: Pick<RuleContext, 'tx' | 'tenant'>, link: StoredObject, to: Recipient, url: string, summary: string,
+  resend = false): Promise<QueuedLinkEmail | null> {
   const recipient = { id: newId('eml'), email: to.email.toLowerCase(), name: to.name };
-  await insertLinkEmails(ctx.tx, ctx.tenant, { objectType: 'payment_link', objectId: link.id, kind: 'payment_link', url, summary }, [recipient], SEND_TASK);
+  const [queued] = await insertLinkEmails(ctx.tx, ctx.tenant, { objectType: 'payment_link', objectId: link.id, kind: 'payment_link', url, summary }, [recipient], SEND_TASK, resend);
+  return queued ?? null;
 }
 
 /** Takes a pending message for one attempt; null when it was sent, failed, or is being sent. */

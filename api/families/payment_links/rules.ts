@@ -10,9 +10,9 @@ import { invalidAttributes } from '../../errors.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
 import { lockInvoice } from '../invoices/repository.ts';
 import { createInlinePayer, findPayer, resolveBiller } from '../invoices/parties.ts';
-import { paymentLinkUrl } from './url.ts';
 import { customerByEmail } from '../accounts/repository.ts';
-import { queuePaymentLinkEmail } from '../intents/outbox.ts';
+import { emailCustomer } from './emails.ts';
+import { paymentLinkUrl } from './url.ts';
 import { PAYMENT_LINK_STATUS_TRIGGER } from './triggers.ts';
 
 function accountOf(data: Json, side: 'payer' | 'biller'): string | undefined {
@@ -51,15 +51,6 @@ async function reuseInlineCustomer(ctx: RuleContext, data: Json): Promise<void> 
   if (!known) return;
   delete data.customer;
   data.payer = { ...(isPlainObject(data.payer) ? data.payer : {}), account_id: known.id };
-}
-
-/** A link whose customer has an e-mail is sent to them once, with what it is for and its page. */
-async function emailCustomer(ctx: RuleContext, row: StoredObject, payer: StoredObject | null): Promise<void> {
-  const email = payer?.data.email;
-  if (typeof email !== 'string' || email === '') return;
-  const amount = typeof row.data.amount === 'number' ? ` (amount due: ${(row.data.amount / 100).toFixed(2)})` : '';
-  const name = typeof payer!.data.name === 'string' ? payer!.data.name : null;
-  await queuePaymentLinkEmail(ctx, row, { email, name }, paymentLinkUrl(row.id), `${String(row.data.description)}${amount}`);
 }
 
 async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<StoredObject> {

@@ -50,6 +50,8 @@ export interface DeliveryJob {
    * draws its number after the earlier one committed, from a sequence without a per-session cache.
    */
   sequence: number;
+  /** a webhook's test event (api/families/webhooks/testEvent.ts); absent from every other delivery's job */
+  test?: true;
   /** a rate-limited delivery deferred to its slot: the slot it holds (epoch ms, the database's clock) */
   rate_slot_ms?: number;
 }
@@ -96,15 +98,17 @@ export function deliveryJobs(source: string, runAt = 'null', later: boolean | nu
 }
 
 /**
- * Enqueues the first attempt of each delivery (ones just created: a resend), in the order of their
+ * Enqueues the first attempt of each delivery (ones just created: a resend, a `test` one), in the order of their
  * events, in one line per webhook: an event's first attempt starts once the one before it has been
  * answered (delivered, or failed with its retry scheduled). The delivery job waits for its rate and
  * tenant slots in place rather than leaving the line.
  */
-export async function enqueueDeliveries(db: Db, deliveryIds: string[]): Promise<void> {
+export async function enqueueDeliveries(db: Db, deliveryIds: string[], test = false): Promise<void> {
   if (deliveryIds.length === 0) return;
+  // A test delivery's job says so, and its retries carry the job on; no other job grows a field.
+  const payload = test ? `(${JOB_PAYLOAD}::jsonb || '{"test": true}')::json` : JOB_PAYLOAD;
   await rows(db,
-    `select ${deliveryJobs(`(select d.id, ${JOB_PAYLOAD} as payload
+    `select ${deliveryJobs(`(select d.id, ${payload} as payload
        from webhook_deliveries d join events e on e.id = d.event_id where d.id = any(?::text[]) order by e.seq) j`, 'null', false,
     `'resend:' || (payload->>'webhook_id')`)}`,
     [deliveryIds]);

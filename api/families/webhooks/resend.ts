@@ -3,7 +3,8 @@
  * transaction, in the order the events were written (so the jobs are taken in that order).
  * A window with `onlyMissed` chooses the events recorded against the webhook (dispatched to it,
  * skipped while it was disabled, failed or cancelled) of which no series was delivered and none
- * is still under way: run again, it finds nothing left.
+ * is still under way: run again, it finds nothing left. A test event (testEvent.ts) is never chosen:
+ * it was for one webhook's receiver, once.
  */
 import { rows, type Db } from '../../db/connection.ts';
 import type { Tenant } from '../../engine/family.ts';
@@ -24,7 +25,7 @@ export const RESEND_MAX_EVENTS = 200_000;
 async function chooseEvents(tx: Db, tenant: Tenant, webhookId: string, filter: ResendFilter): Promise<string[]> {
   const found = await rows<{ id: string }>(tx,
     `select e.id from webhooks w
-       join events e on e.org_id = w.org_id and e.environment = w.environment and e.trigger = w.data->>'trigger' and e.object_id <> w.id
+       join events e on e.org_id = w.org_id and e.environment = w.environment and e.trigger = w.data->>'trigger' and e.object_id <> w.id and not e.test
       where w.id = ? and w.org_id = ? and w.environment = ?
         and (?::text is null or e.id = ?) and (?::timestamptz is null or e.created_at >= ?) and (?::timestamptz is null or e.created_at <= ?)
         and (not ?::boolean or (exists (select 1 from webhook_deliveries d where d.webhook_id = w.id and d.event_id = e.id)
