@@ -281,6 +281,23 @@ function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number, say: Say
   }
 }
 
+/**
+ * Run by npm (`npm start`, `npx settle up`), settle up sits under a shell under npm, and a process
+ * manager signals npm: npm passes SIGTERM on to the shell, which dies of it without passing it on.
+ * Being handed to another parent (init, or a subreaper) is then the signal, seen within a second.
+ * Outside npm a lost parent is not a stop: `nohup settle up &` outlives its terminal on purpose.
+ */
+function stopWhenNpmGoes(): void {
+  if (process.env.npm_command === undefined) return;
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    process.kill(process.pid, 'SIGTERM');
+  }, 500);
+  watch.unref();
+}
+
 async function up(config: Config): Promise<void> {
   const view: LineView = chooseLineView(process.env, process.stdout);
   const say: Say = (source, text, to = process.stdout) => void to.write(view(source, text) + '\n');
@@ -316,6 +333,7 @@ async function up(config: Config): Promise<void> {
     fs.rmSync(runtimeFile(config.dataDir), { force: true });
     if (embedded) await stopDatabase(embedded, config.dataDir);
   }, config.shutdownTimeoutMs + KILL_GRACE_MS, say);
+  stopWhenNpmGoes();
   supervisor.start();
   const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log('');
