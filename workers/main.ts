@@ -9,6 +9,7 @@ import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents }
 import { loadConfig, type Config } from '../api/config.ts';
 import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
+import { primaryPool } from '../api/db/primary.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
 import { heartbeat, releaseDeadWorkers } from './liveness.ts';
@@ -121,7 +122,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   }
   const tenantGate = databaseTenantGate(config.databaseUrl, db);
   // Our own pool, so a dropped connection (database restart) is logged instead of crashing the process.
-  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2 });
+  const pgPool = primaryPool(config.databaseUrl, { max: config.workerConcurrency + 2 });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
   pgPool.on('error', lost);
   pgPool.on('connect', (client) => client.on('error', lost));
