@@ -115,17 +115,16 @@ export interface EmbeddedPair {
 }
 
 /**
- * An embedded primary with a synchronous streaming standby, each in its own directory under
- * `dataDir` (`primary/`, `standby/`): a commit returns once the standby has it (`synchronous_commit
- * = on`), so promoting the standby after the primary dies loses no acknowledged write. The standby
- * starts as a copy of the primary's data made while it is stopped, streaming from it afterwards.
+ * An embedded primary with a synchronous streaming standby: the primary where `settle up` keeps
+ * its server (`<dataDir>/postgres`), the standby in `<dataDir>/standby/postgres`. A commit returns
+ * once the standby has it (`synchronous_commit = on`), so promoting the standby after the primary
+ * dies loses no acknowledged write — and while the standby is down, commits wait for it. The
+ * standby starts as a copy of the primary's data made while it is stopped, streaming from it after.
  */
 export async function startEmbeddedPair(dataDir: string, options: Omit<EmbeddedOptions, 'port'> = {}): Promise<EmbeddedPair> {
-  const primaryDir = path.join(dataDir, 'primary');
   const standbyDir = path.join(dataDir, 'standby');
-  let primary = await startEmbeddedPostgres(primaryDir, options);
+  let primary = await startEmbeddedPostgres(dataDir, options);
   const standbyData = path.join(standbyDir, 'postgres');
-  const standbyPort = await freePort();
   if (!fs.existsSync(path.join(standbyData, 'PG_VERSION'))) {
     await primary.stop();
     fs.mkdirSync(standbyDir, { recursive: true });
@@ -133,12 +132,15 @@ export async function startEmbeddedPair(dataDir: string, options: Omit<EmbeddedO
     execFileSync('cp', ['-a', primary.databaseDir, standbyData]);
     fs.rmSync(path.join(standbyData, 'postmaster.pid'), { force: true });
     fs.writeFileSync(path.join(standbyData, 'standby.signal'), '');
-    fs.appendFileSync(path.join(standbyData, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${primary.port} user=${USER} password=${PASSWORD} application_name=standby'\n`);
     // Only the primary waits for a standby: the promoted standby has none to wait for.
     fs.appendFileSync(path.join(primary.databaseDir, 'postgresql.auto.conf'), `synchronous_standby_names = '*'\nsynchronous_commit = on\n`);
-    primary = await startEmbeddedPostgres(primaryDir, { ...options, port: primary.port });
+    primary = await startEmbeddedPostgres(dataDir, { ...options, port: primary.port });
   }
-  const standby = await startEmbeddedPostgres(standbyDir, { ...options, port: standbyPort });
+  // The primary's port is new at each start: the standby is told where it is now.
+  const autoConf = path.join(standbyData, 'postgresql.auto.conf');
+  const conninfo = `primary_conninfo = 'host=127.0.0.1 port=${primary.port} user=${USER} password=${PASSWORD} application_name=standby'`;
+  fs.writeFileSync(autoConf, fs.readFileSync(autoConf, 'utf8').split('\n').filter((line) => !line.startsWith('primary_conninfo')).concat(conninfo, '').join('\n').replace(/\n\n$/, '\n'));
+  const standby = await startEmbeddedPostgres(standbyDir, options);
   return { primary, standby, url: (database) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/${database}` };
 }
 
