@@ -2,7 +2,7 @@
  * A DATABASE_URL naming several hosts (CONTRACT §26): processes connect to the host that accepts
  * writes and, when it is lost, find the new primary without a restart. Proved on two real
  * servers — an embedded primary and its synchronous streaming standby, the primary killed with
- * kill -9 and the standby promoted under a running web and worker — and on hosts of the test
+ * kill -9 and the standby promoted under a running web, worker and reporting — and on hosts of the test
  * server behind proxies (the first host down; the CLI).
  */
 import fs from 'node:fs';
@@ -10,7 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import t from 'tap';
+import { createDb, rows } from '../api/db/connection.ts';
 import { migrate } from '../api/db/migrate.ts';
+import { formatSnapshot } from '../reporting/feed.ts';
 import { startEmbeddedPair } from '../api/db/embedded.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { runSettle } from './helpers/cli.ts';
@@ -18,6 +20,7 @@ import { freshDatabase } from './helpers/db.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { startTcpProxy } from './helpers/tcpProxy.ts';
 import { eventually } from './helpers/wait.ts';
+import { positionNow, startTestReporting, tempDataDir } from './reporting-support.ts';
 
 const customer = (name: string) => ({ json: { name, email: `${name.toLowerCase()}@example.com` } });
 
@@ -59,7 +62,7 @@ t.test('hosts that all refuse writes are a 503 with Retry-After, and writes resu
   t.equal(written.status, 200, 'writes resume without a restart');
 });
 
-t.test('the primary killed (kill -9) and the standby promoted: a running web and worker follow it, nothing acknowledged is lost', async (t) => {
+t.test('the primary killed (kill -9) and the standby promoted: a running web, worker and reporting follow it, nothing acknowledged is lost', async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-pair-'));
   // As root the servers run as the `postgres` user, which must be able to enter it.
   fs.chmodSync(dataDir, 0o755);
@@ -78,6 +81,25 @@ t.test('the primary killed (kill -9) and the standby promoted: a running web and
   await migrate(pair.url('settle'));
   const api = await startTestApi(t, { SETTLE_DB_POOL: '4' }, {}, pair.url('settle'));
   await startTestWorker(t, pair.url('settle'), { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_POLL_INTERVAL: '50', WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,300ms' });
+  const reporting = await startTestReporting(t, pair.url('settle'), tempDataDir(t), { REPORTING_PORT: '0' });
+  const db = createDb(pair.url('settle'), 2);
+  t.teardown(() => db.destroy());
+  const tenant = { orgId: 'org_failover', environment: 'test' };
+  let inserted = 0;
+  const insertPayments = (count: number) => rows(db, `insert into transactions (id, org_id, environment, type, data)
+    select id, ?, ?, 'payment', jsonb_build_object('amount', 100, 'status', 'processed') from unnest(?::text[]) as r(id)`,
+  [tenant.orgId, tenant.environment, Array.from({ length: count }, () => `txn_failover${String(inserted++).padStart(6, '0')}`)]);
+  /** The mirror's count of the tenant's payments, as of everything committed now on the primary. */
+  const mirrored = async () => {
+    const response = await fetch(`${reporting.running.url}/query`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ tenant, version: 'v1', params: [['fields', 'count']], snapshot: formatSnapshot(await positionNow(db)) }),
+    }).catch(() => null);
+    return response?.status === 200 ? ((await response.json()) as { values: Array<{ count: number }> }).values[0]?.count : null;
+  };
+  await insertPayments(50);
+  t.equal(await eventually(mirrored, (n) => n === 50, 30_000, 200), 50, 'the mirror has the payments before the failover');
   const receiver = await startReceiver(t);
   t.equal((await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: receiver.url } })).status, 200);
   const eventOf = async (name: string) => {
@@ -102,9 +124,13 @@ t.test('the primary killed (kill -9) and the standby promoted: a running web and
   t.equal(during.status, 503, `no primary: 503, never 500 (${JSON.stringify(during.body)})`);
   t.match(during.headers.get('Retry-After'), /^\d+$/);
 
+  const promoted = Date.now();
   await standby.query('select pg_promote()');
   const after = await eventually(() => api.request('POST', '/customers', customer('After')), (r) => r.status === 200, 20_000, 100);
+  t.comment(`first write answered ${Date.now() - promoted} ms after pg_promote() was sent (a figure, not a bound)`);
   t.equal(after.status, 200, 'the same web process writes to the promoted standby');
   t.equal((await api.request('GET', `/customers/${before.body.id}`)).status, 200, 'what was acknowledged before the kill is there');
   t.ok(await deliveredFor(await eventOf('Delivered after')), "the same worker's dispatch and delivery follow the new primary");
+  await insertPayments(30);
+  t.equal(await eventually(mirrored, (n) => n === 80, 30_000, 200), 80, 'the same reporting process mirrors what the new primary holds');
 });
