@@ -19,7 +19,7 @@ export interface Config {
   port: number;
   /** HOST: bind address. Default 127.0.0.1 under `settle up`, 0.0.0.0 otherwise is the operator's call. */
   host: string;
-  /** DATABASE_URL: Postgres connection string. No default: `settle up` starts an embedded server. */
+  /** DATABASE_URL: Postgres connection string; several hosts (`h1:5432,h2:5432`) name a primary and its standbys, and the one accepting writes is used (api/db/primary.ts). No default: `settle up` starts an embedded server. */
   databaseUrl: string | undefined;
   /** SETTLE_DATA_DIR: where embedded data and generated secrets live. Default `<project>/.data`. */
   dataDir: string;

@@ -55,8 +55,9 @@ export function tooManyRequests(retryAfterSeconds: number): ApiError {
   return new ApiError(429, 'TooManyRequests', 'Rate limit exceeded', undefined, { 'Retry-After': String(retryAfterSeconds) });
 }
 
-export function serviceUnavailable(description = 'Service unavailable'): ApiError {
-  return new ApiError(503, 'ServiceUnavailable', description);
+/** Every 503 says when to come back: the outages behind it (a database switching over, a dependency restarting) pass in seconds. */
+export function serviceUnavailable(description = 'Service unavailable', retryAfterSeconds = 1): ApiError {
+  return new ApiError(503, 'ServiceUnavailable', description, undefined, { 'Retry-After': String(retryAfterSeconds) });
 }
 
 /** `{a: 'Required', b: {c: 'Invalid'}}` → "a, b[c]"; a bulk list → "[0][email], [1][name]". */
@@ -122,16 +123,32 @@ function fromForeignError(error: unknown): ApiError | null {
   return new ApiError(status === 405 ? 400 : status, types[status] ?? 'BadRequest', (error as Error).message || 'Bad request');
 }
 
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300']);
+/**
+ * The database cannot take the request now, whatever the request: the server unreachable, shut
+ * down or starting (57P0x), the connection lost (08xxx), too many clients, or a server that only
+ * reads (25006: a standby, or a primary being fenced during a failover).
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENOTFOUND', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '08P01', '53300', '25006',
+]);
+
+/** pg's own words when a connection ends under a query: these errors carry no code. */
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed and is not queryable)/;
+
+/** Whether an error means the database (not the request) failed: the caller should retry shortly. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, name, message } = error as { code?: unknown; name?: unknown; message?: unknown };
+  if (typeof code === 'string') return UNAVAILABLE_CODES.has(code);
+  return name === 'KnexTimeoutError' || (typeof message === 'string' && CONNECTION_LOST.test(message));
+}
 
 /** Database errors a client can cause or a dependency outage: never a 500. */
 function fromDatabaseError(error: unknown): ApiError | null {
   if (typeof error !== 'object' || error === null) return null;
+  if (isDatabaseUnavailable(error)) return serviceUnavailable('The database is unavailable; retry shortly');
   const code = (error as { code?: unknown }).code;
-  const name = (error as { name?: unknown }).name;
-  if ((typeof code === 'string' && UNAVAILABLE_CODES.has(code)) || name === 'KnexTimeoutError') {
-    return new ApiError(503, 'ServiceUnavailable', 'The database is unavailable; retry shortly');
-  }
   // Two requests locking the same rows in opposite orders: one is chosen to fail; it may retry.
   if (code === '40P01' || code === '40001') return new ApiError(409, 'Conflict', 'The request conflicted with a concurrent change; retry it');
   // Class 22 (data exception): a bound value out of range for its type, e.g. year 99999.

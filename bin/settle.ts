@@ -12,7 +12,7 @@ import pg from 'pg';
 import { loadConfig, projectRoot, type Config } from '../api/config.ts';
 import { actingDatabaseUrl } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
+import { startEmbeddedPair, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { countKeys, listKeys, revokeKey } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { createKey, KeyNotFound, rollKey, type Environment } from '../api/keys.ts';
@@ -28,7 +28,8 @@ import { KILL_GRACE_MS, Supervisor, type ChildSpec } from './supervisor.ts';
 
 const USAGE = `usage: settle <command>
 
-  up                                   run everything on this machine (embedded Postgres unless DATABASE_URL)
+  up [--standby]                       run everything on this machine (embedded Postgres unless DATABASE_URL);
+                                       --standby adds a synchronous streaming standby, to try a failover
   migrate                              apply database migrations
   keys create --org NAME --env test|live [--scope LIST] [--authorize-and-capture]
                                        create an API key (printed once; only its hash is stored);
@@ -292,18 +293,48 @@ function stopOnSignals(shutdown: () => Promise<void>, budgetMs: number, say: Say
   }
 }
 
-async function up(config: Config): Promise<void> {
+/**
+ * Run by npm (`npm start`, `npx settle up`), settle up sits under a shell under npm, and a process
+ * manager signals npm: npm passes SIGTERM on to the shell, which dies of it without passing it on.
+ * Being handed to another parent (init, or a subreaper) is then the signal, seen within a second.
+ * Outside npm a lost parent is not a stop: `nohup settle up &` outlives its terminal on purpose.
+ */
+function stopWhenNpmGoes(): void {
+  if (process.env.npm_command === undefined) return;
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    process.kill(process.pid, 'SIGTERM');
+  }, 500);
+  watch.unref();
+}
+
+async function up(config: Config, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { standby: { type: 'boolean' } } });
+  if (values.standby && config.databaseUrl) throw new UsageError('--standby starts embedded servers; DATABASE_URL names a database already');
   const view: LineView = chooseLineView(process.env, process.stdout);
   const say: Say = (source, text, to = process.stdout) => void to.write(view(source, text) + '\n');
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (runningDatabaseUrl(config)) throw new UsageError(`settle up is already running for ${config.dataDir}; stop it first or set SETTLE_DATA_DIR`);
   let embedded: EmbeddedServer | null = null;
+  let standby: EmbeddedServer | null = null;
   let url = config.databaseUrl;
   if (!url) {
-    embedded = await startEmbeddedPostgres(config.dataDir);
-    guardDatabase();
-    url = await ensureDatabase(embedded);
-    say('postgres', `embedded PostgreSQL on 127.0.0.1:${embedded.port}, data in ${path.join(config.dataDir, 'postgres')}`);
+    if (values.standby) {
+      const pair = await startEmbeddedPair(config.dataDir);
+      [embedded, standby] = [pair.primary, pair.standby];
+      guardDatabase();
+      await ensureDatabase(embedded);
+      url = pair.url(DATABASE);
+      say('postgres', `embedded PostgreSQL primary on 127.0.0.1:${embedded.port} (data in ${embedded.databaseDir}) and synchronous standby on 127.0.0.1:${standby.port} (data in ${standby.databaseDir})`);
+      say('postgres', `to fail over: kill -9 the primary's postmaster (first line of ${path.join(embedded.databaseDir, 'postmaster.pid')}), then psql '${standby.url(DATABASE)}' -c 'select pg_promote()'`);
+    } else {
+      embedded = await startEmbeddedPostgres(config.dataDir);
+      guardDatabase();
+      url = await ensureDatabase(embedded);
+      say('postgres', `embedded PostgreSQL on 127.0.0.1:${embedded.port}, data in ${embedded.databaseDir}`);
+    }
   }
   await migrate(url);
   const secret = await firstKey(config, url);
@@ -328,7 +359,9 @@ async function up(config: Config): Promise<void> {
     await supervisor.stop();
     fs.rmSync(runtimeFile(config.dataDir), { force: true });
     if (embedded) await stopDatabase(embedded, config.dataDir);
+    if (standby) await stopDatabase(standby, path.dirname(standby.databaseDir));
   }, config.shutdownTimeoutMs + KILL_GRACE_MS, say);
+  stopWhenNpmGoes();
   supervisor.start();
   const apiUrl = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log('');
@@ -356,7 +389,7 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig();
   switch (command) {
     case 'up':
-      return up(config);
+      return up(config, args);
     case 'migrate': {
       const applied = await withDatabase(config, migrate);
       console.log(applied.length ? `applied ${applied.join(', ')}` : 'database is up to date');

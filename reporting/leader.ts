@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { primaryClient } from '../api/db/primary.ts';
 import { listenOn, pingConnection, tryAdvisoryLock } from './repository.ts';
 
 export const CHANGES_CHANNEL = 'reporting_changes';
@@ -45,8 +46,7 @@ export class LeaderLock {
   /** One attempt; true when this process now leads. */
   async tryAcquire(events: LeaderEvents): Promise<boolean> {
     if (this.#client) return true;
-    const client = new pg.Client({
-      connectionString: this.#databaseUrl,
+    const client = primaryClient(this.#databaseUrl, {
       application_name: 'settle-reporting-leader',
       keepAlive: true,
       connectionTimeoutMillis: LOCK_CONNECTION_TIMEOUT_MS,

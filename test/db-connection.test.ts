@@ -97,3 +97,13 @@ t.test('the query event shows each statement as sent', async (t) => {
   await rows(db, 'select ?::int as n', [2]);
   t.same(seen, ['select $1::int as n']);
 });
+
+t.test('a connection whose host refused a write (read only, 25006) is not handed out again', async (t) => {
+  // The pool's one connection is made read-only for the rest of its life, as a demoted primary's are.
+  await db.transaction(async (tx) => {
+    await rows(tx, 'set session default_transaction_read_only = on');
+  });
+  await t.rejects(db.transaction((tx) => rows(tx, 'insert into notes (id, body) values (?, ?)', [7, 'refused'])), { code: '25006' });
+  await db.transaction((tx) => rows(tx, 'insert into notes (id, body) values (?, ?)', [7, 'written']));
+  t.same(await rows(db, 'select body from notes where id = ?', [7]), [{ body: 'written' }], 'the next transaction ran on a new connection');
+});

@@ -9,6 +9,7 @@ import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents }
 import { loadConfig, type Config } from '../api/config.ts';
 import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
+import { primaryPool } from '../api/db/primary.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
 import { startLiveness } from './livenessThread.ts';
@@ -127,7 +128,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   // server whose flushes are slow, two flushes per job were where workers waited most. A crash of
   // the server may forget the last of them, and a forgotten completion or lock reruns the job, as
   // a worker's crash does (jobs are at least once); a delivery already answered sends nothing again.
-  const pgPool = new pg.Pool({ connectionString: config.databaseUrl, max: config.workerConcurrency + 2, options: '-c synchronous_commit=off' });
+  const pgPool = primaryPool(config.databaseUrl, { max: config.workerConcurrency + 2, options: '-c synchronous_commit=off' });
   const lost = (error: Error) => log.warn({ err: error.message }, 'worker database connection lost');
   pgPool.on('error', lost);
   pgPool.on('connect', (client) => client.on('error', lost));

@@ -2,8 +2,8 @@
 import type { Knex } from 'knex';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import pg from 'pg';
 import { projectRoot } from '../config.ts';
+import { primaryClient, primaryUrl } from './primary.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -16,7 +16,7 @@ export function databaseUrl(serverUrl: string, database: string): string {
 
 /** Runs one statement on its own connection (create/drop database cannot run in a transaction or pool). */
 export async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client(url);
+  const client = primaryClient(url);
   await client.connect();
   try {
     await client.query(sql);
@@ -33,7 +33,9 @@ export function createKnex(connectionString: string, poolSize = 2): Knex {
   const knexFactory = require('knex') as typeof import('knex').knex;
   return knexFactory({
     client: 'pg',
-    connection: { connectionString, application_name: 'settle' },
+    // A multi-host URL resolves to the host accepting writes when the first connection is made (a
+    // knex instance serves one migration or command, not a long-running process).
+    connection: async () => ({ connectionString: await primaryUrl(connectionString), application_name: 'settle' }),
     pool: { min: 0, max: poolSize },
     migrations: {
       directory: path.join(projectRoot, 'migrations'),

@@ -10,6 +10,7 @@
  * transactions of a request or a job are opened in dozens of places that share nothing else.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { editDatabaseUrl } from './primary.ts';
 
 export const ACTOR_TYPES = ['secret_key', 'client_token', 'console', 'cli', 'system'] as const;
 export type ActorType = (typeof ACTOR_TYPES)[number];
@@ -63,9 +64,9 @@ export const AUDIT_SETTING_SQL = `set_config('settle.audit', coalesce(?::text, c
  * CLI and the worker are then the actor of every statement they send, single statements included.
  */
 export function actingDatabaseUrl(url: string, context: AuditContext): string {
-  const parsed = new URL(url);
   const value = JSON.stringify(context).replace(/[\\ ]/g, (c) => `\\${c}`);
-  const existing = parsed.searchParams.get('options');
-  parsed.searchParams.set('options', `${existing ? `${existing} ` : ''}-c settle.audit=${value}`);
-  return parsed.toString();
+  return editDatabaseUrl(url, (parsed) => {
+    const existing = parsed.searchParams.get('options');
+    parsed.searchParams.set('options', `${existing ? `${existing} ` : ''}-c settle.audit=${value}`);
+  });
 }

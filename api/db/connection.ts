@@ -15,6 +15,7 @@ import pg from 'pg';
 import { createKnex } from './admin.ts';
 import { currentAuditSetting } from './auditContext.ts';
 import { positional } from './placeholders.ts';
+import { primaryLost, primaryPool } from './primary.ts';
 
 // BIGINT (money in minor units, seq) comes back as a JS number: amounts stay far below 2^53.
 pg.types.setTypeParser(20, (value: string) => Number(value));
@@ -80,8 +81,7 @@ interface Shared {
 }
 
 export function createDb(connectionString: string, poolSize = 10): Db {
-  const pool = new pg.Pool({
-    connectionString,
+  const pool = primaryPool(connectionString, {
     application_name: 'settle',
     max: poolSize,
     min: 0,
@@ -135,6 +135,10 @@ function nameFor(text: string): string | undefined {
   return seen.name ?? undefined;
 }
 
+function isReadOnly(error: unknown): boolean {
+  return (error as { code?: string }).code === '25006';
+}
+
 /** ALTER TABLE under a running process: a prepared `select *` now returns other columns. */
 function isStalePlan(error: unknown): boolean {
   return (error as { code?: string }).code === '0A000' && /cached plan must not change result type/.test((error as Error).message);
@@ -167,6 +171,12 @@ function handle(shared: Shared, tx: TxState | null): Db {
     try {
       return await target.query(config);
     } catch (error) {
+      if (isReadOnly(error)) {
+        // The host stopped taking writes (a standby now, or fenced in a failover): look for the
+        // primary again, and end this connection rather than keep it in the pool.
+        primaryLost(shared.connectionString);
+        if (tx) tx.discard = true;
+      }
       if (!config.name || !isStalePlan(error)) throw poolTimeout(error);
       forgetNames();
       // Inside a transaction the failed statement has aborted it; outside, run it once more by its new name.
@@ -188,10 +198,14 @@ function handle(shared: Shared, tx: TxState | null): Db {
   return db;
 }
 
+const readOnlyHost = new Error('The connection\'s host accepts no writes');
+
 class TxState {
   client: pg.PoolClient;
   done = false;
   savepoints = 0;
+  /** Set when the connection must not serve another transaction (its host accepts no writes). */
+  discard = false;
   /**
    * The statement last sent. A connection runs one statement at a time, so statements sent
    * together (a `Promise.all` over one transaction) wait here: pg warns of a query sent to a
@@ -240,7 +254,7 @@ async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | unde
       client.release(error as Error);
       throw error;
     }
-    client.release();
+    client.release(state.discard ? readOnlyHost : undefined);
   };
   const tx = Object.assign(handle(shared, state), { commit: () => end('commit'), rollback: () => end('rollback') }) as OpenTransaction;
   if (!work) return tx;

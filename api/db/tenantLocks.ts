@@ -16,6 +16,7 @@
 import net from 'node:net';
 import pg from 'pg';
 import { rows, type Db } from './connection.ts';
+import { primaryClient } from './primary.ts';
 import type { Tenant } from './tenant.ts';
 
 /** A dedicated connection with no holds is closed after this long. */
@@ -127,8 +128,7 @@ export class TenantLockSession {
   }
 
   async #open(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: this.#connectionString,
+    const client = primaryClient(this.#connectionString, {
       application_name: 'settle-tenant-locks',
       keepAlive: true,
       // Holds live only while requests run, and a stopping web process drains its requests first:

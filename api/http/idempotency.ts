@@ -3,14 +3,64 @@
  * key with another body, or while the first request still runs, is 409. One effect per key, even
  * under concurrent duplicates: the claim is a primary-key insert.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Db } from '../db/connection.ts';
-import { claimKey, completeKey, findKey, releaseKey } from '../db/idempotency.ts';
+import { claimKey, completeKey, findKey, releaseKey, renewClaims, type HeldClaim } from '../db/idempotency.ts';
 import { badRequest, conflict, errorResponse } from '../errors.ts';
 import type { RequestState } from './state.ts';
 
-const STALE_AFTER_SECONDS = 60;
+/**
+ * How long a claim outlives the last sign of its request. The retry of a request that cannot end
+ * its claim (its process died, or its database went away mid-failover) waits at most this long.
+ */
+const LEASE_SECONDS = 5;
+/** How often a running request's lease is renewed: well inside the lease, so a busy moment does not lose it. */
+const RENEW_EVERY_MS = 1000;
+
+/** The claims of one process's requests still running, their leases renewed together once a second. */
+class ClaimLeases {
+  readonly #db: Db;
+  readonly #held = new Map<string, HeldClaim>();
+  #timer: NodeJS.Timeout | null = null;
+  #renewing = false;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  hold(claim: HeldClaim): void {
+    this.#held.set(claim.claimant, claim);
+    this.#timer ??= setInterval(() => void this.#renew(), RENEW_EVERY_MS).unref();
+  }
+
+  drop(claimant: string): void {
+    this.#held.delete(claimant);
+    if (this.#held.size > 0 || !this.#timer) return;
+    clearInterval(this.#timer);
+    this.#timer = null;
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#renewing || this.#held.size === 0) return;
+    this.#renewing = true;
+    try {
+      await renewClaims(this.#db, [...this.#held.values()], LEASE_SECONDS);
+    } catch {
+      // The database is away: the leases run out, and the requests holding them fail with it.
+    } finally {
+      this.#renewing = false;
+    }
+  }
+}
+
+const leasesByDb = new WeakMap<Db, ClaimLeases>();
+
+function leasesOf(db: Db): ClaimLeases {
+  let leases = leasesByDb.get(db);
+  if (!leases) leasesByDb.set(db, leases = new ClaimLeases(db));
+  return leases;
+}
 
 /** Keys sorted at every level: the same request in any encoding (JSON, form, multipart) hashes the same. */
 function canonicalJson(value: unknown): string {
@@ -59,21 +109,27 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
   const tenant = ctx.state.tenant!;
   const hash = requestHash(ctx);
   const retentionSeconds = ctx.state.services.config.idempotencyRetentionMs / 1000;
-  if (!(await claimKey(db, tenant, key, hash, STALE_AFTER_SECONDS, retentionSeconds))) return replay(ctx, db, key, hash);
+  const claimant = randomUUID();
+  if (!(await claimKey(db, tenant, key, hash, { claimant, seconds: LEASE_SECONDS }, retentionSeconds))) return replay(ctx, db, key, hash);
   const claim = { key, hash, completed: false };
   ctx.state.idempotency = claim;
+  const leases = leasesOf(db);
+  leases.hold({ tenant, key, claimant });
   try {
     await next();
     // No route answered (a 404 is made further out): nothing to keep under this key.
-    if (ctx.body === undefined) await releaseKey(db, tenant, key);
+    if (ctx.body === undefined) await releaseKey(db, tenant, key, claimant);
     else if (!claim.completed) await completeKey(db, tenant, key, ctx.status, sealResponse(ctx, ctx.body));
   } catch (error) {
     const response = errorResponse(error);
     // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.
     if (claim.completed) throw error;
     if (response.status < 500) await completeKey(db, tenant, key, response.status, sealResponse(ctx, response.body));
-    else await releaseKey(db, tenant, key);
+    // A release the database cannot take now is not needed: the lease, no longer renewed, runs out.
+    else await releaseKey(db, tenant, key, claimant).catch(() => {});
     throw error;
+  } finally {
+    leases.drop(claimant);
   }
 }
 

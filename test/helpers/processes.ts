@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Test } from 'tap';
 import { projectRoot } from '../../api/config.ts';
 import type { Db } from '../../api/db/connection.ts';
+import { freePort } from '../../api/db/embedded.ts';
 import { eventually } from './wait.ts';
 
 export interface SpawnedWorker {
@@ -16,7 +17,19 @@ export interface SpawnedWorker {
 
 /** `node workers/main.ts` with `env`; stopped (SIGTERM, then SIGKILL after 5 s) when the test ends. */
 export function spawnWorker(t: Test, env: Record<string, string>): SpawnedWorker {
-  const child = spawn(process.execPath, [path.join(projectRoot, 'workers/main.ts')], {
+  return spawnScript(t, 'workers/main.ts', env);
+}
+
+/** `node api/server.ts` on a free loopback port, resolved once it listens, with its base URL. */
+export async function spawnWeb(t: Test, env: Record<string, string>): Promise<SpawnedWorker & { url: string }> {
+  const port = await freePort();
+  const web = spawnScript(t, 'api/server.ts', { LOG_LEVEL: 'info', SETTLE_RATE_LIMIT: 'off', ...env, PORT: String(port), HOST: '127.0.0.1' });
+  if (!(await eventually(() => web.output().includes('web listening'), Boolean, 30_000, 50))) throw new Error(`the web did not start:\n${web.output()}`);
+  return { ...web, url: `http://127.0.0.1:${port}` };
+}
+
+function spawnScript(t: Test, script: string, env: Record<string, string>): SpawnedWorker {
+  const child = spawn(process.execPath, [path.join(projectRoot, script)], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

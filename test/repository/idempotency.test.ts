@@ -1,11 +1,12 @@
 /**
  * Repository tier: idempotency records (api/db/idempotency.ts) against a real database, each test
  * in a transaction rolled back at its end. `now()` is the transaction's start, so a record is made
- * old by moving its `created_at` back.
+ * old by moving its `created_at` back, and a lease runs out by moving its `lease_until` back.
  */
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
-import { claimKey, completeKey, findKey, releaseKey } from '../../api/db/idempotency.ts';
+import { claimKey, completeKey, findKey, releaseKey, renewClaims } from '../../api/db/idempotency.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
@@ -13,10 +14,15 @@ const db = await repositoryDatabase(t);
 const acme: Tenant = { orgId: 'org_acme', environment: 'test' };
 const acmeLive: Tenant = { orgId: 'org_acme', environment: 'live' };
 const globex: Tenant = { orgId: 'org_globex', environment: 'test' };
-const STALE_S = 60;
+const UNLEASED_S = 60;
+const LEASE_S = 5;
 const RETAIN_S = 86_400;
 
-const claim = (tx: Db, tenant: Tenant, key: string, hash = 'h1') => claimKey(tx, tenant, key, hash, STALE_S, RETAIN_S);
+const claim = (tx: Db, tenant: Tenant, key: string, hash = 'h1', claimant = randomUUID()) => claimKey(tx, tenant, key, hash, { claimant, seconds: LEASE_S }, RETAIN_S);
+
+async function lapse(tx: Db, key: string, secondsAgo: number): Promise<void> {
+  await tx.raw('update idempotency_keys set lease_until = now() - make_interval(secs => ?) where key = ?', [secondsAgo, key]);
+}
 
 async function age(tx: Db, key: string, seconds: number): Promise<void> {
   await tx.raw('update idempotency_keys set created_at = now() - make_interval(secs => ?) where key = ?', [seconds, key]);
@@ -37,7 +43,8 @@ t.test('a completed key keeps its response and cannot be claimed again until the
     await completeKey(tx, acme, 'k', 201, { id: 'cus_1' });
     t.match(await findKey(tx, acme, 'k'), { request_hash: 'h1', state: 'done', response_status: 201, response_body: { id: 'cus_1' } });
     t.equal(await findKey(tx, globex, 'k'), null, 'not visible to another org');
-    await age(tx, 'k', STALE_S + 1);
+    await age(tx, 'k', UNLEASED_S + 1);
+    await lapse(tx, 'k', 1);
     t.equal(await claim(tx, acme, 'k', 'h2'), false, 'a done key does not go stale');
     await age(tx, 'k', RETAIN_S + 1);
     t.equal(await claim(tx, acme, 'k', 'h2'), true, 'past the retention it counts as gone');
@@ -45,24 +52,57 @@ t.test('a completed key keeps its response and cannot be claimed again until the
   });
 });
 
-t.test('a running claim whose work never committed goes stale and may be taken over', async (t) => {
+t.test('a running claim is held while its lease lasts and may be taken over once it ran out, however young', async (t) => {
   await withRollback(db, async (tx) => {
     await claim(tx, acme, 'k');
-    await age(tx, 'k', STALE_S - 5);
+    t.equal(await claim(tx, acme, 'k', 'h2'), false, 'the lease lasts');
+    await lapse(tx, 'k', 1);
+    t.equal(await claim(tx, acme, 'k', 'h2'), true, 'the lease ran out: taken over');
+    t.match(await findKey(tx, acme, 'k'), { request_hash: 'h2', state: 'running' });
+  });
+});
+
+t.test('renewing extends the lease of the claimant still holding it, not of one whose claim was taken over', async (t) => {
+  await withRollback(db, async (tx) => {
+    const first = randomUUID();
+    await claim(tx, acme, 'k', 'h1', first);
+    await lapse(tx, 'k', 1);
+    await renewClaims(tx, [{ tenant: acme, key: 'k', claimant: first }], LEASE_S);
+    t.equal(await claim(tx, acme, 'k', 'h2'), false, 'renewed: still held');
+    await lapse(tx, 'k', 1);
+    const second = randomUUID();
+    t.equal(await claim(tx, acme, 'k', 'h2', second), true);
+    await lapse(tx, 'k', 1);
+    await renewClaims(tx, [{ tenant: acme, key: 'k', claimant: first }], LEASE_S);
+    t.equal(await claim(tx, acme, 'k', 'h3'), true, 'the first claimant renews nothing it no longer holds');
+  });
+});
+
+t.test('a claim made without a lease goes stale 60 s after it was made', async (t) => {
+  await withRollback(db, async (tx) => {
+    await claim(tx, acme, 'k');
+    await tx.raw('update idempotency_keys set lease_until = null, claimant = null where key = ?', ['k']);
+    await age(tx, 'k', UNLEASED_S - 5);
     t.equal(await claim(tx, acme, 'k', 'h2'), false, 'not yet stale');
-    await age(tx, 'k', STALE_S + 1);
+    await age(tx, 'k', UNLEASED_S + 1);
     t.equal(await claim(tx, acme, 'k', 'h2'), true, 'stale: taken over');
   });
 });
 
-t.test('releasing drops a running claim but never a completed one', async (t) => {
+t.test('releasing drops a running claim of its own claimant, never a completed one or one taken over', async (t) => {
   await withRollback(db, async (tx) => {
-    await claim(tx, acme, 'running');
-    await releaseKey(tx, acme, 'running');
+    const mine = randomUUID();
+    await claim(tx, acme, 'running', 'h1', mine);
+    await releaseKey(tx, acme, 'running', mine);
     t.equal(await findKey(tx, acme, 'running'), null);
-    await claim(tx, acme, 'done');
+    await claim(tx, acme, 'done', 'h1', mine);
     await completeKey(tx, acme, 'done', 200, {});
-    await releaseKey(tx, acme, 'done');
+    await releaseKey(tx, acme, 'done', mine);
     t.match(await findKey(tx, acme, 'done'), { state: 'done' });
+    await claim(tx, acme, 'taken', 'h1', mine);
+    await lapse(tx, 'taken', 1);
+    await claim(tx, acme, 'taken', 'h1');
+    await releaseKey(tx, acme, 'taken', mine);
+    t.match(await findKey(tx, acme, 'taken'), { state: 'running' }, 'the request that took it over keeps it');
   });
 });

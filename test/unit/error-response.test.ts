@@ -31,9 +31,9 @@ t.test('an error\'s headers go out with it (Retry-After on 429, Connection: clos
   t.same(errorResponse(payloadTooLarge()).headers, { Connection: 'close' });
 });
 
-t.test('a deliberate 503 keeps its reason', async (t) => {
+t.test('a deliberate 503 keeps its reason and says when to come back', async (t) => {
   t.same(errorResponse(serviceUnavailable('Reporting is unavailable: retry shortly')), {
-    status: 503, headers: {}, body: { object: 'error', error_type: 'ServiceUnavailable', error_description: 'Reporting is unavailable: retry shortly' },
+    status: 503, headers: { 'Retry-After': '1' }, body: { object: 'error', error_type: 'ServiceUnavailable', error_description: 'Reporting is unavailable: retry shortly' },
   });
 });
 
@@ -52,10 +52,19 @@ t.test('Koa\'s 4xx errors map onto our types, 405 and 415 as BadRequest', async 
   t.match(errorResponse(koaError(401, '')), { status: 401, body: { error_type: 'Unauthorized', error_description: 'Bad request' } });
 });
 
-t.test('a database that cannot be reached is a 503, never a 500', async (t) => {
-  for (const error of [Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), Object.assign(new Error('terminating connection'), { code: '57P01' }), Object.assign(new Error('pool'), { name: 'KnexTimeoutError' })]) {
+t.test('a database that cannot be reached, or only reads, is a 503 with Retry-After, never a 500', async (t) => {
+  const failures = [
+    Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    Object.assign(new Error('terminating connection'), { code: '57P01' }),
+    Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+    Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }),
+    Object.assign(new Error('pool'), { name: 'KnexTimeoutError' }),
+    new Error('Connection terminated unexpectedly'),
+    new Error('Client has encountered a connection error and is not queryable'),
+  ];
+  for (const error of failures) {
     t.same(errorResponse(error), {
-      status: 503, headers: {}, body: { object: 'error', error_type: 'ServiceUnavailable', error_description: 'The database is unavailable; retry shortly' },
+      status: 503, headers: { 'Retry-After': '1' }, body: { object: 'error', error_type: 'ServiceUnavailable', error_description: 'The database is unavailable; retry shortly' },
     }, error.message);
   }
 });
