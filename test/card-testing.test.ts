@@ -248,3 +248,19 @@ t.test('a restarted web process keeps the count; the minute passing (by the cloc
   const [{ n }] = (await after.db.raw('select count(*)::int as n from payment_attempt_limits')).rows;
   t.equal(n, 2, 'counts idle for a minute were deleted: only the last attempt\'s address and link remain');
 });
+
+t.test('only client-token payments are counted in the database: keys\' payments, page views and other token requests leave no count', async (t) => {
+  const api = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' });
+  const link = await newLink(api, 'reusable');
+  const page = await visitor(api, '203.0.113.140').view(link);
+  t.equal(page.status, 200);
+  const card = (c: typeof DECLINED) => ({ type: 'payment', amount: 10, payment_method: { type: 'card', card: c } });
+  t.match(await api.request('POST', '/transactions', { json: card(DECLINED) }), { status: 400, body: { error_type: 'TransactionDeclined' } }, 'a key\'s declined payment');
+  t.match(await api.request('POST', '/transactions', { json: card(APPROVED) }), { status: 200 }, 'a key\'s payment');
+  const other = await fetch(`${api.url}/payment_methods`, { method: 'POST', headers: { Authorization: `Bearer ${page.token}`, 'Content-Type': 'application/json' }, body: '{}' });
+  t.not(other.status, 500, 'a token\'s request that is not a payment');
+  const count = async () => (await api.db.raw('select count(*)::int as n from payment_attempt_limits')).rows[0].n;
+  t.equal(await count(), 0, 'no count was written');
+  t.match(await visitor(api, '203.0.113.140').pay(link, page.token!, DECLINED), { status: 400 }, 'the page\'s payment');
+  t.equal(await count(), 2, 'its address and its link are counted');
+});
