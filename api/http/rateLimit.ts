@@ -123,12 +123,12 @@ export function createRateLimiter(db: Db, limit: RateLimit | null, now: () => nu
       const at = now();
       const retryAt = await claimAttempt(db, names, at, DECLINES_PER_MINUTE);
       if (retryAt !== null) throw tooManyRequests(Math.max(1, Math.ceil((retryAt - at) / 1000)));
-      if (at >= pruneAt) {
-        pruneAt = at + ATTEMPT_WINDOW_MS;
-        await deleteIdleAttemptRows(db, at);
-      }
       let declined = false;
       try {
+        if (at >= pruneAt) {
+          pruneAt = at + ATTEMPT_WINDOW_MS;
+          await deleteIdleAttemptRows(db, at);
+        }
         await next();
       } catch (error) {
         declined = isDecline(error);
