@@ -82,7 +82,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(openApiRoute);
   app.use(firstSegmentGate(docsRoutes()));
   app.use(metricsRoute);
-  const rateLimit = createRateLimiter(services.config.rateLimit, () => services.domain.now().getTime());
+  const rateLimit = createRateLimiter(services.db, services.config.rateLimit, () => services.domain.now().getTime());
   app.use(rateLimit.requests);
   app.use(firstSegmentGate(browserRoutes()));
   app.use(firstSegmentGate(consoleRoutes()));

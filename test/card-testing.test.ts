@@ -6,7 +6,8 @@
  * views by one visitor reuse a live token; a link keeps at most 5 usable tokens. Client tokens and
  * page requests are rate limited by token and by address like keys; X-Forwarded-For names the
  * address only behind a proxy the operator trusts (SETTLE_TRUST_PROXY). Time moves by the clock
- * seam, never by sleeping.
+ * seam, never by sleeping. The counts are in the database: two web processes share them, and a
+ * restarted one keeps them.
  */
 import t from 'tap';
 import { sandboxProcessor } from '../api/families/transactions/sandbox.ts';
@@ -192,4 +193,74 @@ t.test('client tokens and page requests are rate limited by token and by address
   frozen = new Date(frozen.getTime() + 4000);
   t.equal((await visitor(api, '198.51.100.1').view(link)).status, 200, 'once refilled, the address is answered again');
   t.equal((await api.request('GET', '/customers')).status, 200, 'a secret key is limited on its own bucket');
+});
+
+t.test('two web processes on one database: a burst of 25 attempts split across them gets 10 cards to the processor', async (t) => {
+  const counting = countingProcessor();
+  const seams = { processor: counting.processor };
+  const first = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' }, seams);
+  const second = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' }, seams, first.databaseUrl);
+  const webs = [visitor(first, '203.0.113.120'), visitor(second, '203.0.113.120')];
+  const ready: Array<[Visitor, string, string]> = [];
+  for (let i = 0; i < 25; i++) {
+    const link = await newLink(first);
+    const web = webs[i % 2];
+    ready.push([web, link, (await web.view(link)).token!]);
+  }
+  const answers = await Promise.all(ready.map(([web, link, token]) => web.pay(link, token, DECLINED)));
+  t.equal(counting.asked(), 10, 'ten cards reached the processor, across both processes');
+  t.equal(answers.filter((a) => a.status === 400 && a.body.error_type === 'TransactionDeclined').length, 10, 'ten declines');
+  t.equal(answers.filter((a) => a.status === 429 && a.body.error_type === 'TooManyRequests').length, 15, 'the rest refused before the processor');
+
+  // Through one link, from addresses each process sees once: the link's count is shared too.
+  const link = await newLink(first, 'reusable');
+  for (let i = 0; i < 10; i++) {
+    const web = i % 2 ? visitor(second, `192.0.2.${30 + i}`) : visitor(first, `192.0.2.${30 + i}`);
+    t.match(await attempt(web, link), { status: 400 }, `decline ${i + 1} through the link`);
+  }
+  t.match(await attempt(visitor(first, '192.0.2.90'), link, APPROVED), { status: 429 }, 'the first process refuses the link');
+  t.match(await attempt(visitor(second, '192.0.2.91'), link, APPROVED), { status: 429 }, 'and so does the second');
+  t.equal(counting.asked(), 20);
+});
+
+t.test('a restarted web process keeps the count; the minute passing (by the clock seam) frees it', async (t) => {
+  const counting = countingProcessor();
+  const clock = movableClock();
+  const seams = { processor: counting.processor, clock: clock.clock };
+  const before = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' }, seams);
+  const tester = '203.0.113.130';
+  for (let i = 0; i < 10; i++) t.match(await attempt(visitor(before, tester), await newLink(before)), { status: 400 }, `decline ${i + 1}`);
+  await before.stop();
+
+  const after = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' }, seams, before.databaseUrl);
+  const refused = await attempt(visitor(after, tester), await newLink(after), APPROVED);
+  t.match(refused, { status: 429, body: { error_type: 'TooManyRequests' } }, 'after the restart, the address is still refused');
+  const wait = Number(refused.headers.get('Retry-After'));
+  t.ok(wait >= 1 && wait <= 60, `Retry-After within the minute: ${wait}`);
+  t.equal(counting.asked(), 10, 'no card reached the processor after the restart');
+
+  clock.advance(wait * 1000);
+  t.match(await attempt(visitor(after, tester), await newLink(after), APPROVED), { status: 200 }, 'after Retry-After the address pays again');
+  t.equal(counting.asked(), 11);
+
+  clock.advance(61_000);
+  t.match(await attempt(visitor(after, '203.0.113.131'), await newLink(after), APPROVED), { status: 200 });
+  const [{ n }] = (await after.db.raw('select count(*)::int as n from payment_attempt_limits')).rows;
+  t.equal(n, 2, 'counts idle for a minute were deleted: only the last attempt\'s address and link remain');
+});
+
+t.test('only client-token payments are counted in the database: keys\' payments, page views and other token requests leave no count', async (t) => {
+  const api = await startTestApi(t, { SETTLE_TRUST_PROXY: 'true' });
+  const link = await newLink(api, 'reusable');
+  const page = await visitor(api, '203.0.113.140').view(link);
+  t.equal(page.status, 200);
+  const card = (c: typeof DECLINED) => ({ type: 'payment', amount: 10, payment_method: { type: 'card', card: c } });
+  t.match(await api.request('POST', '/transactions', { json: card(DECLINED) }), { status: 400, body: { error_type: 'TransactionDeclined' } }, 'a key\'s declined payment');
+  t.match(await api.request('POST', '/transactions', { json: card(APPROVED) }), { status: 200 }, 'a key\'s payment');
+  const other = await fetch(`${api.url}/payment_methods`, { method: 'POST', headers: { Authorization: `Bearer ${page.token}`, 'Content-Type': 'application/json' }, body: '{}' });
+  t.not(other.status, 500, 'a token\'s request that is not a payment');
+  const count = async () => (await api.db.raw('select count(*)::int as n from payment_attempt_limits')).rows[0].n;
+  t.equal(await count(), 0, 'no count was written');
+  t.match(await visitor(api, '203.0.113.140').pay(link, page.token!, DECLINED), { status: 400 }, 'the page\'s payment');
+  t.equal(await count(), 2, 'its address and its link are counted');
 });

@@ -1,27 +1,30 @@
 /**
- * Rate limits (CONTRACT §10, §23), per web process, on the domain's clock.
+ * Rate limits (CONTRACT §10, §23), on the domain's clock.
  *
  * Every principal draws from a token bucket of `SETTLE_RATE_LIMIT` (`<per second>/<burst>`): a
  * secret key by its id; a client token by the token and by the client's address; a hosted-page
  * request, which carries no credential, by the client's address and by the token in its path.
+ * Buckets live in each web process: a throttle of that process's load, costing no query.
  *
  * Card testing: a declined payment made with a client token (a hosted page, an element) counts
  * against the client's address and against the payment link it pays through. Past
  * DECLINES_PER_MINUTE of either within a minute (attempts still in flight counted as declines to
- * come), such payments are refused with 429 before any card reaches the processor. This holds
- * whatever `SETTLE_RATE_LIMIT` says.
+ * come), such payments are refused with 429 before any card reaches the processor. These counts
+ * are in the database (api/db/paymentAttempts.ts), so the limit holds across web processes and
+ * restarts, whatever `SETTLE_RATE_LIMIT` says.
  */
 import type { Context, Next } from 'koa';
 import type { RateLimit } from '../config.ts';
 import { ApiError, tooManyRequests } from '../errors.ts';
 import { hashKeyHex } from '../keys.ts';
+import type { Db } from '../db/connection.ts';
+import { ATTEMPT_WINDOW_MS, claimAttempt, deleteIdleAttemptRows, releaseAttempt, type AttemptName } from '../db/paymentAttempts.ts';
 import type { RequestState } from './state.ts';
 
 type Ctx = Context & { state: RequestState };
 
 export const DECLINES_PER_MINUTE = 10;
-const DECLINE_WINDOW_MS = 60_000;
-/** Entries kept before a sweep drops the ones that no longer limit anyone (full buckets, old declines). */
+/** Buckets kept before a sweep drops the ones that no longer limit anyone (full ones). */
 const SWEEP_AT = 10_000;
 
 /** Hosted pages and their frames: no credential in the request, often a token in the path. */
@@ -75,53 +78,6 @@ class Buckets {
   }
 }
 
-/**
- * Declined attempts of the last minute by name (`ip:<address>`, `link:<id>`), and the attempts
- * still waiting for the processor: those count too, so a burst of concurrent attempts cannot get
- * more cards to the processor than the limit leaves room for.
- */
-class Declines {
-  readonly #times = new Map<string, number[]>();
-  readonly #inFlight = new Map<string, number>();
-  #sweepAt = SWEEP_AT;
-
-  /** Reserves one attempt under every name; when one of them has no room, reserves nothing and answers the seconds to wait. */
-  begin(names: string[], time: number): number {
-    let wait = 0;
-    for (const name of names) {
-      const recent = this.#recent(name, time);
-      const room = DECLINES_PER_MINUTE - recent.length - (this.#inFlight.get(name) ?? 0);
-      if (room > 0) continue;
-      // Full of declines: until the oldest that matters leaves the minute. Full of attempts in flight: a moment.
-      const freedAt = recent.length >= DECLINES_PER_MINUTE ? recent[recent.length - DECLINES_PER_MINUTE] + DECLINE_WINDOW_MS : time;
-      wait = Math.max(wait, Math.max(1, Math.ceil((freedAt - time) / 1000)));
-    }
-    if (wait === 0) for (const name of names) this.#inFlight.set(name, (this.#inFlight.get(name) ?? 0) + 1);
-    return wait;
-  }
-
-  /** Ends an attempt `begin` reserved, counting it when the processor declined it. */
-  end(names: string[], time: number, declined: boolean): void {
-    for (const name of names) {
-      const left = (this.#inFlight.get(name) ?? 1) - 1;
-      if (left > 0) this.#inFlight.set(name, left);
-      else this.#inFlight.delete(name);
-    }
-    if (!declined) return;
-    if (this.#times.size >= this.#sweepAt) this.#sweep(time);
-    for (const name of names) this.#times.set(name, [...this.#recent(name, time), time]);
-  }
-
-  #recent(name: string, time: number): number[] {
-    return (this.#times.get(name) ?? []).filter((at) => at > time - DECLINE_WINDOW_MS);
-  }
-
-  #sweep(time: number): void {
-    for (const [name, times] of this.#times) if (times.every((at) => at <= time - DECLINE_WINDOW_MS)) this.#times.delete(name);
-    this.#sweepAt = Math.max(SWEEP_AT, this.#times.size * 2);
-  }
-}
-
 /** The bucket names of a request's principal, or of the page it asks for; none for other unauthenticated requests. */
 function bucketNames(ctx: Ctx): string[] {
   const principal = ctx.state.principal;
@@ -132,24 +88,24 @@ function bucketNames(ctx: Ctx): string[] {
   return token ? [`ip:${ctx.ip}`, `token:${hashKeyHex(token)}`] : [`ip:${ctx.ip}`];
 }
 
-/** A payment a client token makes: the names its declines count against. */
-function declineNames(ctx: Ctx): string[] | null {
+/** A payment a client token makes: the names its declines count against (the address kept only as its hash). */
+function declineNames(ctx: Ctx): AttemptName[] | null {
   const principal = ctx.state.principal;
   if (principal?.kind !== 'client' || ctx.method !== 'POST' || ctx.path !== '/transactions') return null;
   const links = new Set<string>();
   if (principal.paymentLinkId) links.add(principal.paymentLinkId);
   const named = ctx.state.body?.payment_link_id;
   if (typeof named === 'string') links.add(named);
-  return [`ip:${ctx.ip}`, ...[...links].map((link) => `link:${link}`)];
+  return [{ scope: 'address', key: hashKeyHex(ctx.ip) }, ...[...links].map((link) => ({ scope: 'payment_link', key: link }))];
 }
 
 function isDecline(error: unknown): boolean {
   return error instanceof ApiError && error.errorType === 'TransactionDeclined';
 }
 
-export function createRateLimiter(limit: RateLimit | null, now: () => number = Date.now) {
+export function createRateLimiter(db: Db, limit: RateLimit | null, now: () => number = Date.now) {
   const buckets = limit ? new Buckets(limit) : null;
-  const declines = new Declines();
+  let pruneAt = 0;
   return {
     /** Before the hosted pages (no credential) and again after authentication (keys and client tokens). */
     async requests(ctx: Ctx, next: Next): Promise<void> {
@@ -164,16 +120,22 @@ export function createRateLimiter(limit: RateLimit | null, now: () => number = D
     async declinedPayments(ctx: Ctx, next: Next): Promise<void> {
       const names = declineNames(ctx);
       if (!names) return next();
-      const wait = declines.begin(names, now());
-      if (wait > 0) throw tooManyRequests(wait);
+      const at = now();
+      const retryAt = await claimAttempt(db, names, at, DECLINES_PER_MINUTE);
+      if (retryAt !== null) throw tooManyRequests(Math.max(1, Math.ceil((retryAt - at) / 1000)));
       let declined = false;
       try {
+        if (at >= pruneAt) {
+          pruneAt = at + ATTEMPT_WINDOW_MS;
+          await deleteIdleAttemptRows(db, at);
+        }
         await next();
       } catch (error) {
         declined = isDecline(error);
         throw error;
       } finally {
-        declines.end(names, now(), declined);
+        // A decline keeps its claim for the minute; any other outcome gives it back.
+        if (!declined) await releaseAttempt(db, names, at);
       }
     },
   };

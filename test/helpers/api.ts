@@ -16,6 +16,8 @@ export interface TestApi {
   key: string;
   newKey: (org: string, env: Environment, settings?: KeySettings) => Promise<string>;
   request: (method: string, path: string, options?: RequestOptions) => Promise<ApiResponse>;
+  /** stops the web process before the test ends (as a restart does); the test's end stops it otherwise */
+  stop: () => Promise<void>;
 }
 
 export interface RequestOptions {
@@ -49,9 +51,11 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}, se
     if (/already executing a query/.test(warning.message)) t.fail(`a query was sent to a busy connection: ${warning.stack}`);
   };
   process.on('warning', onWarning);
+  let stopped: Promise<void> | null = null;
+  const stop = () => (stopped ??= web.stop());
   t.teardown(async () => {
     process.off('warning', onWarning);
-    await web.stop();
+    await stop();
     await db.destroy();
   });
   const newKey = async (org: string, environment: Environment, settings: KeySettings = {}) => (await createKey(db, org, environment, settings)).secret;
@@ -79,7 +83,7 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}, se
     }
     return { status: response.status, headers: response.headers, body: parsed };
   };
-  return { url: web.url, databaseUrl, db, key, newKey, request };
+  return { url: web.url, databaseUrl, db, key, newKey, request, stop };
 }
 
 /** Runs the real worker process code against a test database until the test ends. */
