@@ -14,7 +14,7 @@ import { createDb, rows } from '../api/db/connection.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
 import { startEmbeddedPair } from '../api/db/embedded.ts';
-import { startTestApi, startTestWorker } from './helpers/api.ts';
+import { startTestApi, startTestWorker, TEST_REPORTING_AUTH } from './helpers/api.ts';
 import { runSettle } from './helpers/cli.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -93,7 +93,7 @@ t.test('the primary killed (kill -9) and the standby promoted: a running web, wo
   const mirrored = async () => {
     const response = await fetch(`${reporting.running.url}/query`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
+      headers: { 'Content-Type': 'application/json', ...TEST_REPORTING_AUTH },
       body: JSON.stringify({ tenant, version: 'v1', params: [['fields', 'count']], snapshot: formatSnapshot(await positionNow(db)) }),
     }).catch(() => null);
     return response?.status === 200 ? ((await response.json()) as { values: Array<{ count: number }> }).values[0]?.count : null;
