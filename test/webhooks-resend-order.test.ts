@@ -47,6 +47,18 @@ async function slowReceiver(t: Test, failing: Set<string>): Promise<{ url: strin
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, attempts };
 }
 
+/**
+ * Waits until the dispatcher has passed these events: they were written while the webhook was
+ * disabled, so it gets none of them, and only its resend delivers them. Activating the webhook
+ * before the pass would let the pass deliver them too, outside the resend's line.
+ */
+async function dispatchedPast(events: string[]): Promise<void> {
+  const passed = async () => (await api.db.raw(
+    `select bool_and(pg_visible_in_snapshot(e.txid, p.dispatched)) as passed from events e, webhook_dispatch_position p where e.id = any(?)`,
+    [events])).rows[0].passed as boolean;
+  await eventually(passed, Boolean, 30_000);
+}
+
 t.test('a resent window arrives one event at a time, in commit order, a failed one not holding up the next', async (t) => {
   const hook = (await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: 'https://example.com/off', status: 'disabled' } })).body;
   const since = new Date().toISOString();
@@ -57,6 +69,7 @@ t.test('a resent window arrives one event at a time, in commit order, a failed o
 
   const failing = new Set([events[3], events[7]]);
   const receiver = await slowReceiver(t, failing);
+  await dispatchedPast(events);
   await api.request('PUT', `/webhooks/${hook.id}`, { json: { url: receiver.url, status: 'active' } });
   const resent = await api.request('POST', `/webhooks/${hook.id}/resend`, { json: { since, until: new Date(Date.now() + 60_000).toISOString() } });
   t.same(resent.body, { object: 'webhook_resend', webhook_id: hook.id, events: 12 });
@@ -78,6 +91,7 @@ t.test('a rate-limited webhook\'s resend keeps commit order while it waits for i
   const accounts: string[] = [];
   for (let i = 0; i < 8; i++) accounts.push((await api.request('POST', '/processing_accounts', { json: { name: `Limited ${i}` } })).body.id);
   const events = (await api.db('events').where({ trigger: 'processing_status' }).whereIn('object_id', accounts).orderBy('seq').select('id')).map((e: { id: string }) => e.id);
+  await dispatchedPast(events);
   await api.request('PUT', `/webhooks/${hook.id}`, { json: { status: 'active' } });
   const resent = await api.request('POST', `/webhooks/${hook.id}/resend`, { json: { since, until: new Date(Date.now() + 60_000).toISOString() } });
   t.equal(resent.body.events, 8);

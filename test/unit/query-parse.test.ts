@@ -11,7 +11,7 @@ function shape(node: unknown): unknown {
 }
 
 const field = (...path: string[]) => ({ kind: 'field', path });
-const num = (value: number) => ({ kind: 'literal', value, fromString: false });
+const num = (value: number, text = String(value)) => ({ kind: 'literal', value, fromString: false, text });
 const str = (value: string) => ({ kind: 'literal', value, fromString: true });
 const nul = { kind: 'literal', value: null, fromString: false };
 const cmp = (left: unknown, op: string, right: unknown) => ({ kind: 'cmp', op, left, right });
@@ -106,7 +106,7 @@ t.test('q: single-quoted strings take backslash escapes', async (t) => {
 });
 
 t.test('q: numbers, booleans and null are typed literals', async (t) => {
-  t.same(shape(parseQ('a == -12.50')), cmp(field('a'), '==', num(-12.5)));
+  t.same(shape(parseQ('a == -12.50')), cmp(field('a'), '==', num(-12.5, '-12.50')));
   t.same(shape(parseQ('a == 0')), cmp(field('a'), '==', num(0)));
   t.same(shape(parseQ('a == true || a == false')), {
     kind: 'or',
@@ -155,7 +155,7 @@ t.test('q: nodes carry the offset where they start', async (t) => {
     kind: 'or',
     pos: 0,
     items: [
-      { kind: 'cmp', op: '==', pos: 0, left: { kind: 'field', path: ['x'], pos: 0 }, right: { kind: 'literal', value: 1, fromString: false, pos: 5 } },
+      { kind: 'cmp', op: '==', pos: 0, left: { kind: 'field', path: ['x'], pos: 0 }, right: { kind: 'literal', value: 1, fromString: false, text: '1', pos: 5 } },
       {
         kind: 'cmp',
         op: '?',
