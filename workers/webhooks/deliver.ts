@@ -23,6 +23,7 @@ import { formatTimestamp } from '../../api/schema/values.ts';
 import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
+import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs } from './companionJobs.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
@@ -291,10 +292,12 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const detached = new Set<Promise<void>>();
-  return async (payload, helpers) => {
-    let job = deliveryJob(payload);
-    // A delivery in line (a resend's first attempt) waits its turn here, holding the line.
-    const inLine = helpers.job.job_queue_id != null;
+  /**
+   * One delivery's attempt, from its rate and tenant slots to its recorded answer. `jobId`: the job
+   * carrying it; `inLine`: it holds a resend's line; `companion`: taken along by another job.
+   */
+  const deliverOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<void> => {
+    let job = given;
     // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
     let later = await deps.rates.admit(job);
     while (later && inLine) {
@@ -306,7 +309,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       deferrals.inc({ reason: 'rate_limit' });
       return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
     }
-    let slot = await deps.slots.acquire(job.org_id, helpers.job.id);
+    let slot = (companion ? deps.slots.accompany(job.org_id, jobId) : null) ?? await deps.slots.acquire(job.org_id, jobId);
     while (!slot && inLine) {
       await pause(IN_LINE_RETRY_MS);
       slot = await deps.slots.acquire(job.org_id);
@@ -351,4 +354,75 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     const running = sending.then(finish).catch(() => void deliveries.inc({ outcome: 'unrecorded' })).finally(() => detached.delete(running));
     detached.add(running);
   };
+  const companions = new Companions(deps);
+  return async (payload, helpers) => {
+    const job = deliveryJob(payload);
+    // A delivery in line (a resend's first attempt) waits its turn here, holding the line.
+    const inLine = helpers.job.job_queue_id != null;
+    const own = deliverOne(job, helpers.job.id, inLine, false);
+    const lockedBy = helpers.job.locked_by;
+    if (inLine || !lockedBy) return own;
+    // Companions run beside this job's own delivery; the job completes once all of them are done.
+    await Promise.all([own, companions.run(job.org_id, lockedBy, (companion) => deliverOne(companion.job, companion.id, false, true))]);
+  };
+}
+
+/** Delivery jobs taken along by one job at most: one round trip's worth of an answering org's backlog. */
+const COMPANIONS_MAX = 50;
+/** After a look that found no companion for an org, its jobs run alone this long: no statement a job for nothing. */
+const COMPANIONS_QUIET_MS = 250;
+
+/**
+ * Companion jobs: a job of an org whose receivers answer takes up to COMPANIONS_MAX more of its
+ * due delivery jobs along (companionJobs.ts), so a backlog drains many deliveries per job and per
+ * round trip instead of one per graphile-worker job slot. Each goes through the same attempt as
+ * its own job would (rate, tenant slot, opening, answer, record), and is completed or failed in
+ * batches once done; its lock is the worker's, so a process that dies leaves it to be released.
+ * Only while the org's receivers answer: a slow org's deliveries keep one job slot each, within
+ * its limits.
+ */
+class Companions {
+  private readonly deps: DeliveryDeps;
+  private readonly quietUntil = new Map<string, number>();
+  private readonly completions: Batcher<{ id: string; lockedBy: string }, void>;
+  private readonly failures: Batcher<{ id: string; lockedBy: string; message: string }, void>;
+
+  constructor(deps: DeliveryDeps) {
+    this.deps = deps;
+    this.completions = new Batcher<{ id: string; lockedBy: string }, void>(async (done) => {
+      for (const [lockedBy, ids] of byWorker(done)) await completeCompanionJobs(deps.db, ids.map((d) => d.id), lockedBy);
+      return done.map(() => undefined);
+    }, { maxItems: BATCH_MAX, maxInFlight: 2 });
+    this.failures = new Batcher<{ id: string; lockedBy: string; message: string }, void>(async (failed) => {
+      for (const [lockedBy, jobs] of byWorker(failed)) await failCompanionJobs(deps.db, jobs, lockedBy);
+      return failed.map(() => undefined);
+    }, { maxItems: BATCH_MAX, maxInFlight: 1 });
+  }
+
+  /** Takes `org`'s due jobs along, if its receivers answer, and runs `deliver` on each; resolves when all are completed or failed. */
+  async run(org: string, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
+    const nowMs = performance.now();
+    if (!this.deps.slots.answering(org) || (this.quietUntil.get(org) ?? 0) > nowMs) return;
+    const taken = await takeCompanionJobs(this.deps.db, org, lockedBy, COMPANIONS_MAX);
+    if (taken.length === 0) {
+      this.quietUntil.set(org, nowMs + COMPANIONS_QUIET_MS);
+      return;
+    }
+    this.quietUntil.delete(org);
+    await Promise.all(taken.map(async ({ id, payload }) => {
+      try {
+        await deliver({ id, job: deliveryJob(payload) });
+      } catch (error) {
+        return this.failures.add({ id, lockedBy, message: error instanceof Error ? error.message : String(error) });
+      }
+      // Not completed (a failed statement): unlocked instead, so it is not left held by a live worker; its delivery's state skips it.
+      await this.completions.add({ id, lockedBy }).catch((error: unknown) => this.failures.add({ id, lockedBy, message: String(error) }));
+    }));
+  }
+}
+
+function byWorker<T extends { lockedBy: string }>(items: T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(item.lockedBy, [...(groups.get(item.lockedBy) ?? []), item]);
+  return groups;
 }

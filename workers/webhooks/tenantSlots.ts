@@ -127,12 +127,29 @@ export class TenantSlots {
     });
   }
 
-  private take(org: string): TenantSlot {
+  /**
+   * A slot for a delivery taken along by a running job of its org (deliver.ts), while the org's
+   * receivers answer: past the org's limit, and outside the count slow orgs are held to, because
+   * it holds none of the worker's job slots. Its request is judged like any other, so an org whose
+   * receivers turn slow stops taking more along. Null when the org's receivers are not answering.
+   */
+  accompany(org: string, jobId?: string): TenantSlot | null {
+    if (jobId) this.forget(org, jobId);
+    return this.answering(org) ? this.take(org, false) : null;
+  }
+
+  /** Whether `org`'s receivers answer: one answered within RESPONSIVE_MS lately, and none is slow. */
+  answering(org: string): boolean {
+    const answered = this.answeredAt.get(org);
+    return !this.slow(org) && answered !== undefined && this.now() - answered <= ANSWERED_MEMORY_MS;
+  }
+
+  private take(org: string, counted = true): TenantSlot {
     const running = this.running.get(org) ?? new Set<Taken>();
     this.running.set(org, running);
     const taken: Taken = { sentAt: null };
     running.add(taken);
-    this.inFlight += 1;
+    if (counted) this.inFlight += 1;
     let released = false;
     return {
       sending: () => {
@@ -142,7 +159,7 @@ export class TenantSlots {
         if (released) return false;
         released = true;
         running.delete(taken);
-        this.inFlight -= 1;
+        if (counted) this.inFlight -= 1;
         // An attempt never sent (its opening failed or found nothing to send) says nothing of the receiver.
         if (taken.sentAt !== null) this.judge(org, this.now() - taken.sentAt);
         if (running.size === 0) this.running.delete(org);
@@ -174,9 +191,7 @@ export class TenantSlots {
 
   /** Whether `org` may go past its limit: no other org has attempts here, and its receivers answer (see above). */
   private alone(org: string): boolean {
-    if (this.budget <= 0 || this.inFlight >= this.budget || this.slow(org)) return false;
-    const answered = this.answeredAt.get(org);
-    if (answered === undefined || this.now() - answered > ANSWERED_MEMORY_MS) return false;
+    if (this.budget <= 0 || this.inFlight >= this.budget || !this.answering(org)) return false;
     // Deferred jobs do not count: some ran in another process and are never forgotten here.
     for (const held of [this.running, this.waiting]) {
       for (const other of held.keys()) if (other !== org) return false;
