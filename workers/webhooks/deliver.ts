@@ -23,7 +23,7 @@ import { formatTimestamp } from '../../api/schema/values.ts';
 import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
-import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs } from './companionJobs.ts';
+import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs, type CompanionJob } from './companionJobs.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
@@ -367,7 +367,11 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
   };
 }
 
-/** Delivery jobs taken along by one job at most: one round trip's worth of an answering org's backlog. */
+/**
+ * Delivery jobs of one org taken along at once in one process at most (beside its own jobs): one
+ * round trip's worth of an answering org's backlog, and as many requests as its receivers get at
+ * once from companions.
+ */
 const COMPANIONS_MAX = 50;
 /** After a look that found no companion for an org, its jobs run alone this long: no statement a job for nothing. */
 const COMPANIONS_QUIET_MS = 250;
@@ -384,6 +388,8 @@ const COMPANIONS_QUIET_MS = 250;
 class Companions {
   private readonly deps: DeliveryDeps;
   private readonly quietUntil = new Map<string, number>();
+  /** companions of each org running here */
+  private readonly running = new Map<string, number>();
   private readonly completions: Batcher<{ id: string; lockedBy: string }, void>;
   private readonly failures: Batcher<{ id: string; lockedBy: string; message: string }, void>;
 
@@ -402,8 +408,15 @@ class Companions {
   /** Takes `org`'s due jobs along, if its receivers answer, and runs `deliver` on each; resolves when all are completed or failed. */
   async run(org: string, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
     const nowMs = performance.now();
-    if (!this.deps.slots.answering(org) || (this.quietUntil.get(org) ?? 0) > nowMs) return;
-    const taken = await takeCompanionJobs(this.deps.db, org, lockedBy, COMPANIONS_MAX);
+    const room = COMPANIONS_MAX - (this.running.get(org) ?? 0);
+    if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(org) ?? 0) > nowMs) return;
+    this.running.set(org, (this.running.get(org) ?? 0) + room);
+    let taken: CompanionJob[] = [];
+    try {
+      taken = await takeCompanionJobs(this.deps.db, org, lockedBy, room);
+    } finally {
+      this.ended(org, room - taken.length);
+    }
     if (taken.length === 0) {
       this.quietUntil.set(org, nowMs + COMPANIONS_QUIET_MS);
       return;
@@ -411,13 +424,28 @@ class Companions {
     this.quietUntil.delete(org);
     await Promise.all(taken.map(async ({ id, payload }) => {
       try {
-        await deliver({ id, job: deliveryJob(payload) });
-      } catch (error) {
-        return this.failures.add({ id, lockedBy, message: error instanceof Error ? error.message : String(error) });
+        await this.deliverAndComplete(id, payload, lockedBy, deliver);
+      } finally {
+        this.ended(org, 1);
       }
-      // Not completed (a failed statement): unlocked instead, so it is not left held by a live worker; its delivery's state skips it.
-      await this.completions.add({ id, lockedBy }).catch((error: unknown) => this.failures.add({ id, lockedBy, message: String(error) }));
     }));
+  }
+
+  private ended(org: string, count: number): void {
+    const left = (this.running.get(org) ?? 0) - count;
+    if (left > 0) this.running.set(org, left);
+    else this.running.delete(org);
+  }
+
+  /** A companion's delivery, then its job completed; failed (to run again later) when the delivery throws. */
+  private async deliverAndComplete(id: string, payload: unknown, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
+    try {
+      await deliver({ id, job: deliveryJob(payload) });
+    } catch (error) {
+      return this.failures.add({ id, lockedBy, message: error instanceof Error ? error.message : String(error) });
+    }
+    // Not completed (a failed statement): unlocked instead, so it is not left held by a live worker; its delivery's state skips it.
+    await this.completions.add({ id, lockedBy }).catch((error: unknown) => this.failures.add({ id, lockedBy, message: String(error) }));
   }
 }
 

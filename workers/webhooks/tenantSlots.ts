@@ -59,6 +59,8 @@ export interface TenantSlot {
 interface Taken {
   /** when its request went out; null while the attempt is being opened */
   sentAt: number | null;
+  /** taken along by another job (accompany) */
+  companion: boolean;
 }
 
 export class TenantSlots {
@@ -89,10 +91,15 @@ export class TenantSlots {
     return this.oldestRequestMs(org) > RESPONSIVE_MS;
   }
 
-  /** How long the org's oldest request in flight has been out (0: none out). */
+  /**
+   * How long the org's oldest request in flight has been out (0: none out). Companions' requests
+   * go out many at once, and on a loaded machine their answers wait their turn in this process's
+   * event loop: their age says more of this process than of the receiver, so only their answers
+   * are judged (a receiver that hangs answers late, or not within its timeout, and is judged then).
+   */
   private oldestRequestMs(org: string): number {
     let oldest = 0;
-    for (const taken of this.running.get(org) ?? []) if (taken.sentAt !== null) oldest = Math.max(oldest, this.now() - taken.sentAt);
+    for (const taken of this.running.get(org) ?? []) if (taken.sentAt !== null && !taken.companion) oldest = Math.max(oldest, this.now() - taken.sentAt);
     return oldest;
   }
 
@@ -147,7 +154,7 @@ export class TenantSlots {
   private take(org: string, counted = true): TenantSlot {
     const running = this.running.get(org) ?? new Set<Taken>();
     this.running.set(org, running);
-    const taken: Taken = { sentAt: null };
+    const taken: Taken = { sentAt: null, companion: !counted };
     running.add(taken);
     if (counted) this.inFlight += 1;
     let released = false;
