@@ -3,7 +3,8 @@
  * org's due delivery jobs with it (deliver.ts), locked in one statement as graphile-worker locks
  * the jobs it takes (same columns, same worker id), so they run once and a process that dies
  * leaves them to be released like its own (liveness.ts). Jobs in a queue (a resend's line) are
- * never taken along: their order is graphile-worker's to keep.
+ * never taken along: their order is graphile-worker's to keep. Only jobs of the running job's own
+ * tenant (org and environment) are taken, so they run under its tenant gate (workers/main.ts).
  */
 import { rows, type Db } from '../../api/db/connection.ts';
 
@@ -13,23 +14,23 @@ export interface CompanionJob {
 }
 
 /**
- * Locks up to `limit` of `org`'s delivery jobs that are due and free, in the order graphile-worker
- * would take them (priority, then due time), for the worker `lockedBy`.
+ * Locks up to `limit` delivery jobs of the tenant that are due and free, in the order
+ * graphile-worker would take them (priority, then due time), for the worker `lockedBy`.
  */
-export async function takeCompanionJobs(db: Db, org: string, lockedBy: string, limit: number): Promise<CompanionJob[]> {
+export async function takeCompanionJobs(db: Db, tenant: { org: string; environment: string }, lockedBy: string, limit: number): Promise<CompanionJob[]> {
   return rows<CompanionJob>(db,
     `with j as (
        select jobs.id from graphile_worker._private_jobs jobs
         where jobs.is_available and jobs.run_at <= now() and jobs.job_queue_id is null
           and jobs.task_id = (select id from graphile_worker._private_tasks where identifier = 'deliver_webhook')
-          and jobs.payload->>'org_id' = ?
+          and jobs.payload->>'org_id' = ? and jobs.payload->>'environment' = ?
         order by jobs.priority, jobs.run_at
         limit ?
         for update skip locked)
      update graphile_worker._private_jobs jobs set attempts = jobs.attempts + 1, locked_by = ?, locked_at = now()
        from j where jobs.id = j.id
      returning jobs.id::text as id, jobs.payload`,
-    [org, limit, lockedBy]);
+    [tenant.org, tenant.environment, limit, lockedBy]);
 }
 
 /** Companion jobs done: deleted, as graphile-worker completes a job (only while still locked by `lockedBy`). */

@@ -11,7 +11,9 @@
  * A delivery's job carries its event (never changes); an attempt, once its org has room, opens
  * itself (reads what can change, the delivery's state and its webhook, takes the next number and
  * logs it in flight) and records its answer, and concurrent deliveries share those writes: one
- * statement each per batch (batcher.ts), not two per delivery.
+ * statement each per batch (batcher.ts), not two per delivery. A job of an org whose receivers
+ * answer takes more of the org's due delivery jobs along (Companions below), so a backlog fills
+ * those batches instead of waiting one delivery per job slot.
  */
 import type { LookupFunction } from 'node:net';
 import type { Task } from 'graphile-worker';
@@ -363,7 +365,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     const lockedBy = helpers.job.locked_by;
     if (inLine || !lockedBy) return own;
     // Companions run beside this job's own delivery; the job completes once all of them are done.
-    await Promise.all([own, companions.run(job.org_id, lockedBy, (companion) => deliverOne(companion.job, companion.id, false, true))]);
+    await Promise.all([own, companions.run(job, lockedBy, (companion) => deliverOne(companion.job, companion.id, false, true))]);
   };
 }
 
@@ -373,7 +375,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
  * once from companions.
  */
 const COMPANIONS_MAX = 50;
-/** After a look that found no companion for an org, its jobs run alone this long: no statement a job for nothing. */
+/** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
 const COMPANIONS_QUIET_MS = 250;
 
 /**
@@ -405,23 +407,28 @@ class Companions {
     }, { maxItems: BATCH_MAX, maxInFlight: 1 });
   }
 
-  /** Takes `org`'s due jobs along, if its receivers answer, and runs `deliver` on each; resolves when all are completed or failed. */
-  async run(org: string, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
+  /**
+   * Takes due jobs of `leader`'s tenant along, if its org's receivers answer, and runs `deliver` on
+   * each; resolves when all are completed or failed.
+   */
+  async run(leader: DeliveryJob, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
+    const org = leader.org_id;
+    const tenant = `${org} ${leader.environment}`;
     const nowMs = performance.now();
     const room = COMPANIONS_MAX - (this.running.get(org) ?? 0);
-    if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(org) ?? 0) > nowMs) return;
+    if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > nowMs) return;
     this.running.set(org, (this.running.get(org) ?? 0) + room);
     let taken: CompanionJob[] = [];
     try {
-      taken = await takeCompanionJobs(this.deps.db, org, lockedBy, room);
+      taken = await takeCompanionJobs(this.deps.db, { org, environment: leader.environment }, lockedBy, room);
     } finally {
       this.ended(org, room - taken.length);
     }
     if (taken.length === 0) {
-      this.quietUntil.set(org, nowMs + COMPANIONS_QUIET_MS);
+      this.quietUntil.set(tenant, nowMs + COMPANIONS_QUIET_MS);
       return;
     }
-    this.quietUntil.delete(org);
+    this.quietUntil.delete(tenant);
     await Promise.all(taken.map(async ({ id, payload }) => {
       try {
         await this.deliverAndComplete(id, payload, lockedBy, deliver);
