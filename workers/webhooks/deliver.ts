@@ -369,17 +369,18 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
   };
 }
 
+/** Delivery jobs one job takes along at most: one statement's worth of an answering org's backlog. */
+const COMPANIONS_PER_JOB = 50;
 /**
- * Delivery jobs of one org taken along at once in one process at most (beside its own jobs): one
- * round trip's worth of an answering org's backlog, and as many requests as its receivers get at
- * once from companions.
+ * Companions of one org running at once in one process at most: as many requests as its receivers
+ * get at once from them (within the outbound agent's 256 sockets per host).
  */
-const COMPANIONS_MAX = 50;
+const COMPANIONS_PER_ORG = 200;
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
 const COMPANIONS_QUIET_MS = 250;
 
 /**
- * Companion jobs: a job of an org whose receivers answer takes up to COMPANIONS_MAX more of its
+ * Companion jobs: a job of an org whose receivers answer takes up to COMPANIONS_PER_JOB more of its
  * due delivery jobs along (companionJobs.ts), so a backlog drains many deliveries per job and per
  * round trip instead of one per graphile-worker job slot. Each goes through the same attempt as
  * its own job would (rate, tenant slot, opening, answer, record), and is completed or failed in
@@ -415,7 +416,7 @@ class Companions {
     const org = leader.org_id;
     const tenant = `${org} ${leader.environment}`;
     const nowMs = performance.now();
-    const room = COMPANIONS_MAX - (this.running.get(org) ?? 0);
+    const room = Math.min(COMPANIONS_PER_JOB, COMPANIONS_PER_ORG - (this.running.get(org) ?? 0));
     if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > nowMs) return;
     this.running.set(org, (this.running.get(org) ?? 0) + room);
     let taken: CompanionJob[] = [];
