@@ -11,7 +11,9 @@
  * A delivery's job carries its event (never changes); an attempt, once its org has room, opens
  * itself (reads what can change, the delivery's state and its webhook, takes the next number and
  * logs it in flight) and records its answer, and concurrent deliveries share those writes: one
- * statement each per batch (batcher.ts), not two per delivery.
+ * statement each per batch (batcher.ts), not two per delivery. A job of an org whose receivers
+ * answer takes more of the org's due delivery jobs along (Companions below), so a backlog fills
+ * those batches instead of waiting one delivery per job slot.
  */
 import type { LookupFunction } from 'node:net';
 import type { Task } from 'graphile-worker';
@@ -23,6 +25,7 @@ import { formatTimestamp } from '../../api/schema/values.ts';
 import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
+import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs, type CompanionJob } from './companionJobs.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
@@ -293,10 +296,12 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const detached = new Set<Promise<void>>();
-  return async (payload, helpers) => {
-    let job = deliveryJob(payload);
-    // A delivery in line (a resend's first attempt) waits its turn here, holding the line.
-    const inLine = helpers.job.job_queue_id != null;
+  /**
+   * One delivery's attempt, from its rate and tenant slots to its recorded answer. `jobId`: the job
+   * carrying it; `inLine`: it holds a resend's line; `companion`: taken along by another job.
+   */
+  const deliverOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<void> => {
+    let job = given;
     // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
     let later = await deps.rates.admit(job);
     while (later && inLine) {
@@ -308,7 +313,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       deferrals.inc({ reason: 'rate_limit' });
       return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
     }
-    let slot = await deps.slots.acquire(job.org_id, helpers.job.id);
+    let slot = (companion ? deps.slots.accompany(job.org_id, jobId) : null) ?? await deps.slots.acquire(job.org_id, jobId);
     while (!slot && inLine) {
       await pause(IN_LINE_RETRY_MS);
       slot = await deps.slots.acquire(job.org_id);
@@ -353,4 +358,109 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     const running = sending.then(finish).catch(() => void deliveries.inc({ outcome: 'unrecorded' })).finally(() => detached.delete(running));
     detached.add(running);
   };
+  const companions = new Companions(deps);
+  return async (payload, helpers) => {
+    const job = deliveryJob(payload);
+    // A delivery in line (a resend's first attempt) waits its turn here, holding the line.
+    const inLine = helpers.job.job_queue_id != null;
+    const own = deliverOne(job, helpers.job.id, inLine, false);
+    const lockedBy = helpers.job.locked_by;
+    if (inLine || !lockedBy) return own;
+    // Companions run beside this job's own delivery; the job completes once all of them are done.
+    await Promise.all([own, companions.run(job, lockedBy, (companion) => deliverOne(companion.job, companion.id, false, true))]);
+  };
+}
+
+/** Delivery jobs one job takes along at most: one statement's worth of an answering org's backlog. */
+const COMPANIONS_PER_JOB = 50;
+/**
+ * Companions of one org running at once in one process at most: as many requests as its receivers
+ * get at once from them (within the outbound agent's 256 sockets per host).
+ */
+const COMPANIONS_PER_ORG = 200;
+/** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
+const COMPANIONS_QUIET_MS = 250;
+
+/**
+ * Companion jobs: a job of an org whose receivers answer takes up to COMPANIONS_PER_JOB more of its
+ * due delivery jobs along (companionJobs.ts), so a backlog drains many deliveries per job and per
+ * round trip instead of one per graphile-worker job slot. Each goes through the same attempt as
+ * its own job would (rate, tenant slot, opening, answer, record), and is completed or failed in
+ * batches once done; its lock is the worker's, so a process that dies leaves it to be released.
+ * Only while the org's receivers answer: a slow org's deliveries keep one job slot each, within
+ * its limits.
+ */
+class Companions {
+  private readonly deps: DeliveryDeps;
+  private readonly quietUntil = new Map<string, number>();
+  /** companions of each org running here */
+  private readonly running = new Map<string, number>();
+  private readonly completions: Batcher<{ id: string; lockedBy: string }, void>;
+  private readonly failures: Batcher<{ id: string; lockedBy: string; message: string }, void>;
+
+  constructor(deps: DeliveryDeps) {
+    this.deps = deps;
+    this.completions = new Batcher<{ id: string; lockedBy: string }, void>(async (done) => {
+      for (const [lockedBy, ids] of byWorker(done)) await completeCompanionJobs(deps.db, ids.map((d) => d.id), lockedBy);
+      return done.map(() => undefined);
+    }, { maxItems: BATCH_MAX, maxInFlight: 2 });
+    this.failures = new Batcher<{ id: string; lockedBy: string; message: string }, void>(async (failed) => {
+      for (const [lockedBy, jobs] of byWorker(failed)) await failCompanionJobs(deps.db, jobs, lockedBy);
+      return failed.map(() => undefined);
+    }, { maxItems: BATCH_MAX, maxInFlight: 1 });
+  }
+
+  /**
+   * Takes due jobs of `leader`'s tenant along, if its org's receivers answer, and runs `deliver` on
+   * each; resolves when all are completed or failed.
+   */
+  async run(leader: DeliveryJob, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
+    const org = leader.org_id;
+    const tenant = `${org} ${leader.environment}`;
+    const nowMs = performance.now();
+    const room = Math.min(COMPANIONS_PER_JOB, COMPANIONS_PER_ORG - (this.running.get(org) ?? 0));
+    if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > nowMs) return;
+    this.running.set(org, (this.running.get(org) ?? 0) + room);
+    let taken: CompanionJob[] = [];
+    try {
+      taken = await takeCompanionJobs(this.deps.db, { org, environment: leader.environment }, lockedBy, room);
+    } finally {
+      this.ended(org, room - taken.length);
+    }
+    if (taken.length === 0) {
+      this.quietUntil.set(tenant, nowMs + COMPANIONS_QUIET_MS);
+      return;
+    }
+    this.quietUntil.delete(tenant);
+    await Promise.all(taken.map(async ({ id, payload }) => {
+      try {
+        await this.deliverAndComplete(id, payload, lockedBy, deliver);
+      } finally {
+        this.ended(org, 1);
+      }
+    }));
+  }
+
+  private ended(org: string, count: number): void {
+    const left = (this.running.get(org) ?? 0) - count;
+    if (left > 0) this.running.set(org, left);
+    else this.running.delete(org);
+  }
+
+  /** A companion's delivery, then its job completed; failed (to run again later) when the delivery throws. */
+  private async deliverAndComplete(id: string, payload: unknown, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
+    try {
+      await deliver({ id, job: deliveryJob(payload) });
+    } catch (error) {
+      return this.failures.add({ id, lockedBy, message: error instanceof Error ? error.message : String(error) });
+    }
+    // Not completed (a failed statement): unlocked instead, so it is not left held by a live worker; its delivery's state skips it.
+    await this.completions.add({ id, lockedBy }).catch((error: unknown) => this.failures.add({ id, lockedBy, message: String(error) }));
+  }
+}
+
+function byWorker<T extends { lockedBy: string }>(items: T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(item.lockedBy, [...(groups.get(item.lockedBy) ?? []), item]);
+  return groups;
 }

@@ -23,7 +23,8 @@ export interface RateDeferral {
 }
 
 export class RateLimiter {
-  private readonly limits = new Map<string, { perSecond: number | null; readAt: number }>();
+  /** each webhook's limit as last read, or being read: concurrent deliveries of one webhook share one read */
+  private readonly limits = new Map<string, { perSecond: Promise<number | null>; readAt: number }>();
   /** the database's clock minus this process's, as last seen */
   private offsetMs = 0;
   private readonly db: Db;
@@ -37,9 +38,12 @@ export class RateLimiter {
   private async limitOf(webhookId: string): Promise<number | null> {
     const known = this.limits.get(webhookId);
     if (known && Date.now() - known.readAt < LIMIT_FRESH_MS) return known.perSecond;
-    const perSecond = await rateLimitOf(this.db, webhookId);
+    const perSecond = rateLimitOf(this.db, webhookId);
     if (this.limits.size >= LIMITS_KEPT) this.limits.clear();
-    this.limits.set(webhookId, { perSecond, readAt: Date.now() });
+    const reading = { perSecond, readAt: Date.now() };
+    this.limits.set(webhookId, reading);
+    // A failed read is not kept: the next delivery reads again.
+    perSecond.catch(() => this.limits.get(webhookId) === reading && this.limits.delete(webhookId));
     return perSecond;
   }
 

@@ -59,6 +59,8 @@ export interface TenantSlot {
 interface Taken {
   /** when its request went out; null while the attempt is being opened */
   sentAt: number | null;
+  /** taken along by another job (accompany) */
+  companion: boolean;
 }
 
 export class TenantSlots {
@@ -89,10 +91,15 @@ export class TenantSlots {
     return this.oldestRequestMs(org) > RESPONSIVE_MS;
   }
 
-  /** How long the org's oldest request in flight has been out (0: none out). */
+  /**
+   * How long the org's oldest request in flight has been out (0: none out). Companions' requests
+   * go out many at once, and on a loaded machine their answers wait their turn in this process's
+   * event loop: their age says more of this process than of the receiver, so only their answers
+   * are judged (a receiver that hangs answers late, or not within its timeout, and is judged then).
+   */
   private oldestRequestMs(org: string): number {
     let oldest = 0;
-    for (const taken of this.running.get(org) ?? []) if (taken.sentAt !== null) oldest = Math.max(oldest, this.now() - taken.sentAt);
+    for (const taken of this.running.get(org) ?? []) if (taken.sentAt !== null && !taken.companion) oldest = Math.max(oldest, this.now() - taken.sentAt);
     return oldest;
   }
 
@@ -127,12 +134,29 @@ export class TenantSlots {
     });
   }
 
-  private take(org: string): TenantSlot {
+  /**
+   * A slot for a delivery taken along by a running job of its org (deliver.ts), while the org's
+   * receivers answer: past the org's limit, and outside the count slow orgs are held to, because
+   * it holds none of the worker's job slots. Its request is judged like any other, so an org whose
+   * receivers turn slow stops taking more along. Null when the org's receivers are not answering.
+   */
+  accompany(org: string, jobId?: string): TenantSlot | null {
+    if (jobId) this.forget(org, jobId);
+    return this.answering(org) ? this.take(org, false) : null;
+  }
+
+  /** Whether `org`'s receivers answer: one answered within RESPONSIVE_MS lately, and none is slow. */
+  answering(org: string): boolean {
+    const answered = this.answeredAt.get(org);
+    return !this.slow(org) && answered !== undefined && this.now() - answered <= ANSWERED_MEMORY_MS;
+  }
+
+  private take(org: string, counted = true): TenantSlot {
     const running = this.running.get(org) ?? new Set<Taken>();
     this.running.set(org, running);
-    const taken: Taken = { sentAt: null };
+    const taken: Taken = { sentAt: null, companion: !counted };
     running.add(taken);
-    this.inFlight += 1;
+    if (counted) this.inFlight += 1;
     let released = false;
     return {
       sending: () => {
@@ -142,7 +166,7 @@ export class TenantSlots {
         if (released) return false;
         released = true;
         running.delete(taken);
-        this.inFlight -= 1;
+        if (counted) this.inFlight -= 1;
         // An attempt never sent (its opening failed or found nothing to send) says nothing of the receiver.
         if (taken.sentAt !== null) this.judge(org, this.now() - taken.sentAt);
         if (running.size === 0) this.running.delete(org);
@@ -174,9 +198,7 @@ export class TenantSlots {
 
   /** Whether `org` may go past its limit: no other org has attempts here, and its receivers answer (see above). */
   private alone(org: string): boolean {
-    if (this.budget <= 0 || this.inFlight >= this.budget || this.slow(org)) return false;
-    const answered = this.answeredAt.get(org);
-    if (answered === undefined || this.now() - answered > ANSWERED_MEMORY_MS) return false;
+    if (this.budget <= 0 || this.inFlight >= this.budget || !this.answering(org)) return false;
     // Deferred jobs do not count: some ran in another process and are never forgotten here.
     for (const held of [this.running, this.waiting]) {
       for (const other of held.keys()) if (other !== org) return false;
