@@ -1,6 +1,6 @@
 /**
- * The processing account an environment starts with (a new org's test environment, and one reset
- * by `DELETE /test_data`): active, and the environment's default as its first processing account
+ * The processing account a test environment reset by `DELETE /test_data` starts with, as a new
+ * org's does: active, and the environment's default as its first processing account
  * (CONTRACT §3). Made by the family's own create as the system, so its rules, its audit event and
  * its `processing_status` event are those of any processing account.
  */
