@@ -292,6 +292,17 @@ async function writeCreated(op: OperationContext, row: StoredObject): Promise<St
 }
 
 /**
+ * Changes a stored row of a family on the service's own behalf (a worker's decision) through the
+ * same pipeline as a client's update of it: decode, prepare, validate, write, afterWrite and
+ * events, in the caller's transaction, which holds the row's lock.
+ */
+export async function updateNested(ctx: RuleContext, family: Family, row: StoredObject, body: Json): Promise<StoredObject> {
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const [updated] = await applyUpdates(op, [[row, body]]);
+  return updated;
+}
+
+/**
  * A row of another family made ready to write (decoded, prepared, validated) by that family's own
  * rules, for a caller that writes it in its own statement (a payment's inline method). The caller
  * owes it the family's afterWrite, if any, once written.
