@@ -303,6 +303,21 @@ export async function updateNested(ctx: RuleContext, family: Family, row: Stored
 }
 
 /**
+ * Deletes stored rows of a family that go with another object (an entity's stakeholders) through
+ * the same steps as a client's delete of them: the family's beforeDelete, the delete, and events,
+ * in the caller's transaction.
+ */
+export async function deleteNested(ctx: RuleContext, family: Family, rows: StoredObject[]): Promise<void> {
+  if (rows.length > 0) await deleteRows({ ...ctx, collection: { path: family.table, family } }, rows);
+}
+
+async function deleteRows(ctx: OperationContext, rows: StoredObject[]): Promise<void> {
+  await ctx.collection.family.rules?.beforeDelete?.(ctx, rows);
+  await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
+  await emit(ctx, rows.map((row) => [null, row]));
+}
+
+/**
  * A row of another family made ready to write (decoded, prepared, validated) by that family's own
  * rules, for a caller that writes it in its own statement (a payment's inline method). The caller
  * owes it the family's afterWrite, if any, once written.
@@ -445,9 +460,7 @@ export async function updateByQuery(ctx: OperationContext, query: ListQuery, bod
 
 async function removeRows(ctx: OperationContext, rows: StoredObject[], query: ListQuery): Promise<Json[]> {
   const rendered = await shape(ctx, rows, query.fields);
-  await ctx.collection.family.rules?.beforeDelete?.(ctx, rows);
-  await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
-  await emit(ctx, rows.map((row) => [null, row]));
+  await deleteRows(ctx, rows);
   return rendered;
 }
 
