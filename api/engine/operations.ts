@@ -292,13 +292,14 @@ async function writeCreated(op: OperationContext, row: StoredObject): Promise<St
 }
 
 /**
- * Changes a stored row of a family on the service's own behalf (a worker's decision) through the
- * same pipeline as a client's update of it: decode, prepare, validate, write, afterWrite and
- * events, in the caller's transaction, which holds the row's lock.
+ * Changes a stored row of a family on the service's own behalf (a worker's decision, a secret's
+ * rotation) through the same pipeline as a client's update of it: decode, prepare, validate,
+ * write, afterWrite and events, in the caller's transaction, which holds the row's lock. `extra`
+ * sets stored values the client's version has no field for, for the family's rules to read.
  */
-export async function updateNested(ctx: RuleContext, family: Family, row: StoredObject, body: Json): Promise<StoredObject> {
+export async function updateNested(ctx: RuleContext, family: Family, row: StoredObject, body: Json, extra?: Map<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  const [updated] = await applyUpdates(op, [[row, body]]);
+  const [updated] = await applyUpdates(op, [[row, body]], extra);
   return updated;
 }
 
@@ -384,15 +385,16 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
   return answerOf(ctx, inserted, many ? { object: 'list', values: shaped } : shaped[0]);
 }
 
-function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json): StoredObject {
+function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extra?: Map<string, unknown>): StoredObject {
   const { values } = decodeInput(ctx.collection.family, ctx.version, row.type, body, 'update');
+  for (const [store, value] of extra ?? []) values.set(store, value);
   return applyValues(row, values);
 }
 
-async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>): Promise<StoredObject[]> {
+async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>, extra?: Map<string, unknown>): Promise<StoredObject[]> {
   const rules = ctx.collection.family.rules;
   const nextRows = await prepareAll(pairs, async ([row, body]) => {
-    let next = decodeUpdate(ctx, row, body);
+    let next = decodeUpdate(ctx, row, body, extra);
     if (rules?.prepare) next = await rules.prepare(ctx, next, row);
     await rules?.validate?.(ctx, next, row);
     return next;
