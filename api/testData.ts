@@ -12,10 +12,9 @@
 import type { Db } from './db/connection.ts';
 import { lockTenantForReset } from './db/tenantLocks.ts';
 import { deleteTenantRows, type ResetCounts } from './db/testData.ts';
-import type { Tenant } from './engine/family.ts';
+import type { DomainServices, Principal, Tenant } from './engine/family.ts';
 import { conflict, forbidden } from './errors.ts';
-import { insertDefaultProcessingAccount } from './families/accounts/repository.ts';
-import { newId } from './ids.ts';
+import { openDefaultProcessingAccount } from './families/accounts/defaultAccount.ts';
 
 /** How long a reset waits for the environment's running requests (and any row lock) before it gives up. */
 export const RESET_LOCK_TIMEOUT_MS = 30_000;
@@ -27,15 +26,15 @@ export interface TestDataReset {
   default_processing_account_id: string;
 }
 
-export async function resetTestData(db: Db, tenant: Tenant, orgName: string): Promise<TestDataReset> {
+/** `principal` and `domain`: the request's, for the rules that make the new default account. */
+export async function resetTestData(db: Db, tenant: Tenant, orgName: string, principal: Principal, domain: DomainServices): Promise<TestDataReset> {
   if (tenant.environment !== 'test') throw forbidden('Only a test environment can be reset');
   try {
     return await db.transaction(async (tx) => {
       await lockTenantForReset(tx, tenant, RESET_LOCK_TIMEOUT_MS);
       const deleted = await deleteTenantRows(tx, tenant);
-      const processingId = newId('acct');
-      await insertDefaultProcessingAccount(tx, tenant, processingId, orgName);
-      return { object: 'test_data_reset' as const, deleted, default_processing_account_id: processingId };
+      const account = await openDefaultProcessingAccount({ tx, tenant, version: 'v1', principal, domain }, orgName);
+      return { object: 'test_data_reset' as const, deleted, default_processing_account_id: account.id };
     });
   } catch (error) {
     if ((error as { code?: unknown }).code === '55P03') {

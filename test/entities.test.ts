@@ -199,6 +199,9 @@ t.test('a free entity is deleted with its stakeholders', async (t) => {
   t.equal(deleted.status, 200, JSON.stringify(deleted.body));
   t.equal(deleted.body.id, free.id);
   t.equal((await api.db('stakeholders').whereRaw(`data->>'entity_id' = ?`, [free.id])).length, 0, 'its stakeholders are gone');
+  const [stakeholder] = free.business.stakeholders;
+  const history = (await api.request('GET', `/audit_events?object_id=${stakeholder.id}&order_by=asc(created_at)`)).body.values;
+  t.match(history.at(-1), { action: 'delete', object_type: 'stakeholder', actor: { type: 'secret_key' }, request_id: deleted.headers.get('x-request-id') });
 });
 
 t.test('processing accounts as other client libraries send them: spaced tax numbers, years owned, roles, a settings id, flagged funding methods', async (t) => {

@@ -39,6 +39,8 @@ t.test('an attached entity is verified a moment later and its processing account
   t.equal((await api.request('GET', `/processing_accounts/${created.body.id}`)).body.status, 'active', 'v1 status too');
   t.same(await eventsOf(created.body.entity.id), [['entity:status', 'pending'], ['entity:status', 'verified']]);
   t.same(await eventsOf(created.body.id), [['processing_status', 'pending'], ['processing_status', 'active']]);
+  const history = (await api.request('GET', `/audit_events?object_id=${created.body.id}&order_by=asc(created_at)`)).body.values;
+  t.match(history.at(-1), { action: 'update', actor: { type: 'system', name: 'verify_entity' } }, 'the account\'s change is the worker\'s, through the account family\'s update');
 });
 
 t.test('a tax id ending in 0000 is rejected and the processing account denied', async (t) => {

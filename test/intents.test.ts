@@ -148,6 +148,20 @@ t.test('payment activations: v1 links with send_to (or sent_to), pending, expiri
   t.same(await statusEvents(res.body.id), ['payment_activation:status expired']);
 });
 
+t.test('a checkout page token from /access_tokens is an intent made by the intent service: its address with the token is answered, never stored', async (t) => {
+  const minted = await api.request('POST', '/access_tokens', { json: { type: 'client', intent: { checkout_page: { payment: { amount: 9, description: 'Page' } } } } });
+  t.equal(minted.status, 200, JSON.stringify(minted.body));
+  t.match(minted.body, { object: 'access_token', type: 'client', status: 'active', intent: { checkout_page: { payment: { amount: 9 }, card_payments: true, url: `https://pay.example.test/checkout/${minted.body.id}` } } });
+  const [row] = await api.db('intents').whereRaw(`data->>'token_hash' is not null`).orderBy('created_at', 'desc').limit(1);
+  t.match(row, { type: 'checkout_page', data: { status: 'pending', checkout_page: { payment: { amount: 9 } } } });
+  t.notMatch(JSON.stringify(row), minted.body.id, 'the token is not stored in clear, in the page address or anywhere');
+  const shown = (await api.request('GET', `/intents/${row.id}`, V2)).body;
+  t.notMatch(JSON.stringify(shown), minted.body.id, 'nor shown again');
+  const [created] = (await api.request('GET', `/audit_events?object_id=${row.id}`)).body.values;
+  t.match(created, { action: 'create', object_type: 'intent', actor: { type: 'secret_key' } });
+  t.equal(Number((await api.db.raw(`select count(*)::int as n from graphile_worker.jobs where key = ?`, [`expire_intent:${row.id}`])).rows[0].n), 1, 'its expiry is scheduled');
+});
+
 t.test('intents and payment activations belong to one tenant', async (t) => {
   const intent = (await api.request('POST', '/intents', { json: { type: 'checkout_link', checkout_link: { amount: 5, description: 'Mine' } } })).body;
   const activation = (await api.request('POST', '/payment_activations', { json: { intent: { entity_name: 'Mine' } } })).body;

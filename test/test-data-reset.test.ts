@@ -180,8 +180,8 @@ t.test('a test secret key empties its test environment and counts what it delete
   t.ok(deleted.audit_events >= stored.audit_events, `the audit history went too (${deleted.audit_events} events)`);
   t.same(left, {
     ...Object.fromEntries(Object.keys(stored).map((k) => [k, 0])),
-    accounts: 1, webhooks: webhooks.length, api_keys: stored.api_keys, reporting_changes: stored.reporting_changes, audit_events: 1,
-  }, 'no row of the environment is left in any table but the new account (and its creation\'s audit event), the webhooks, the keys and the feed\'s deletion marks');
+    accounts: 1, webhooks: webhooks.length, api_keys: stored.api_keys, reporting_changes: stored.reporting_changes, audit_events: 1, events: 1,
+  }, 'no row of the environment is left in any table but the new account (and its creation\'s audit event and processing_status event), the webhooks, the keys and the feed\'s deletion marks');
   t.equal(await queuedJobs(api.db, orgs.acme, 'test'), 0, 'no job about a deleted object is queued');
   const feed = (await api.db.raw(
     `select count(*) filter (where deleted)::int as deleted, count(*)::int as total from reporting_changes where org_id = ? and environment = 'test'`, [orgs.acme])).rows[0];
@@ -217,10 +217,21 @@ t.test('a second reset right after deletes only the default processing account t
   const first = await ok(api.request('DELETE', '/test_data'));
   const second = await ok(api.request('DELETE', '/test_data'));
   const zeros = Object.fromEntries(Object.keys(second.deleted).map((k) => [k, 0]));
-  t.same(second.deleted, { ...zeros, processing_accounts: 1, audit_events: 1 }, 'the account and its creation\'s audit event');
+  t.same(second.deleted, { ...zeros, processing_accounts: 1, audit_events: 1, events: 1 }, 'the account, its creation\'s audit event and its processing_status event');
   t.not(second.default_processing_account_id, first.default_processing_account_id, 'a new default each time');
   const processing = (await ok(api.request('GET', '/processing_accounts'))).values;
   t.same(processing.map((p: any) => p.id), [second.default_processing_account_id]);
+});
+
+t.test('the new default processing account is made by the account family\'s create, as the system: its audit event and its processing_status event', async (t) => {
+  const reset = await ok(api.request('DELETE', '/test_data'));
+  const id = reset.default_processing_account_id;
+  t.match((await ok(api.request('GET', `/processing_accounts/${id}`))), { id, name: 'acme', status: 'active', funding_style: 'net', funding_delay: 2, keep_active: true });
+  const [created] = (await ok(api.request('GET', `/audit_events?object_id=${id}`))).values;
+  t.match(created, { action: 'create', object_type: 'account', actor: { type: 'system', name: 'default_processing_account' } });
+  const events = await api.db('events').where({ object_id: id });
+  t.match(events, [{ trigger: 'processing_status', object_type: 'processing_account', value: { status: 'active', previous_status: null } }]);
+  t.match(events[0].id, /^evt_[0-9A-Za-z]{24}$/, 'an id of the one format, from the one event writer');
 });
 
 /** What a backend of the test's database is waiting for, by a fragment of its query. */

@@ -80,7 +80,7 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
     complete_processing: completeProcessing(db),
     bank_reject: bankReject(db),
     expire_authorization: expireAuthorization(db),
-    verify_entity: verifyEntity(db, config.verificationDelayMs, clock),
+    verify_entity: verifyEntity(db, domain, config.verificationDelayMs),
     expire_intent: expireIntent(db, clock),
     send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker'), { clock }),
     retention: retentionTask(db, config),

@@ -304,6 +304,33 @@ async function writeCreated(op: OperationContext, row: StoredObject): Promise<St
 }
 
 /**
+ * Changes a stored row of a family on the service's own behalf (a worker's decision, a secret's
+ * rotation) through the same pipeline as a client's update of it: decode, prepare, validate,
+ * write, afterWrite and events, in the caller's transaction, which holds the row's lock. `extra`
+ * sets stored values the client's version has no field for, for the family's rules to read.
+ */
+export async function updateNested(ctx: RuleContext, family: Family, row: StoredObject, body: Json, extra?: Map<string, unknown>): Promise<StoredObject> {
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const [updated] = await applyUpdates(op, [[row, body]], extra);
+  return updated;
+}
+
+/**
+ * Deletes stored rows of a family that go with another object (an entity's stakeholders) through
+ * the same steps as a client's delete of them: the family's beforeDelete, the delete, and events,
+ * in the caller's transaction.
+ */
+export async function deleteNested(ctx: RuleContext, family: Family, rows: StoredObject[]): Promise<void> {
+  if (rows.length > 0) await deleteRows({ ...ctx, collection: { path: family.table, family } }, rows);
+}
+
+async function deleteRows(ctx: OperationContext, rows: StoredObject[]): Promise<void> {
+  await ctx.collection.family.rules?.beforeDelete?.(ctx, rows);
+  await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
+  await emit(ctx, rows.map((row) => [null, row]));
+}
+
+/**
  * A row of another family made ready to write (decoded, prepared, validated) by that family's own
  * rules, for a caller that writes it in its own statement (a payment's inline method). The caller
  * owes it the family's afterWrite, if any, once written.
@@ -370,15 +397,16 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
   return answerOf(ctx, inserted, many ? { object: 'list', values: shaped } : shaped[0]);
 }
 
-function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json): StoredObject {
+function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extra?: Map<string, unknown>): StoredObject {
   const { values } = decodeInput(ctx.collection.family, ctx.version, row.type, body, 'update');
+  for (const [store, value] of extra ?? []) values.set(store, value);
   return applyValues(row, values);
 }
 
-async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>): Promise<StoredObject[]> {
+async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>, extra?: Map<string, unknown>): Promise<StoredObject[]> {
   const rules = ctx.collection.family.rules;
   const nextRows = await prepareAll(pairs, async ([row, body]) => {
-    let next = decodeUpdate(ctx, row, body);
+    let next = decodeUpdate(ctx, row, body, extra);
     if (rules?.prepare) next = await rules.prepare(ctx, next, row);
     await rules?.validate?.(ctx, next, row);
     return next;
@@ -446,9 +474,7 @@ export async function updateByQuery(ctx: OperationContext, query: ListQuery, bod
 
 async function removeRows(ctx: OperationContext, rows: StoredObject[], query: ListQuery): Promise<Json[]> {
   const rendered = await shape(ctx, rows, query.fields);
-  await ctx.collection.family.rules?.beforeDelete?.(ctx, rows);
-  await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
-  await emit(ctx, rows.map((row) => [null, row]));
+  await deleteRows(ctx, rows);
   return rendered;
 }
 

@@ -18,7 +18,7 @@ type Ctx = Context & { state: RequestState };
 async function reset(ctx: Ctx): Promise<void> {
   const { principal, tenant, key } = ctx.state;
   if (principal?.kind !== 'secret' || !key || tenant?.environment !== 'test') throw forbidden('Test data is reset with a test secret key');
-  ctx.body = await resetTestData(ctx.state.services.db, tenant, key.org_name);
+  ctx.body = await resetTestData(ctx.state.services.db, tenant, key.org_name, principal, ctx.state.services.domain);
 }
 
 export function testDataRoutes(services: AppServices): Middleware {

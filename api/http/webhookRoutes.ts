@@ -3,8 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { resendEvents } from '../families/webhooks/resend.ts';
 import { sendTestEvent } from '../families/webhooks/testEvent.ts';
-import { rotateSenderSecret } from '../families/webhooks/repository.ts';
-import { generateSenderSecret } from '../families/webhooks/rules.ts';
+import { generateSenderSecret, ROTATION_OVERLAP } from '../families/webhooks/rules.ts';
 import { render } from '../engine/view.ts';
 import { selectObjectById } from '../db/objects.ts';
 import * as operations from '../engine/operations.ts';
@@ -90,10 +89,14 @@ export function webhookRoutes(): Router {
     const secret = generateSenderSecret();
     const { db, domain } = c.state.services;
     const answer = await db.transaction(async (tx) => {
-      const expiresAt = expiresIn === 0 ? null : new Date(domain.now().getTime() + expiresIn * 1000);
-      const rotated = await rotateSenderSecret(tx, c.state.tenant!, c.params.id, domain.vault.encrypt(secret), expiresAt);
-      if (!rotated) throw notFound(`No webhook with id ${c.params.id}`);
-      const rendered = { ...render(webhooks, c.state.version, rotated), sender_secret: secret };
+      const { tenant, version, principal } = c.state;
+      const webhook = await selectObjectById(tx, webhooks.table, tenant!, c.params.id, { forUpdate: true });
+      if (!webhook) throw notFound(`No webhook with id ${c.params.id}`);
+      // The webhook family's update seals the new secret; the overlap keeps the one in use signing.
+      const overlap = expiresIn === 0 ? null : new Date(domain.now().getTime() + expiresIn * 1000).toISOString();
+      const ctx = { tx, tenant: tenant!, version, principal: principal!, domain };
+      const rotated = await operations.updateNested(ctx, webhooks, webhook, { sender_secret: secret }, new Map([[ROTATION_OVERLAP, overlap]]));
+      const rendered = { ...render(webhooks, version, rotated), sender_secret: secret };
       await completeInTransaction(c, tx, 200, rendered);
       return rendered;
     });

@@ -5,7 +5,10 @@
 import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
 import type { Tenant } from '../../api/engine/family.ts';
-import { defaultProcessingAccount, findProcessingAccount, insertDefaultProcessingAccount } from '../../api/families/accounts/repository.ts';
+import { openDefaultProcessingAccount } from '../../api/families/accounts/defaultAccount.ts';
+import { defaultProcessingAccount, findProcessingAccount } from '../../api/families/accounts/repository.ts';
+import { createDomainServices } from '../../api/domain.ts';
+import { loadConfig } from '../../api/config.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -20,23 +23,23 @@ async function insertAccount(tx: Db, tenant: Tenant, id: string, type: 'processi
 
 t.test('findProcessingAccount returns the tenant\'s own processing account', async (t) => {
   await withRollback(db, async (tx) => {
-    await insertDefaultProcessingAccount(tx, acme, 'acct_acme', 'Acme');
+    await insertAccount(tx, acme, 'acct_acme', 'processing', '2026-01-01T00:00:00Z');
     const found = await findProcessingAccount(tx, acme, 'acct_acme');
     t.equal(found?.id, 'acct_acme');
-    t.equal(found?.data.name, 'Acme');
+    t.equal(found?.data.name, 'acct_acme');
   });
 });
 
 t.test('findProcessingAccount does not return another org\'s account', async (t) => {
   await withRollback(db, async (tx) => {
-    await insertDefaultProcessingAccount(tx, globex, 'acct_globex', 'Globex');
+    await insertAccount(tx, globex, 'acct_globex', 'processing', '2026-01-01T00:00:00Z');
     t.equal(await findProcessingAccount(tx, acme, 'acct_globex'), null);
   });
 });
 
 t.test('findProcessingAccount does not return the same org\'s account of the other environment', async (t) => {
   await withRollback(db, async (tx) => {
-    await insertDefaultProcessingAccount(tx, acmeLive, 'acct_acme_live', 'Acme live');
+    await insertAccount(tx, acmeLive, 'acct_acme_live', 'processing', '2026-01-01T00:00:00Z');
     t.equal(await findProcessingAccount(tx, acme, 'acct_acme_live'), null);
   });
 });
@@ -64,8 +67,21 @@ t.test('a tenant without a processing account has no default', async (t) => {
   });
 });
 
+t.test('openDefaultProcessingAccount writes an active processing account with its audit event as the system and its processing_status event', async (t) => {
+  const domain = createDomainServices(loadConfig());
+  await withRollback(db, async (tx) => {
+    const made = await openDefaultProcessingAccount({ tx, tenant: acme, version: 'v1', principal: { kind: 'secret', keyId: 'test', settings: {} }, domain }, 'Acme');
+    t.equal((await defaultProcessingAccount(tx, acme))?.id, made.id, 'the environment\'s default');
+    t.match(made.data, { name: 'Acme', processing: { status: 'active', funding: { style: 'netted', delay: 2 } }, keep_active: true });
+    const [audit] = (await tx.raw(`select data from audit_events where data->>'object_id' = ?`, [made.id])).rows;
+    t.match(audit.data, { action: 'create', actor: { type: 'system', name: 'default_processing_account' } });
+    const events = (await tx.raw(`select trigger, value from events where object_id = ?`, [made.id])).rows;
+    t.match(events, [{ trigger: 'processing_status', value: { status: 'active', previous_status: null } }]);
+  });
+});
+
 t.test('withRollback leaves nothing behind: the rows a test wrote are gone after it', async (t) => {
-  await withRollback(db, (tx) => insertDefaultProcessingAccount(tx, acme, 'acct_rolled_back', 'Gone'));
+  await withRollback(db, (tx) => insertAccount(tx, acme, 'acct_rolled_back', 'processing', '2026-01-01T00:00:00Z'));
   t.equal(await findProcessingAccount(db, acme, 'acct_rolled_back'), null);
   t.equal(Number((await db.raw('select count(*) as n from accounts')).rows[0].n), 0, 'no test of this file left a row');
 });

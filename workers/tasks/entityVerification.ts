@@ -1,7 +1,9 @@
 /** Sandbox entity verification, a verification delay after the entity was attached (api/families/entities/verification.ts). */
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
-import { retryVerificationAt, settleVerification, type VerificationJob } from '../../api/families/entities/verification.ts';
+import type { DomainServices } from '../../api/engine/family.ts';
+import { settleVerification } from '../../api/families/accounts/verificationOutcome.ts';
+import { retryVerificationAt, type VerificationJob } from '../../api/families/entities/verification.ts';
 
 function jobOf(payload: unknown): VerificationJob {
   const job = payload as Partial<VerificationJob>;
@@ -12,10 +14,10 @@ function jobOf(payload: unknown): VerificationJob {
 }
 
 /** Settles a pending entity once its delay has passed (looking again then if it has not) and its accounts with it. */
-export function verifyEntity(db: Db, delayMs: number, clock: () => Date): Task {
+export function verifyEntity(db: Db, domain: DomainServices, delayMs: number): Task {
   return async (payload) => {
     const job = jobOf(payload);
-    const again = await settleVerification(db, job, clock(), delayMs);
+    const again = await settleVerification(db, domain, job, delayMs);
     if (again) await retryVerificationAt(db, job, again);
   };
 }

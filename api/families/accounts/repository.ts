@@ -61,3 +61,13 @@ export async function insertDefaultProcessingAccount(db: Db, tenant: Tenant, id:
     `insert into accounts (id, org_id, environment, type, data) values (?, ?, ?, 'processing', ?::jsonb)`,
     [id, tenant.orgId, tenant.environment, JSON.stringify({ name, processing: { status: 'active', funding: { style: 'netted', delay: 2 } } })]);
 }
+
+/** The processing accounts an entity backs that still wait on its verification, locked, by id. */
+export async function lockPendingProcessingAccounts(tx: Db, tenant: Tenant, entityId: string): Promise<StoredObject[]> {
+  const scope = tenantScan(tenant);
+  return rows<StoredObject>(tx,
+    `select ${STORED_ROW} from accounts
+      where ${scope.sql} and data->>'entity_id' = ? and type = 'processing' and data->'processing'->>'status' = 'pending'
+      order by id for update`,
+    [...scope.bindings, entityId]);
+}

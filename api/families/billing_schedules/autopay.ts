@@ -9,14 +9,15 @@
 import type { Db } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
 import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
-import { createFromValues } from '../../engine/operations.ts';
+import { createFromValues, updateNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { ApiError } from '../../errors.ts';
 import { decidedOutside, ProcessorDecisions } from '../../processorDecisions.ts';
 import { newId } from '../../ids.ts';
 import { calendarDate } from '../invoices/kinds.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
-import { insertItems, lockInvoice, mergeInvoiceData } from '../invoices/repository.ts';
+import { invoices } from '../invoices/family.ts';
+import { insertItems, lockInvoice } from '../invoices/repository.ts';
 import { transactions } from '../transactions/family.ts';
 import { defaultPayingMethod } from '../transactions/repository.ts';
 import { invoicesForAutopay } from './repository.ts';
@@ -32,7 +33,8 @@ function party(invoice: StoredObject, side: 'payer' | 'biller'): Json {
 async function attempt(ctx: RuleContext, invoiceId: string, today: string): Promise<string | null> {
   const invoice = await lockInvoice(ctx.tx, ctx.tenant, invoiceId);
   if (!invoice || !OPEN_TO_PAYMENTS.has(String(invoice.data.status)) || String(invoice.data.last_autopay_on ?? '') >= today) return null;
-  await mergeInvoiceData(ctx.tx, ctx.tenant, invoice.id, { last_autopay_on: today });
+  // The day's attempt, noted through the invoice family's update before it is made.
+  await updateNested(ctx, invoices, invoice, {}, new Map([['last_autopay_on', today]]));
   const payer = String(party(invoice, 'payer').account_id);
   const methodId = party(invoice, 'payer').method_id ?? (await defaultPayingMethod(ctx.tx, ctx.tenant, payer))?.id;
   const balance = Number((invoice.data.totals as Json).balance_due);

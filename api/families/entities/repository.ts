@@ -28,12 +28,6 @@ export async function stakeholdersOf(db: Db, tenant: Tenant, entityIds: string[]
     [...scope.bindings, entityIds]);
 }
 
-export async function deleteStakeholdersOf(db: Db, tenant: Tenant, entityIds: string[]): Promise<void> {
-  if (entityIds.length === 0) return;
-  const scope = tenantScan(tenant);
-  await rows(db, `delete from stakeholders where ${scope.sql} and data->>'entity_id' = any(?::text[])`, [...scope.bindings, entityIds]);
-}
-
 /** One account backed by any of the entities, or none. */
 export async function accountBackedBy(db: Db, tenant: Tenant, entityIds: string[]): Promise<{ id: string; entity_id: string } | null> {
   if (entityIds.length === 0) return null;

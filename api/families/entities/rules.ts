@@ -1,11 +1,11 @@
 /** Entity rules: sealed tax ids, dates, stakeholders created with the entity and shown inside it. */
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
-import { createNested } from '../../engine/operations.ts';
+import { createNested, deleteNested } from '../../engine/operations.ts';
 import { render } from '../../engine/view.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
 import { stakeholders } from '../stakeholders/family.ts';
 import { normaliseDateAt, sealNumberAt } from './numbers.ts';
-import { accountBackedBy, deleteStakeholdersOf, stakeholdersOf } from './repository.ts';
+import { accountBackedBy, stakeholdersOf } from './repository.ts';
 
 /** The API name of the nested stakeholder list in a version. */
 const stakeholdersPath = (ctx: RuleContext) => (ctx.version === 'v1' ? 'owners' : 'business.stakeholders');
@@ -61,12 +61,12 @@ export async function attachStakeholders(ctx: RuleContext, rows: StoredObject[])
   }
 }
 
-/** An entity backing an account stays; its stakeholders go with it. */
+/** An entity backing an account stays; its stakeholders go with it, through their family's delete. */
 async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
   const ids = rows.map((r) => r.id);
   const backing = await accountBackedBy(ctx.tx, ctx.tenant, ids);
   if (backing) throw invalidAttributes({ id: `Entity ${backing.entity_id} backs account ${backing.id}; detach it first` });
-  await deleteStakeholdersOf(ctx.tx, ctx.tenant, ids);
+  await deleteNested(ctx, stakeholders, await stakeholdersOf(ctx.tx, ctx.tenant, ids));
 }
 
 export const entityRules: FamilyRules = { prepare, afterWrite, load, beforeDelete };

@@ -2,15 +2,14 @@
  * Sandbox verification (CONTRACT §13). Attaching an entity to an account starts it: the entity
  * goes `unverified → pending` and a `verify_entity` job is enqueued in the same transaction. The
  * worker settles it once the verification delay has passed: `verified`, or `rejected` when the
- * tax id ends in 0000; then every pending processing account the entity backs becomes `active`
- * (or `denied`). Each change writes its event (`entity:status`, `processing_status`) with it.
+ * tax id ends in 0000, with its `entity:status` event; then the accounts the entity backs follow
+ * (api/families/accounts/verificationOutcome.ts).
  */
 import type { Db } from '../../db/connection.ts';
 import { recordEvents, type EventDraft, type Trigger } from '../../db/events.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { findEntity, scheduleJob } from './repository.ts';
-import { lockPendingProcessingAccounts, writeAccountData, writeEntityData } from './verificationRepository.ts';
-import { PROCESSING_STATUS_TRIGGER } from '../accounts/triggers.ts';
+import { writeEntityData } from './verificationRepository.ts';
 import { ENTITY_STATUS_TRIGGER } from './triggers.ts';
 
 export const VERIFY_TASK = 'verify_entity';
@@ -51,36 +50,28 @@ function decide(entity: StoredObject): 'verified' | 'rejected' {
   return typeof taxId === 'string' && taxId.endsWith('0000') ? 'rejected' : 'verified';
 }
 
-/**
- * Worker step, one transaction. Returns when to look again if the delay has not passed yet.
- * Idempotent: a settled entity only moves accounts still pending.
- */
-export async function settleVerification(db: Db, job: VerificationJob, now: Date, delayMs: number): Promise<Date | null> {
-  const tenant: Tenant = { orgId: job.org_id, environment: job.environment };
-  return db.transaction(async (tx) => {
-    const entity = await findEntity(tx, tenant, job.entity_id, { forUpdate: true });
-    if (!entity) return null;
-    let status = String(entity.data.verification_status);
-    if (status === 'pending') {
-      const due = new Date(Date.parse(String(entity.data.verification_requested_at ?? now.toISOString())) + delayMs);
-      if (due > now) return due;
-      const decided = decide(entity);
-      await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: decided });
-      await recordEvents(tx, tenant, [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', entity.id, decided, status)]);
-      status = decided;
-    }
-    if (status === 'verified' || status === 'rejected') await settleAccounts(tx, tenant, entity.id, status === 'verified' ? 'active' : 'denied');
-    return null;
-  });
-}
+/** What the processing accounts an entity backs become once it is settled. */
+export type AccountOutcome = 'active' | 'denied';
 
-async function settleAccounts(tx: Db, tenant: Tenant, entityId: string, to: string): Promise<void> {
-  const pending = await lockPendingProcessingAccounts(tx, tenant, entityId);
-  for (const account of pending) {
-    const processing = { ...(account.data.processing as Record<string, unknown>), status: to };
-    await writeAccountData(tx, tenant, account.id, { ...account.data, processing });
+/**
+ * The entity's part of the worker step, in the caller's transaction: `{ due }` when the delay has
+ * not passed yet, else the outcome its accounts follow (null when the entity is gone or not
+ * settled). Idempotent: a settled entity only answers its outcome again.
+ */
+export async function settleEntity(tx: Db, tenant: Tenant, entityId: string, now: Date, delayMs: number): Promise<{ due: Date } | AccountOutcome | null> {
+  const entity = await findEntity(tx, tenant, entityId, { forUpdate: true });
+  if (!entity) return null;
+  let status = String(entity.data.verification_status);
+  if (status === 'pending') {
+    const due = new Date(Date.parse(String(entity.data.verification_requested_at ?? now.toISOString())) + delayMs);
+    if (due > now) return { due };
+    const decided = decide(entity);
+    await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: decided });
+    await recordEvents(tx, tenant, [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', entity.id, decided, status)]);
+    status = decided;
   }
-  await recordEvents(tx, tenant, pending.map((a) => statusEvent(PROCESSING_STATUS_TRIGGER, 'processing_account', a.id, to, 'pending')));
+  if (status === 'verified') return 'active';
+  return status === 'rejected' ? 'denied' : null;
 }
 
 export async function retryVerificationAt(db: Db, job: VerificationJob, at: Date): Promise<void> {

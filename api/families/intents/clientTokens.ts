@@ -98,17 +98,36 @@ export function validateIntent(intent: unknown): { kind: IntentKind; options: Re
   return { kind, options: parsed.data as Record<string, unknown> };
 }
 
-/** `paymentLinkId`: the link whose page mints the token. */
-export async function createClientToken(db: Db, tenant: Tenant, body: Record<string, unknown>, now: Date, paymentLinkId?: string): Promise<Record<string, unknown>> {
+export interface TokenIntent {
+  kind: IntentKind;
+  options: Record<string, unknown>;
+}
+
+/** A `POST /access_tokens` body checked: the intent it names (options completed), or null for a token without one. */
+export function tokenRequest(body: Record<string, unknown>): TokenIntent | null {
   if (body.type !== 'client') throw invalidAttributes({ type: body.type === undefined ? 'Required' : 'Must be client' });
   const unknown = Object.keys(body).filter((k) => !['type', 'intent', 'object'].includes(k));
   if (unknown.length) throw invalidAttributes(Object.fromEntries(unknown.map((k) => [k, 'Unknown field'])));
-  // Without an intent the token may create one payment or one payment method (CONTRACT §13).
-  const { kind, options } = body.intent === undefined ? { kind: 'none', options: null } : validateIntent(body.intent);
+  return body.intent === undefined ? null : validateIntent(body.intent);
+}
+
+/**
+ * Stores a new client token allowed `intent` (without one: one payment or one payment method,
+ * CONTRACT §13) and answers it. `paymentLinkId`: the link whose page mints the token.
+ */
+export async function issueClientToken(db: Db, tenant: Tenant, intent: TokenIntent | null, now: Date, paymentLinkId?: string): Promise<Record<string, unknown>> {
   const token = `${tenant.environment === 'test' ? 'test_' : ''}client_key_${randomBase62(32)}`;
   const expiresAt = new Date(now.getTime() + CLIENT_TOKEN_LIFETIME_MS);
-  const intent: Record<string, unknown> = options ? { [kind]: options } : {};
-  await insertAccessToken(db, { hash: hashKey(token), prefix: token.slice(0, -24), tenant, kind, intent, expiresAt, paymentLinkId });
+  await insertAccessToken(db, { hash: hashKey(token), prefix: token.slice(0, -24), tenant, kind: intent?.kind ?? 'none', intent: intentOf(intent), expiresAt, paymentLinkId });
+  return clientTokenAnswer(tenant, token, intent, expiresAt);
+}
+
+function intentOf(intent: TokenIntent | null): Record<string, unknown> {
+  return intent ? { [intent.kind]: intent.options } : {};
+}
+
+/** The `access_token` object, shown once, when the token is made. */
+export function clientTokenAnswer(tenant: Tenant, token: string, intent: TokenIntent | null, expiresAt: Date): Record<string, unknown> {
   return {
     object: 'access_token',
     id: token,
@@ -116,8 +135,12 @@ export async function createClientToken(db: Db, tenant: Tenant, body: Record<str
     environ: tenant.environment,
     status: 'active',
     // The checkout page's address carries the token: shown in the answer, never stored.
-    intent: kind === 'checkout_page' ? { checkout_page: { ...options, url: hostedPageUrl('checkout', token) } } : intent,
-    created_at: formatTimestamp(now),
+    intent: intent?.kind === 'checkout_page' ? { checkout_page: { ...intent.options, url: hostedPageUrl('checkout', token) } } : intentOf(intent),
+    created_at: formatTimestamp(new Date(expiresAt.getTime() - CLIENT_TOKEN_LIFETIME_MS)),
     expires_at: formatTimestamp(expiresAt),
   };
+}
+
+export async function createClientToken(db: Db, tenant: Tenant, body: Record<string, unknown>, now: Date, paymentLinkId?: string): Promise<Record<string, unknown>> {
+  return issueClientToken(db, tenant, tokenRequest(body), now, paymentLinkId);
 }

@@ -3,7 +3,7 @@
  * clientTokens.ts, so an intent allows exactly what a token from /access_tokens would), a
  * hosted page and recipients for link kinds, and the expiry job.
  */
-import { createClientToken, validateIntent } from './clientTokens.ts';
+import { issueClientToken, validateIntent, type IntentKind } from './clientTokens.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject } from '../../engine/view.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
@@ -26,7 +26,7 @@ async function prepareElement(ctx: RuleContext, row: StoredObject): Promise<Stor
   } catch (error) {
     throw withoutIntentPrefix(error);
   }
-  const token = await createClientToken(ctx.tx, ctx.tenant, { type: 'client', intent: { [row.type]: options } }, ctx.domain.now());
+  const token = await issueClientToken(ctx.tx, ctx.tenant, { kind: row.type as IntentKind, options }, ctx.domain.now());
   const secret = String(token.id);
   const revealed: Record<string, unknown> = { client_token: secret };
   // The checkout page's address carries the token: shown with it, never stored.

@@ -1,26 +1,17 @@
 /**
  * A client token made through `POST /access_tokens` with an element intent is an intent too
- * (CONTRACT §13: v1 creates element intents that way): the row is written beside the token, in the
- * same transaction, so `/intents` lists it and it finishes or expires with the token as an intent
- * made through `/intents` does.
+ * (CONTRACT §13: v1 creates element intents that way): it is made by the intent family's create,
+ * as `POST /intents` makes one (its rules mint the token, store the intent without the secret,
+ * schedule its expiry; audited as the request's actor), and answered as the token.
  */
-import { insertObjects } from '../../db/objects.ts';
-import type { DomainServices, RuleContext, Tenant } from '../../engine/family.ts';
-import type { Db } from '../../db/connection.ts';
-import { newId } from '../../ids.ts';
-import { hashKey } from '../../keys.ts';
+import { createNested } from '../../engine/operations.ts';
+import type { RuleContext } from '../../engine/family.ts';
+import { clientTokenAnswer, type TokenIntent } from './clientTokens.ts';
 import { intents } from './family.ts';
-import { scheduleExpiry } from './links.ts';
 
-export async function recordTokenIntent(tx: Db, tenant: Tenant, domain: DomainServices, token: Record<string, unknown>): Promise<void> {
-  const [kind, options] = Object.entries((token.intent ?? {}) as Record<string, unknown>)[0] ?? [];
-  if (!kind) return;
-  const now = domain.now();
-  const expiresAt = new Date(`${String(token.expires_at).replace(' ', 'T')}Z`).toISOString();
-  const [row] = await insertObjects(tx, intents.table, tenant, [{
-    id: newId(intents.idPrefix), type: kind, created_at: now, modified_at: now,
-    data: { [kind]: options, status: 'pending', token_hash: hashKey(String(token.id)).toString('hex'), expires_at: expiresAt },
-  }]);
-  const ctx: RuleContext = { tx, tenant, version: 'v1', principal: { kind: 'secret', keyId: 'access_tokens', settings: {} }, domain };
-  await scheduleExpiry(ctx, 'intents', row);
+export async function createTokenIntent(ctx: RuleContext, intent: TokenIntent): Promise<Record<string, unknown>> {
+  const revealed = new Map<string, Record<string, unknown>>();
+  const row = await createNested({ ...ctx, revealed }, intents, { type: intent.kind, [intent.kind]: intent.options });
+  const token = String(revealed.get(row.id)?.client_token);
+  return clientTokenAnswer(ctx.tenant, token, { kind: intent.kind, options: row.data[intent.kind] as Record<string, unknown> }, new Date(String(row.data.expires_at)));
 }

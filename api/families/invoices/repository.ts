@@ -79,9 +79,3 @@ export function plannedAllocations(db: Db): Map<string, number> {
   if (!map) planned.set(db, (map = new Map()));
   return map;
 }
-
-/** Merges stored values into an invoice (the automatic payments note the day they tried it). */
-export async function mergeInvoiceData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
-  await rows(db, 'update invoices set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
-    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
-}

@@ -28,6 +28,12 @@ function urlProblem(text: unknown): string | null {
   return null;
 }
 
+/**
+ * The stored value a rotation (`POST /webhooks/{id}/rotate_secret`) sets beside the new secret:
+ * until when the secret in use still signs. No client field writes it; it is never stored.
+ */
+export const ROTATION_OVERLAP = 'rotation_overlap_until';
+
 export function generateSenderSecret(): string {
   return `whsec_${currentRandomSource()(24).toString('base64')}`;
 }
@@ -58,13 +64,16 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
   } else if (!previous) {
     data.sender_secret = generateSenderSecret();
   }
+  const overlapUntil = typeof data[ROTATION_OVERLAP] === 'string' ? data[ROTATION_OVERLAP] : null;
+  delete data[ROTATION_OVERLAP];
   if (typeof data.sender_secret === 'string') {
     if (!previous) (ctx.revealed ??= new Map()).set(next.id, { sender_secret: data.sender_secret });
     data.sender_secret_sealed = ctx.domain.vault.encrypt(data.sender_secret);
     delete data.sender_secret;
-    // A secret set outright replaces every secret at once; a rotation (rotateSenderSecret) keeps an overlap.
-    data.previous_secret_sealed = null;
-    data.previous_secret_expires_at = null;
+    // A secret set outright replaces every secret at once. A rotation keeps the one in use signing
+    // until the overlap ends (a previous one still in its overlap ends now: never more than two).
+    data.previous_secret_sealed = previous && overlapUntil ? previous.data.sender_secret_sealed : null;
+    data.previous_secret_expires_at = previous && overlapUntil ? overlapUntil : null;
   }
   if (previous && previous.data.status === WEBHOOK_STATUSES.disabled && data.status === WEBHOOK_STATUSES.active) {
     // Re-enabled by the integrator: the failure streak starts over.
