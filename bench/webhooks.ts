@@ -556,6 +556,8 @@ interface DefaultsContext {
   duplicates: () => number;
   /** while `collecting` (the latency phase), each delivery's receipt time by the id of the object it is about */
   receipts: { collecting: boolean; byObject: Map<string, number[]> };
+  /** each webhook's sender_secret by its id, so the receiver checks a delivery against its own webhook's */
+  secrets: Map<string, string>;
 }
 
 /** A web process (`node api/server.ts`, as `npm start` runs it) on a free loopback port, once it answers. */
@@ -578,18 +580,24 @@ async function startWebChild(env: Record<string, string>, authorization: string)
  * payments through a web process at LOW_RATE a second for SECONDS (after the warm-up), one worker;
  * from each payment's 2xx to the receipt of each of its deliveries.
  */
+let latencyPhases = 0;
+
 async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): Promise<{ p50Ms: number; p99Ms: number; maxMs: number; samples: number; missing: number; paymentsPerSec: number; deferred: number }> {
-  const key = await createKey(ctx.db, 'bench-latency', 'test');
+  // An org of its own each time: the webhooks of an earlier size's phase must not receive this one's events.
+  const key = await createKey(ctx.db, `bench-latency-${++latencyPhases}`, 'test');
   const authorization = `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`;
   const web = await startWebChild(env, authorization);
   const post = async (route: string, body: unknown) => {
     const response = await fetch(`${web.url}${route}`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const json = (await response.json()) as { id?: string };
+    const json = (await response.json()) as { id?: string; sender_secret?: string };
     if (response.status !== 200 || !json.id) throw new Error(`POST ${route}: ${response.status} ${JSON.stringify(json)}`);
-    return json.id;
+    return json as { id: string; sender_secret?: string };
   };
   await post('/processing_accounts', { name: 'Bench Latency' });
-  for (const trigger of ['payment', 'processed']) await post('/webhooks', { trigger, url: ctx.receiverUrl });
+  for (const trigger of ['payment', 'processed']) {
+    const webhook = await post('/webhooks', { trigger, url: ctx.receiverUrl });
+    ctx.secrets.set(webhook.id, webhook.sender_secret!);
+  }
   const metricsPort = await freePort();
   const worker = startChild('worker', [path.join(projectRoot, 'workers/main.ts')], { ...env, WORKER_METRICS_PORT: String(metricsPort), HOST: '127.0.0.1' });
   const up = Date.now() + 30_000;
@@ -605,8 +613,8 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): 
   for (let tick = 0; start + tick * TICK_MS < end; tick++) {
     const inWindow = start + tick * TICK_MS >= windowStart;
     for (let i = 0; i < (LOW_RATE * TICK_MS) / 1000; i++) {
-      sent.push(post('/transactions', { type: 'payment', amount: 10, payment_method: CARD }).then((id) => {
-        if (inWindow) paidAt.set(id, performance.now());
+      sent.push(post('/transactions', { type: 'payment', amount: 10, payment_method: CARD }).then((payment) => {
+        if (inWindow) paidAt.set(payment.id, performance.now());
       }));
       if (inWindow) timed += 1;
     }
@@ -733,7 +741,7 @@ async function main(): Promise<void> {
   let duplicates = 0;
   let badSignatures = 0;
   let verified = 0;
-  let secret = '';
+  const secrets = new Map<string, string>();
   const seen = new Set<string>();
   const receipts: DefaultsContext['receipts'] = { collecting: false, byObject: new Map() };
   const receiver = http.createServer((req, res) => {
@@ -765,7 +773,9 @@ async function main(): Promise<void> {
       // Signed, byte for byte: check one in 50 (checking all would load this process, not Settle).
       if (received % 50 === 1) {
         verified += 1;
-        if (!verifyServiceSignature(secret, Buffer.concat(chunks), req.headers['x-service-signature'] as string)) badSignatures += 1;
+        const body = Buffer.concat(chunks);
+        const secret = secrets.get((JSON.parse(body.toString('utf8')) as { webhook_id?: string }).webhook_id ?? '') ?? '';
+        if (!verifyServiceSignature(secret, body, req.headers['x-service-signature'] as string)) badSignatures += 1;
       }
     });
   });
@@ -783,10 +793,11 @@ async function main(): Promise<void> {
     headers: { authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`, 'content-type': 'application/json' },
     body: JSON.stringify({ trigger: 'processing_status', url: receiverUrl }),
   });
-  const webhook = (await response.json()) as { sender_secret?: string };
+  const webhook = (await response.json()) as { id?: string; sender_secret?: string };
   await web.stop();
-  if (response.status !== 200 || !webhook.sender_secret) throw new Error(`creating the webhook: ${response.status} ${JSON.stringify(webhook)}`);
-  secret = webhook.sender_secret;
+  if (response.status !== 200 || !webhook.id || !webhook.sender_secret) throw new Error(`creating the webhook: ${response.status} ${JSON.stringify(webhook)}`);
+  const secret = webhook.sender_secret;
+  secrets.set(webhook.id, secret);
 
   const workerEnv = { ...SETTINGS, DATABASE_URL: benchUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
   fs.mkdirSync(profileDir, { recursive: true });
@@ -802,7 +813,7 @@ async function main(): Promise<void> {
 
   const defaultsEnv = { ...DEFAULT_SETTINGS, DATABASE_URL: benchUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
   const defaultsContext: DefaultsContext = {
-    db, benchUrl, vaultKey, receiverUrl, receipts, produceEvents: (count) => produceEvents(count, false), received: () => received, duplicates: () => duplicates,
+    db, benchUrl, vaultKey, receiverUrl, receipts, produceEvents: (count) => produceEvents(count, false), received: () => received, duplicates: () => duplicates, secrets,
   };
   const defaults: DefaultsResult[] = [];
 
