@@ -152,7 +152,8 @@ export async function startServers(bench: string, settleEnv: Record<string, stri
     PORT: String(settlePort),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
-    SETTLE_RATE_LIMIT: 'off',
+    // BENCH_RATE_LIMIT (default off): a limit high enough never to refuse measures the limiter's own cost.
+    SETTLE_RATE_LIMIT: process.env.BENCH_RATE_LIMIT ?? 'off',
     // No reporting process runs beside these benchmarks: without this, the web process would
     // queue every request's log row for a store that never answers (bench:audit measures the
     // request log, and bench:reporting and bench:exports start reporting and pass its URL).

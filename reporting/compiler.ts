@@ -11,7 +11,7 @@ import { fieldsOf } from '../api/schema/fields.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from '../api/query/ast.ts';
 import { AGGREGATE_FUNCTIONS, rowPartials, type ExactMoney, type Partials } from '../api/query/aggregates.ts';
 import { ATTRS_STORE, COLUMN_BY_STORE, type Rollup, type RollupMeasure } from './columns.ts';
-import { flip, isLiteralLike, moneyLiteral, toDate } from '../api/query/operands.ts';
+import { checkDateAgainst, describeOperand as describe, flip, isLiteralLike, moneyLiteral, notACondition, toDate } from '../api/query/operands.ts';
 import { CASE_INSENSITIVE_LIKE, category, COMPARISONS, likePattern, scalarFunction, takes, type Bind, type Category, type ValueType } from '../api/query/functions.ts';
 
 export type { ValueType };
@@ -106,16 +106,6 @@ function asTime(operand: Typed): string {
   return operand.type === 'date' ? `toDateTime64(${operand.sql}, 6, 'UTC')` : operand.sql;
 }
 
-/** The text a client wrote for an operand, for error details. */
-function describe(node: Operand): string {
-  switch (node.kind) {
-    case 'field': return node.path.join('.');
-    case 'call': return `${node.fn}(${node.args.map(describe).join(', ')})`;
-    case 'date': return `date(${node.value})`;
-    case 'literal': return JSON.stringify(node.value);
-  }
-}
-
 export class ClickHouseCompiler {
   readonly family: Family;
   readonly version: Version;
@@ -154,7 +144,7 @@ export class ClickHouseCompiler {
       return this.params.add('Bool', node.value === true || node.value === 'true');
     }
     const operand = node.kind === 'literal' ? null : this.operand(node, false);
-    if (operand?.type !== 'boolean') throw badRequest('Expected a condition', { q: `${describe(node)} is not true/false; compare it with a value` });
+    if (operand?.type !== 'boolean') throw notACondition(node);
     return operand.sql;
   }
 
@@ -193,7 +183,10 @@ export class ClickHouseCompiler {
 
   /** Types a literal by the operand it is compared with ("10.50" against money → 1050). */
   private literal(node: Literal | Operand, against: Typed): Typed {
-    if (node.kind === 'date') return this.timeParam(toDate(node.value, 'date'), 'datetime');
+    if (node.kind === 'date') {
+      checkDateAgainst(against.type, node);
+      return this.timeParam(toDate(node.value, 'date'), 'datetime');
+    }
     if (node.kind !== 'literal') throw badRequest('Expected a value');
     const value = node.value;
     const name = against.field ? (this.pathOf(against.field) ?? 'value') : 'value';

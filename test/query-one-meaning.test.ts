@@ -101,3 +101,20 @@ t.test('conv_fee filters and sums as the 0 rows show', async (t) => {
   await sameOnBoth(t, `fields=count&${q('conv_fee == null')}`, [{ count: 0 }]);
   await sameOnBoth(t, 'fields=conv_fee,count&group_by=conv_fee', [{ conv_fee: 0, count: 5 }]);
 });
+
+t.test('a bare non-flag operand or a date against text is a 400 on both paths, and on lists (found by bench:fuzz)', async (t) => {
+  for (const text of ['funding_delay', 'created_at', 'amount', 'attrs.batch == date(2024-01-31 10:00:00)', 'description == date(2024-01-31)']) {
+    const { postgres, clickhouse } = await both(`fields=count&${q(text)}`);
+    t.equal(postgres.status, 400, `postgres aggregate: ${text} ${JSON.stringify(postgres.body)}`);
+    t.equal(clickhouse.status, 400, `clickhouse aggregate: ${text} ${JSON.stringify(clickhouse.body)}`);
+    t.same(postgres.body, clickhouse.body, `the same error from both: ${text}`);
+    const list = await api.request('GET', `/transactions?${q(text)}`);
+    t.equal(list.status, 400, `list: ${text}`);
+    t.equal(list.body.object, 'error');
+  }
+  for (const [route, text] of [['/customers', 'funding_delay'], ['/accounts', 'created_at'], ['/processing_accounts', 'attrs.tier == date(2024-01-31 10:00:00)']]) {
+    const list = await api.request('GET', `${route}?${q(text)}`);
+    t.equal(list.status, 400, `${route}: ${text} ${JSON.stringify(list.body)}`);
+  }
+  await sameOnBoth(t, `fields=count&${q('true')}`, [{ count: 5 }]);
+});

@@ -7,7 +7,7 @@ import type { Sql } from '../db/connection.ts';
 import { badRequest, invalidAttributes } from '../errors.ts';
 import { COLUMNS, fieldsOf, type FieldSchema, type FieldSpec, type FieldType, type Version } from '../schema/fields.ts';
 import type { Call, CompareOp, Expr, Literal, Operand } from './ast.ts';
-import { flip, isLiteralLike, moneyLiteral, toDate } from './operands.ts';
+import { checkDateAgainst, flip, isLiteralLike, moneyLiteral, notACondition, toDate } from './operands.ts';
 import { AGGREGATE_FUNCTIONS } from './aggregates.ts';
 import { CASE_INSENSITIVE_LIKE, category, COMPARISONS, likePattern, scalarFunction, takes, type ValueType } from './functions.ts';
 
@@ -48,7 +48,12 @@ export class SqlCompiler {
         return { sql: `not coalesce((${inner.sql}), false)`, bindings: inner.bindings };
       }
       case 'truthy': {
-        const operand = this.operand(expr.operand, false);
+        const node = expr.operand;
+        if (node.kind === 'literal' && (typeof node.value === 'boolean' || node.value === 'true' || node.value === 'false')) {
+          return { sql: '?::boolean', bindings: [node.value === true || node.value === 'true'] };
+        }
+        const operand = node.kind === 'literal' ? null : this.operand(node, false);
+        if (operand?.type !== 'boolean') throw notACondition(node);
         return { sql: `(${operand.sql})::boolean`, bindings: operand.bindings };
       }
       case 'cmp':
@@ -88,7 +93,10 @@ export class SqlCompiler {
 
   /** Types a literal by the operand it is compared with ("10.50" against money → 1050). */
   private literal(node: Literal | Operand, against: Typed): Sql {
-    if (node.kind === 'date') return { sql: '?::timestamptz', bindings: [toDate(node.value, 'date').toISOString()] };
+    if (node.kind === 'date') {
+      checkDateAgainst(against.type, node);
+      return { sql: '?::timestamptz', bindings: [toDate(node.value, 'date').toISOString()] };
+    }
     if (node.kind !== 'literal') throw badRequest('Expected a value');
     const value = node.value;
     const name = against.field ? (this.pathOf(against.field) ?? 'value') : 'value';
