@@ -508,7 +508,8 @@ function generate(): Generated {
       body = rnd.pick(['{', '{"name":', 'null', '[1,2]', '"str"', '\u0000\u0001', '<xml/>', '{"name": "x"}{"name": "y"}', randomText(50)]);
       headers['Content-Type'] = rnd.pick(['application/json', 'text/plain', 'application/xml', 'multipart/form-data', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', '']);
     }
-    bodyText = typeof body === 'string' ? body : '[multipart]';
+    // A multipart body is shown by its parts (name=value, a file by its name), so a failure can be replayed by hand.
+    bodyText = typeof body === 'string' ? body : `[multipart ${[...body.entries()].map(([name, value]) => `${name}=${typeof value === 'string' ? JSON.stringify(value.slice(0, 60)) : `<file ${value.name}>`}`).join(' ')}]`;
   }
   const shown = bodyText.length > 300 ? `${bodyText.slice(0, 300)}…(${bodyText.length} chars)` : bodyText;
   const url = path + encodeQuery(query);
