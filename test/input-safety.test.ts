@@ -50,6 +50,15 @@ t.test('form and multipart keys that name a prototype are refused, not silently 
   t.equal((await api.request('POST', '/customers', { body: multipart })).status, 400, 'multipart');
 });
 
+t.test('a multipart part with no name is a 400, not a 500 (found by bench:fuzz)', async (t) => {
+  const body = ['--B', 'Content-Disposition: form-data; name=""', '', '2024-01-31 10:20:30', '--B', 'Content-Disposition: form-data; name="name"', '', 'x', '--B--', ''].join('\r\n');
+  const before = Number((await api.db('accounts').count('* as n'))[0].n);
+  const res = await api.request('POST', '/customers', { body, headers: { 'Content-Type': 'multipart/form-data; boundary=B' } });
+  t.equal(res.status, 400);
+  t.match(res.body, { object: 'error', error_type: 'BadRequest', details: { body: 'A part has no name' } });
+  t.equal(Number((await api.db('accounts').count('* as n'))[0].n), before, 'nothing written');
+});
+
 t.test('query filters, fields and q naming a prototype are 400', async (t) => {
   const customer = (await api.request('POST', '/customers', { json: { name: 'Q', attrs: { a: 1 } } })).body;
   for (const query of [`fields=attrs.__proto__.k`, `fields=attrs[constructor]`, `attrs[__proto__]=1`, `q=attrs.prototype=="x"`]) {

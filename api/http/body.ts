@@ -54,8 +54,10 @@ async function parseMultipart(raw: Buffer, contentType: string): Promise<Record<
       reject(badRequest('Malformed multipart body', { body: 'Malformed multipart body' }));
       return;
     }
-    parser.on('field', (name, value) => {
-      pairs.set(name, value);
+    parser.on('field', (name: string | undefined, value) => {
+      // A part whose Content-Disposition names no field has nowhere to go in the object.
+      if (!name) reject(badRequest('Malformed multipart body', { body: 'A part has no name' }));
+      else pairs.set(name, value);
     });
     parser.on('file', (_name, stream) => stream.resume());
     parser.on('error', () => reject(badRequest('Malformed multipart body', { body: 'Malformed multipart body' })));
