@@ -29,10 +29,12 @@ import type { Server } from 'node:http';
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
-import { createDb } from '../api/db/connection.ts';
+import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { createLogger } from '../api/logger.ts';
 import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
 import { exitOnSignals } from '../api/process.ts';
+import { readCaseTables } from '../api/query/caseMap.ts';
+import { caseTablesMatch, useCaseTables } from '../api/query/functions.ts';
 import { FailureLog } from './failures.ts';
 import { covers, formatSnapshot, type Snapshot } from './feed.ts';
 import { LeaderLock, WAKE_CHANNEL } from './leader.ts';
@@ -86,6 +88,23 @@ export function requireSecret(config: Pick<Config, 'reportingHost' | 'reportingP
     + 'transaction aggregates and request logs. Set REPORTING_SECRET (the same value for the web process), or run under `settle up`, which makes one.');
 }
 
+/**
+ * Has the ClickHouse compiler map case as the database the mirror follows does (its locale may
+ * differ from the one the built-in tables were read from); until that is read, a fraction of a
+ * second after start, the built-in tables answer.
+ */
+function followDatabaseCase(db: Db, log: Logger): void {
+  readCaseTables((sql) => rows(db, sql)).then((tables) => {
+    if (!caseTablesMatch(tables)) {
+      useCaseTables(tables);
+      log.warn({ lower: tables.lower.from.length, upper: tables.upper.from.length }, "this database maps case otherwise than Settle's built-in tables; reporting follows the database");
+    }
+    if (tables.widening.length > 0) {
+      log.warn({ characters: tables.widening.join('') }, 'lower() or upper() of these characters gives more than one character in this database; reporting leaves them as they are');
+    }
+  }).catch((error: Error) => log.warn({ err: error.message }, "could not read the database's case mapping; reporting uses the built-in tables"));
+}
+
 export async function startReporting(config: Config, options: ReportingOptions = {}): Promise<RunningReporting> {
   if (!config.databaseUrl) throw new StartupRefused('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const secret = requireSecret(config);
@@ -122,6 +141,7 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   const db = createDb(config.databaseUrl, 4);
+  followDatabaseCase(db, log);
   const lock = new LeaderLock(config.databaseUrl, target.identity);
   let mirror: Mirror | null = null;
   /** rows copied by the mirrors this process ran before the current one (it leads again after losing the lock) */

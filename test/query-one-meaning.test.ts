@@ -7,7 +7,8 @@
 import t, { type Test } from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { createDb, rows } from '../api/db/connection.ts';
-import { caseTable, LOWER_RUNS, UPPER_RUNS } from '../api/query/caseMap.ts';
+import { caseTable, LOWER_RUNS, readCaseTables, UPPER_RUNS } from '../api/query/caseMap.ts';
+import { caseTablesMatch } from '../api/query/functions.ts';
 import { startWeb } from '../api/server.ts';
 import { startTestApi, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { startTestReporting, tempDataDir } from './reporting-support.ts';
@@ -62,6 +63,30 @@ t.test('the case table is what this PostgreSQL does to every character', async (
     t.equal(table.from, row.from_text, `${fn}: the characters it changes`);
     t.equal(table.to, row.to_text, `${fn}: what each becomes`);
   }
+});
+
+t.test("the reporting process reads the case mapping of its own database's locale", async (t) => {
+  const admin = createDb(api.databaseUrl, 1);
+  t.teardown(() => admin.destroy());
+  const own = await readCaseTables((sql) => rows(admin, sql));
+  t.ok(caseTablesMatch(own), 'this database maps case as the built-in tables say');
+  t.same(own.widening, [], 'one character to one');
+
+  const name = `case_tr_${process.pid}_${Date.now()}`;
+  await admin.raw(`create database ${name} template template0 encoding 'UTF8' locale_provider icu icu_locale 'tr-TR' locale 'C.UTF-8'`);
+  t.teardown(() => admin.raw(`drop database if exists ${name}`));
+  const url = new URL(api.databaseUrl);
+  url.pathname = `/${name}`;
+  const turkish = createDb(url.toString(), 1);
+  t.teardown(() => turkish.destroy());
+  const tables = await readCaseTables((sql) => rows(turkish, sql));
+  t.notOk(caseTablesMatch(tables), 'a Turkish ICU database maps case otherwise');
+  const lowered = new Map([...tables.lower.from].map((c, i) => [c, [...tables.lower.to][i]]));
+  const uppered = new Map([...tables.upper.from].map((c, i) => [c, [...tables.upper.to][i]]));
+  t.equal(lowered.get('I'), 'ı', 'I lowers to dotless ı');
+  t.equal(uppered.get('i'), 'İ', 'i uppers to dotted İ');
+  const [row] = await rows<{ lowered: string }>(turkish, `select lower('ISTANBUL') as lowered`);
+  t.equal([...'ISTANBUL'].map((c) => lowered.get(c) ?? c).join(''), row.lowered, 'the table says what lower() says there');
 });
 
 t.test('lower, upper and ? on Unicode text answer as PostgreSQL on both paths', async (t) => {

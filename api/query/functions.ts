@@ -7,7 +7,7 @@
  */
 import { badRequest } from '../errors.ts';
 import type { FieldType } from '../schema/fields.ts';
-import { caseTable, LOWER_RUNS, UPPER_RUNS } from './caseMap.ts';
+import { caseTable, LOWER_RUNS, UPPER_RUNS, type CaseTables } from './caseMap.ts';
 import type { CompareOp } from './ast.ts';
 
 /** What an operand evaluates to: a field's type, or what a function or aggregate yields. */
@@ -43,10 +43,21 @@ export interface ScalarFunction {
   clickhouse: (a: string, bind: Bind) => string;
 }
 
-const LOWER = caseTable(LOWER_RUNS);
-const UPPER = caseTable(UPPER_RUNS);
+let LOWER = caseTable(LOWER_RUNS);
+let UPPER = caseTable(UPPER_RUNS);
 
-/** PostgreSQL's lower() in ClickHouse: character for character, as caseMap.ts records it. */
+/** Whether the tables in use say what `tables`, read from a database, say. */
+export function caseTablesMatch(tables: Pick<CaseTables, 'lower' | 'upper'>): boolean {
+  return tables.lower.from === LOWER.from && tables.lower.to === LOWER.to && tables.upper.from === UPPER.from && tables.upper.to === UPPER.to;
+}
+
+/** Makes the ClickHouse compiler map case as `tables` (read from the database the mirror follows) do. */
+export function useCaseTables(tables: Pick<CaseTables, 'lower' | 'upper'>): void {
+  LOWER = tables.lower;
+  UPPER = tables.upper;
+}
+
+/** PostgreSQL's lower() in ClickHouse: character for character, as the case tables record it. */
 export function clickhouseLower(text: string, bind: Bind): string {
   return `translateUTF8(${text}, ${bind('String', LOWER.from)}, ${bind('String', LOWER.to)})`;
 }
