@@ -12,8 +12,9 @@ import pg from 'pg';
 import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
 import { migrate } from '../api/db/migrate.ts';
+import { primaryUrl } from '../api/db/primary.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
-import { startEmbeddedPair } from '../api/db/embedded.ts';
+import { freePort, startEmbeddedPair } from '../api/db/embedded.ts';
 import { startTestApi, startTestWorker, TEST_REPORTING_AUTH } from './helpers/api.ts';
 import { runSettle } from './helpers/cli.ts';
 import { freshDatabase } from './helpers/db.ts';
@@ -40,6 +41,11 @@ t.test('with the first host down, the web, the worker and the CLI use the second
   const created = await api.request('POST', '/customers', customer('Second'));
   t.equal(created.status, 200, JSON.stringify(created.body));
   t.equal((await api.request('GET', `/customers/${created.body.id}`)).status, 200);
+});
+
+t.test('with no host answering, the error names every host of the URL', async (t) => {
+  const [a, b] = [await freePort(), await freePort()];
+  await t.rejects(primaryUrl(`postgres://u:p@127.0.0.1:${a},127.0.0.1:${b}/settle`), { code: '08001', message: `No host of the database URL accepts writes (127.0.0.1:${a}, 127.0.0.1:${b})` });
 });
 
 t.test('hosts that all refuse writes are a 503 with Retry-After, and writes resume when one takes them', async (t) => {
