@@ -8,7 +8,8 @@
  * Env: BENCH_CHAOS_SECONDS (default 120), BENCH_CHAOS_RATE (card payments offered per second,
  * default 300), BENCH_CHAOS_FAULTS (default 8), BENCH_CHAOS_SEED (default random),
  * BENCH_CHAOS_WEBS (default 2), BENCH_CHAOS_WORKERS (default 2), BENCH_CHAOS_REFUND_SHARE
- * (refunds per payment, default 0.2), BENCH_CHAOS_DIR (keep the servers' data and the processes'
+ * (refunds per payment, default 0.2), BENCH_CHAOS_CONCURRENCY (the most requests out at once,
+ * default 256; a payment due beyond it is counted, not sent), BENCH_CHAOS_DIR (keep the servers' data and the processes'
  * logs there; default a temp directory, removed). Results: stdout and bench/results/chaos.json.
  */
 import fs from 'node:fs';
@@ -26,6 +27,7 @@ const options = {
   webs: positive('BENCH_CHAOS_WEBS', 2),
   workers: positive('BENCH_CHAOS_WORKERS', 2),
   refundShare: positive('BENCH_CHAOS_REFUND_SHARE', 0.2, true),
+  maxInFlight: positive('BENCH_CHAOS_CONCURRENCY', 256),
   workDir: process.env.BENCH_CHAOS_DIR || undefined,
   log: (line: string) => console.error(`chaos: ${line}`),
 };

@@ -42,6 +42,8 @@ export interface CampaignOptions {
   rate: number;
   /** faults injected during the load, the kinds taken in turn from a seeded order of FAULT_KINDS */
   faults: number;
+  /** the most requests the client has out at once; a payment due while that many are out is not sent (counted) */
+  maxInFlight?: number;
   /** refunds offered per payment offered */
   refundShare?: number;
   webs?: number;
@@ -87,6 +89,8 @@ export interface CampaignResult {
   faults: InjectedFault[];
   promotions: Promotion[];
   offered: number;
+  /** payments due while the client had maxInFlight requests out, so not sent */
+  notSent: number;
   acknowledged: number;
   refundsOffered: number;
   refundsAcknowledged: number;
@@ -142,7 +146,7 @@ export function describeCampaign(result: CampaignResult): string[] {
   return [
     `seed ${result.seed}: ${result.seconds} s at ${result.rate} payments/s offered, ${result.faults.length} faults`,
     ...result.faults.map((f) => `  fault at ${(f.atMs / 1000).toFixed(1)} s: kill -9 ${f.kind} (${f.target})`),
-    `payments: ${result.offered} offered, ${result.acknowledged} acknowledged (${(result.acknowledged / result.seconds).toFixed(0)}/s), ${result.abandoned} given up after retries, ${result.retries} retries`,
+    `payments: ${result.offered} offered (${result.notSent} not sent: the client had its most requests out), ${result.acknowledged} acknowledged (${(result.acknowledged / result.seconds).toFixed(0)}/s), ${result.abandoned} given up after retries, ${result.retries} retries`,
     `refunds: ${result.refundsOffered} offered, ${result.refundsAcknowledged} acknowledged`,
     `lost: ${result.lost.length}; 5xx other than 503: ${result.serverErrors.length}; 503 without Retry-After: ${result.unavailableWithoutRetryAfter}; valid requests refused: ${result.rejected.length}`,
     `events: ${result.events}, undelivered ${result.undelivered.length}, acknowledged payments undelivered ${result.paymentsUndelivered.length}, duplicate deliveries ${result.duplicates} (most copies of one event: ${result.mostCopies})`,
@@ -450,6 +454,8 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
   const refundable: string[] = [];
   let offered = 0;
   let refundsOffered = 0;
+  let notSent = 0;
+  const maxInFlight = options.maxInFlight ?? 256;
   const inFlight = new Set<Promise<void>>();
   const started = Date.now();
   const track = (work: Promise<void>) => {
@@ -475,6 +481,10 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
       const due = Math.floor(((Date.now() - started) / 1000) * options.rate) - offered;
       for (let i = 0; i < due; i++) {
         offered++;
+        if (inFlight.size >= maxInFlight) {
+          notSent++;
+          continue;
+        }
         track(pay());
         refundDebt += refundShare;
       }
@@ -588,6 +598,7 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
     faults,
     promotions,
     offered,
+    notSent,
     acknowledged: acknowledged.size,
     refundsOffered,
     refundsAcknowledged: refunds.size,
