@@ -7,6 +7,7 @@ import { createApp } from './app.ts';
 import { initMetrics } from './metrics.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
+import { waitForDatabase } from './db/health.ts';
 import { createLogger } from './logger.ts';
 import { createDomainServices } from './domain.ts';
 import { withRandomSource } from './ids.ts';
@@ -37,6 +38,7 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
   let draining = false;
   let vault;
   try {
+    await waitForDatabase(db, log);
     vault = await openVault(config, db, log);
   } catch (error) {
     await db.destroy();

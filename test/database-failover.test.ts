@@ -11,10 +11,13 @@ import path from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
+import { createKey } from '../api/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
+import { primaryUrl } from '../api/db/primary.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
-import { startEmbeddedPair } from '../api/db/embedded.ts';
+import { freePort, startEmbeddedPair } from '../api/db/embedded.ts';
 import { startTestApi, startTestWorker, TEST_REPORTING_AUTH } from './helpers/api.ts';
+import { spawnScript } from './helpers/processes.ts';
 import { runSettle } from './helpers/cli.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -40,6 +43,38 @@ t.test('with the first host down, the web, the worker and the CLI use the second
   const created = await api.request('POST', '/customers', customer('Second'));
   t.equal(created.status, 200, JSON.stringify(created.body));
   t.equal((await api.request('GET', `/customers/${created.body.id}`)).status, 200);
+});
+
+t.test('with no host answering, the error names every host of the URL', async (t) => {
+  const [a, b] = [await freePort(), await freePort()];
+  await t.rejects(primaryUrl(`postgres://u:p@127.0.0.1:${a},127.0.0.1:${b}/settle`), { code: '08001', message: `No host of the database URL accepts writes (127.0.0.1:${a}, 127.0.0.1:${b})` });
+});
+
+t.test('a web and a worker started while the database cannot be reached wait for it instead of exiting, and serve once it answers', async (t) => {
+  const database = await freshDatabase(t);
+  const proxy = await startTcpProxy(t, Number(new URL(database).port || 5432));
+  await proxy.close();
+  const url = proxy.urlThrough(database);
+  const port = await freePort();
+  const web = spawnScript(t, 'api/server.ts', { DATABASE_URL: url, LOG_LEVEL: 'info', SETTLE_RATE_LIMIT: 'off', PORT: String(port), HOST: '127.0.0.1' });
+  const worker = spawnScript(t, 'workers/main.ts', { DATABASE_URL: url, LOG_LEVEL: 'info' });
+  for (const [name, started] of [['web', web], ['worker', worker]] as const) {
+    t.ok(await eventually(() => started.output().includes('waiting for the database'), Boolean, 30_000, 50), `the ${name} waits: ${started.output()}`);
+  }
+  await proxy.open();
+  t.ok(await eventually(() => web.output().includes('web listening'), Boolean, 30_000, 50), `the web listens once the database answers: ${web.output()}`);
+  const db = createDb(database, 1);
+  t.teardown(() => db.destroy());
+  const key = await createKey(db, 'Waited', 'test');
+  const created = await fetch(`http://127.0.0.1:${port}/customers`, {
+    method: 'POST',
+    headers: { Authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'Waited Wes' }),
+  });
+  t.equal(created.status, 200, 'the web serves');
+  const beats = await eventually(async () => (await rows<{ n: number }>(db, 'select count(*)::int as n from worker_heartbeats'))[0]!.n, (n) => n > 0, 30_000, 100);
+  t.ok(beats > 0, `the worker runs: ${worker.output()}`);
+  t.same([web.child.exitCode, worker.child.exitCode], [null, null], 'neither exited');
 });
 
 t.test('hosts that all refuse writes are a 503 with Retry-After, and writes resume when one takes them', async (t) => {

@@ -27,6 +27,7 @@ import { loadConfig } from '../api/config.ts';
 import { createDomainServices } from '../api/domain.ts';
 import { fundAccount } from '../api/families/funding/run.ts';
 import { startTestApi, startTestWorker, type ApiResponse } from './helpers/api.ts';
+import { seededRandom } from './helpers/seeded.ts';
 import { eventually } from './helpers/wait.ts';
 
 const SEED = process.env.FUNDING_SEED ? Number(process.env.FUNDING_SEED) : randomInt(1, 2 ** 31);
@@ -34,17 +35,7 @@ const STEPS = Number(process.env.FUNDING_STEPS ?? 150);
 t.comment(`FUNDING_SEED=${SEED} FUNDING_STEPS=${STEPS}`);
 console.log(`# funding property test: FUNDING_SEED=${SEED} FUNDING_STEPS=${STEPS}`);
 
-/** mulberry32: a small seeded generator, so a seed replays the same walk of choices. */
-function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = generator(SEED);
+const random = seededRandom(SEED);
 // Each operation draws its random numbers before its first await, so that in a burst the order of
 // the draws is the order the operations were started in, and a seed replays the same choices
 // (as far as the worker's timing leaves the same candidates: a replay may still differ there).

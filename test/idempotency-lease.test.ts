@@ -108,3 +108,33 @@ t.test('a request still running past its first lease keeps its claim: a duplicat
   t.equal((await first).status, 200);
   t.equal(await customersNamed(api, 'Slow Sol'), 1, 'one customer');
 });
+
+t.test('a request whose process stalls past its lease while a retry takes the key over makes no second effect', async (t) => {
+  const reachable = await startTestApi(t);
+  const stalled = await spawnWeb(t, { DATABASE_URL: reachable.databaseUrl });
+  const body = { name: 'Stalled Stan', email: 'stan@example.com' };
+  const held = await holdWrites(t, reachable.databaseUrl);
+  const first = fetch(`${stalled.url}/customers`, {
+    method: 'POST',
+    headers: { Authorization: `Basic ${Buffer.from(`${reachable.key}:`).toString('base64')}`, 'Content-Type': 'application/json', 'Idempotency-Key': 'lease-stall' },
+    body: JSON.stringify(body),
+  }).then((response) => response.status, () => 'no answer');
+  await held.caught();
+  // SIGSTOP holds the whole process, its event loop and its lease renewals with it, as a long stall would.
+  stalled.child.kill('SIGSTOP');
+  t.teardown(() => void stalled.child.kill('SIGCONT'));
+  const lapsed = await eventually(
+    async () => (await reachable.db.raw(`select lease_until < now() as lapsed from idempotency_keys where key like '%:lease-stall'`)).rows[0]?.lapsed,
+    Boolean, 20_000, 250,
+  );
+  t.equal(lapsed, true, "the stalled request's lease ran out");
+  // Its write goes on in the database, uncommitted: the stalled process has yet to finish its transaction.
+  await held.release();
+  const retried = await reachable.request('POST', '/customers', { json: body, headers: { 'Idempotency-Key': 'lease-stall' } });
+  t.equal(retried.status, 200, 'the retry takes the key over and succeeds');
+  stalled.child.kill('SIGCONT');
+  t.equal(await first, 409, 'the stalled request, resumed, answers that a retry took its key over');
+  t.equal(await customersNamed(reachable, body.name), 1, 'one customer: the stalled write was not committed beside the retry');
+  const replayed = await reachable.request('POST', '/customers', { json: body, headers: { 'Idempotency-Key': 'lease-stall' } });
+  t.same([replayed.status, replayed.body.id], [200, retried.body.id], "the key still answers the retry's success");
+});

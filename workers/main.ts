@@ -9,6 +9,7 @@ import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents }
 import { loadConfig, type Config } from '../api/config.ts';
 import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
+import { waitForDatabase } from '../api/db/health.ts';
 import { primaryPool } from '../api/db/primary.ts';
 import { createLogger } from '../api/logger.ts';
 import { exitOnSignals } from '../api/process.ts';
@@ -117,6 +118,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   const db = createDb(actingDatabaseUrl(config.databaseUrl, { actor: { type: 'system', name: 'worker' } }), config.workerConcurrency + 2);
   let vault: Vault;
   try {
+    await waitForDatabase(db, log);
     vault = await openVault(config, db, log);
   } catch (error) {
     await db.destroy();

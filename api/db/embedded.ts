@@ -137,11 +137,59 @@ export async function startEmbeddedPair(dataDir: string, options: Omit<EmbeddedO
     primary = await startEmbeddedPostgres(dataDir, { ...options, port: primary.port });
   }
   // The primary's port is new at each start: the standby is told where it is now.
-  const autoConf = path.join(standbyData, 'postgresql.auto.conf');
-  const conninfo = `primary_conninfo = 'host=127.0.0.1 port=${primary.port} user=${USER} password=${PASSWORD} application_name=standby'`;
-  fs.writeFileSync(autoConf, fs.readFileSync(autoConf, 'utf8').split('\n').filter((line) => !line.startsWith('primary_conninfo')).concat(conninfo, '').join('\n').replace(/\n\n$/, '\n'));
+  followPrimary(standbyData, primary.port);
   const standby = await startEmbeddedPostgres(standbyDir, options);
   return { primary, standby, url: (database) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/${database}` };
+}
+
+/** The standby settings in `postgresql.auto.conf`: stream from the primary on `port`, through `slot` when given. */
+function followPrimary(standbyData: string, port: number, slot?: string): void {
+  const autoConf = path.join(standbyData, 'postgresql.auto.conf');
+  const settings = [`primary_conninfo = 'host=127.0.0.1 port=${port} user=${USER} password=${PASSWORD} application_name=standby'`];
+  if (slot) settings.push(`primary_slot_name = '${slot}'`);
+  // A standby waits for no standby of its own: promoted, it must not hold every commit for one.
+  const replaced = /^(primary_conninfo|primary_slot_name|synchronous_standby_names|synchronous_commit)\b/;
+  const kept = fs.readFileSync(autoConf, 'utf8').split('\n').filter((line) => line !== '' && !replaced.test(line));
+  fs.writeFileSync(autoConf, [...kept, ...settings, ''].join('\n'));
+}
+
+const STANDBY_SLOT = 'standby';
+
+/**
+ * After a failover: a new synchronous standby of the running `primary` (the promoted one) in
+ * `dataDir`, on `port` — where the dead primary was, so connection strings naming both hosts
+ * stay right. The old data is replaced by an online base backup of the primary (the low-level
+ * backup API: the server binaries come without pg_basebackup), streamed from a replication slot
+ * reserved before the copy, so no WAL the copy needs is recycled. Once the standby runs, the
+ * primary's commits wait for it again.
+ */
+export async function rejoinAsStandby(dataDir: string, port: number, primary: EmbeddedServer, options: Omit<EmbeddedOptions, 'port'> = {}): Promise<EmbeddedServer> {
+  const standbyData = path.join(dataDir, 'postgres');
+  const client = new pg.Client(primary.url('postgres'));
+  await client.connect();
+  try {
+    await client.query('select pg_drop_replication_slot(slot_name) from pg_replication_slots where slot_name = $1', [STANDBY_SLOT]);
+    await client.query('select pg_create_physical_replication_slot($1, true)', [STANDBY_SLOT]);
+    await client.query(`select pg_backup_start('rejoin', true)`);
+    fs.rmSync(standbyData, { recursive: true, force: true });
+    // `cp -a` keeps the owner (as root the servers run as the `postgres` user); the WAL comes by streaming.
+    execFileSync('cp', ['-a', primary.databaseDir, standbyData]);
+    const { rows: [stop] } = await client.query<{ labelfile: string }>('select labelfile from pg_backup_stop(false)');
+    const owner = fs.statSync(standbyData);
+    for (const name of ['postmaster.pid', 'postmaster.opts']) fs.rmSync(path.join(standbyData, name), { force: true });
+    for (const name of fs.readdirSync(path.join(standbyData, 'pg_wal'))) fs.rmSync(path.join(standbyData, 'pg_wal', name), { recursive: true, force: true });
+    fs.mkdirSync(path.join(standbyData, 'pg_wal', 'archive_status'));
+    fs.writeFileSync(path.join(standbyData, 'backup_label'), stop!.labelfile);
+    fs.writeFileSync(path.join(standbyData, 'standby.signal'), '');
+    for (const name of ['backup_label', 'standby.signal', 'pg_wal/archive_status']) fs.chownSync(path.join(standbyData, name), owner.uid, owner.gid);
+    followPrimary(standbyData, primary.port, STANDBY_SLOT);
+    const standby = await startEmbeddedPostgres(dataDir, { ...options, port });
+    await client.query(`alter system set synchronous_standby_names = '*'`);
+    await client.query('select pg_reload_conf()');
+    return standby;
+  } finally {
+    await client.end();
+  }
 }
 
 function isRunning(pid: number): boolean {

@@ -68,12 +68,19 @@ export async function findKey(db: Db, tenant: Tenant, key: string): Promise<Idem
   return result.rows[0] ?? null;
 }
 
-export async function completeKey(db: Db, tenant: Tenant, key: string, status: number, body: unknown): Promise<void> {
-  await db.raw(
+/**
+ * Stores the answer of the request holding the claim; false when `claimant` holds it no longer (its
+ * lease ran out while its process stalled, and a retry took the key over): that request's effect
+ * must not commit beside the retry's.
+ */
+export async function completeKey(db: Db, tenant: Tenant, key: string, claimant: string, status: number, body: unknown): Promise<boolean> {
+  const result = await db.raw(
     `update idempotency_keys set state = 'done', response_status = ?, response_body = ?
-      where org_id = ? and environment = ? and key = ?`,
-    [status, JSON.stringify(body), tenant.orgId, tenant.environment, key],
+      where org_id = ? and environment = ? and key = ? and claimant = ? and state = 'running'
+      returning key`,
+    [status, JSON.stringify(body), tenant.orgId, tenant.environment, key, claimant],
   );
+  return result.rows.length > 0;
 }
 
 /** Frees a claim its request leaves without an answer to keep; a claim another request took over stays. */

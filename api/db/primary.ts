@@ -74,11 +74,13 @@ async function readOnly(client: pg.Client): Promise<boolean> {
 
 /** The writable host of one multi-host URL: remembered until a connection to it fails or finds it read-only. */
 class PrimaryLocator {
+  readonly #url: string;
   readonly #hosts: string[];
   #current: string | null = null;
   #search: Promise<string> | null = null;
 
   constructor(url: string) {
+    this.#url = url;
     this.#hosts = hostUrls(url);
   }
 
@@ -112,7 +114,7 @@ class PrimaryLocator {
         await client.end().catch(() => {});
       }
     }
-    throw noPrimaryError(this.#hosts.join(','));
+    throw noPrimaryError(this.#url);
   }
 }
 

@@ -111,7 +111,7 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
   const retentionSeconds = ctx.state.services.config.idempotencyRetentionMs / 1000;
   const claimant = randomUUID();
   if (!(await claimKey(db, tenant, key, hash, { claimant, seconds: LEASE_SECONDS }, retentionSeconds))) return replay(ctx, db, key, hash);
-  const claim = { key, hash, completed: false };
+  const claim = { key, hash, claimant, completed: false };
   ctx.state.idempotency = claim;
   const leases = leasesOf(db);
   leases.hold({ tenant, key, claimant });
@@ -119,12 +119,13 @@ export async function idempotency(ctx: Context & { state: RequestState }, next: 
     await next();
     // No route answered (a 404 is made further out): nothing to keep under this key.
     if (ctx.body === undefined) await releaseKey(db, tenant, key, claimant);
-    else if (!claim.completed) await completeKey(db, tenant, key, ctx.status, sealResponse(ctx, ctx.body));
+    // A claim taken over by a retry keeps the retry's answer.
+    else if (!claim.completed) await completeKey(db, tenant, key, claimant, ctx.status, sealResponse(ctx, ctx.body));
   } catch (error) {
     const response = errorResponse(error);
     // A 4xx is an answer, kept like any other; a 5xx leaves the key free for a retry.
     if (claim.completed) throw error;
-    if (response.status < 500) await completeKey(db, tenant, key, response.status, sealResponse(ctx, response.body));
+    if (response.status < 500) await completeKey(db, tenant, key, claimant, response.status, sealResponse(ctx, response.body));
     // A release the database cannot take now is not needed: the lease, no longer renewed, runs out.
     else await releaseKey(db, tenant, key, claimant).catch(() => {});
     throw error;
@@ -143,10 +144,16 @@ async function replay(ctx: Context & { state: RequestState }, db: Db, key: strin
   ctx.body = openResponse(ctx, record.response_body);
 }
 
-/** Stores the response inside the write's transaction, so the effect and "done" commit together. */
+/**
+ * Stores the response inside the write's transaction, so the effect and "done" commit together —
+ * or neither does: a request whose claim a retry took over (its lease ran out while its process
+ * stalled) throws here, and its transaction, effect included, rolls back.
+ */
 export async function completeInTransaction(ctx: Context & { state: RequestState }, tx: Db, status: number, body: unknown): Promise<void> {
   const claim = ctx.state.idempotency;
   if (!claim) return;
-  await completeKey(tx, ctx.state.tenant!, claim.key, status, sealResponse(ctx, body));
+  if (!(await completeKey(tx, ctx.state.tenant!, claim.key, claim.claimant, status, sealResponse(ctx, body)))) {
+    throw conflict('This request held its Idempotency-Key past its lease and a retry took the key over: the retry\'s answer stands');
+  }
   claim.completed = true;
 }

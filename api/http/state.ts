@@ -8,6 +8,8 @@ import type { Config } from '../config.ts';
 export interface IdempotencyClaim {
   key: string;
   hash: string;
+  /** the claim's holder: only it may store the key's answer */
+  claimant: string;
   /** set once the response was stored inside the request's own transaction */
   completed: boolean;
 }

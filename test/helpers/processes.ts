@@ -28,7 +28,7 @@ export async function spawnWeb(t: Test, env: Record<string, string>): Promise<Sp
   return { ...web, url: `http://127.0.0.1:${port}` };
 }
 
-function spawnScript(t: Test, script: string, env: Record<string, string>): SpawnedWorker {
+export function spawnScript(t: Test, script: string, env: Record<string, string>): SpawnedWorker {
   const child = spawn(process.execPath, [path.join(projectRoot, script)], {
     cwd: projectRoot,
     env: { ...process.env, ...env },

@@ -39,8 +39,9 @@ t.test('a key is claimed once per tenant; another org or environment claims the 
 
 t.test('a completed key keeps its response and cannot be claimed again until the retention passes', async (t) => {
   await withRollback(db, async (tx) => {
-    await claim(tx, acme, 'k');
-    await completeKey(tx, acme, 'k', 201, { id: 'cus_1' });
+    const mine = randomUUID();
+    await claim(tx, acme, 'k', 'h1', mine);
+    t.equal(await completeKey(tx, acme, 'k', mine, 201, { id: 'cus_1' }), true, 'its claimant completes it');
     t.match(await findKey(tx, acme, 'k'), { request_hash: 'h1', state: 'done', response_status: 201, response_body: { id: 'cus_1' } });
     t.equal(await findKey(tx, globex, 'k'), null, 'not visible to another org');
     await age(tx, 'k', UNLEASED_S + 1);
@@ -78,6 +79,21 @@ t.test('renewing extends the lease of the claimant still holding it, not of one 
   });
 });
 
+t.test('only the claimant holding a running claim completes it: one whose claim was taken over stores nothing', async (t) => {
+  await withRollback(db, async (tx) => {
+    const first = randomUUID();
+    await claim(tx, acme, 'k', 'h1', first);
+    await lapse(tx, 'k', 1);
+    const second = randomUUID();
+    t.equal(await claim(tx, acme, 'k', 'h1', second), true, 'taken over');
+    t.equal(await completeKey(tx, acme, 'k', first, 200, { id: 'cus_first' }), false, 'the first claimant no longer holds it');
+    t.match(await findKey(tx, acme, 'k'), { state: 'running', response_body: null });
+    t.equal(await completeKey(tx, acme, 'k', second, 200, { id: 'cus_second' }), true);
+    t.equal(await completeKey(tx, acme, 'k', second, 409, {}), false, 'a completed key is not completed again');
+    t.match(await findKey(tx, acme, 'k'), { state: 'done', response_status: 200, response_body: { id: 'cus_second' } });
+  });
+});
+
 t.test('a claim made without a lease goes stale 60 s after it was made', async (t) => {
   await withRollback(db, async (tx) => {
     await claim(tx, acme, 'k');
@@ -96,7 +112,7 @@ t.test('releasing drops a running claim of its own claimant, never a completed o
     await releaseKey(tx, acme, 'running', mine);
     t.equal(await findKey(tx, acme, 'running'), null);
     await claim(tx, acme, 'done', 'h1', mine);
-    await completeKey(tx, acme, 'done', 200, {});
+    await completeKey(tx, acme, 'done', mine, 200, {});
     await releaseKey(tx, acme, 'done', mine);
     t.match(await findKey(tx, acme, 'done'), { state: 'done' });
     await claim(tx, acme, 'taken', 'h1', mine);
