@@ -37,14 +37,15 @@ export function transactionQuery(term, customerIds = [], methodIds = []) {
 /** A customer's payments may name only the method they kept, not the customer. */
 const METHODS_READ = 50;
 
-async function find(term) {
+/** What a term finds: customers, then transactions (theirs among them). `ask` is the API call (a benchmark passes its own). */
+export async function find(term, ask = api) {
   const params = (q, limit = SHOWN) => ({ q, limit: String(limit), order_by: 'desc(created_at)' });
-  const customers = (await api('GET', '/customers', { params: params(customerQuery(term)) })).values;
+  const customers = (await ask('GET', '/customers', { params: params(customerQuery(term)) })).values;
   const ids = customers.map((c) => c.id);
   const methods = ids.length
-    ? (await api('GET', '/payment_methods', { params: params(ids.map((id) => `customer_id == ${quote(id)}`).join(' || '), METHODS_READ) })).values
+    ? (await ask('GET', '/payment_methods', { params: params(ids.map((id) => `customer_id == ${quote(id)}`).join(' || '), METHODS_READ) })).values
     : [];
-  const transactions = (await api('GET', '/transactions', { params: params(transactionQuery(term, ids, methods.map((m) => m.id))) })).values;
+  const transactions = (await ask('GET', '/transactions', { params: params(transactionQuery(term, ids, methods.map((m) => m.id))) })).values;
   return { customers, transactions };
 }
 
