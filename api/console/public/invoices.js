@@ -2,7 +2,7 @@
 // page to pay it at.
 
 import { resendEmailAction } from './actions.js';
-import { later, link, money, section } from './dom.js';
+import { h, later, link, money, section, statusOf } from './dom.js';
 import { renderDetail } from './lists.js';
 
 /** An invoice, v1 or v2: who pays it, what is still due and its name for people. */
@@ -14,8 +14,15 @@ function facts(invoice) {
   };
 }
 
+/** Leads with what is due, when and its state, then what can be done: e-mail it to its customer. */
 export function renderInvoice(main, id) {
-  renderDetail(main, 'invoices', id, (invoice) => [section('E-mail', later(() => resendInvoice(invoice)))]);
+  renderDetail(main, 'invoices', id, () => [], (invoice) => {
+    const { due, name } = facts(invoice);
+    return [
+      h('p', { class: 'summary' }, [`Invoice ${name}`, `${money(due, 'USD')} due ${invoice.due_date}`, statusOf(invoice), invoice.description].filter(Boolean).join(' · ')),
+      section('E-mail', later(() => resendInvoice(invoice))),
+    ];
+  });
 }
 
 /** The confirmation names the invoice, what is due, when, and the address; the API refuses an invoice with nothing due. */

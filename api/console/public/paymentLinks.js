@@ -2,7 +2,7 @@
 // URL to copy and send. A link's page sends its e-mail to its customer again.
 
 import { actionNotice, amountOf, centsOf, centsText, change, copyable, field, perform, resendEmailAction } from './actions.js';
-import { h, later, link, section } from './dom.js';
+import { h, later, link, money, section, statusOf } from './dom.js';
 import { renderDetail } from './lists.js';
 
 /** The Payment links view's form; `state.customer` (from a customer's page) fills the customer. */
@@ -38,9 +38,13 @@ export function newPaymentLink(state = {}) {
   return section('New payment link', form, notice, made);
 }
 
-/** A payment link: its fields and, when it has a customer, "Resend e-mail". */
+/** A payment link: what it asks for, its URL to copy and, when it has a customer, "Resend e-mail"; then its fields. */
 export function renderPaymentLink(main, id) {
-  renderDetail(main, 'payment_links', id, (paymentLink) => [section('E-mail', later(() => resendEmail(paymentLink)))]);
+  renderDetail(main, 'payment_links', id, () => [], (paymentLink) => [
+    h('p', { class: 'summary' }, [`${typeof paymentLink.amount === 'number' ? money(paymentLink.amount, 'USD') : 'Any amount'}`, paymentLink.description, statusOf(paymentLink)].filter(Boolean).join(' · ')),
+    copyable('URL', paymentLink.url, 'link-page-url'),
+    section('E-mail', later(() => resendEmail(paymentLink))),
+  ]);
 }
 
 /** The confirmation names the link, its amount and the address; the API refuses what it must (an inactive link, no address). */
