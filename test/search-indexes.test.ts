@@ -12,6 +12,7 @@ import { collectionByPath } from '../api/families/index.ts';
 import { startTestApi } from './helpers/api.ts';
 
 const search = await import(new URL('../api/console/public/search.js', import.meta.url).href) as {
+  textPattern: (term: string) => string;
   customerQuery: (term: string) => string;
   transactionQuery: (term: string, customerIds?: string[], methodIds?: string[]) => string;
 };
@@ -67,4 +68,16 @@ t.test('the search finds what the indexes hold', async (t) => {
     const found = await api.request('GET', `/transactions?${new URLSearchParams({ q })}`);
     t.equal(found.body.values.length, 1, `${term}: ${JSON.stringify(found.body).slice(0, 200)}`);
   }
+});
+
+t.test('one or two characters match at the start, which the trigrams find; three or more anywhere', async (t) => {
+  t.equal(search.textPattern('an'), '"an*"');
+  t.equal(search.textPattern('oka'), '"*oka*"');
+  const plan = await planOf('customers', search.customerQuery('an'));
+  t.notMatch(plan, /Seq Scan/, plan);
+  t.match(plan, 'accounts_search_name');
+  const found = async (term: string) => (await api.request('GET', `/customers?${new URLSearchParams({ q: search.customerQuery(term) })}`)).body.values.map((c: { id: string }) => c.id);
+  t.same(await found('an'), [ann.id], 'a name that starts with it');
+  t.same(await found('ok'), [], 'not two letters inside a name');
+  t.same(await found('oka'), [ann.id], 'three letters inside a name');
 });
