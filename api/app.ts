@@ -8,6 +8,7 @@ import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './http/docsRoutes.ts';
 import { webhookRoutes } from './http/webhookRoutes.ts';
 import { paymentLinkRoutes } from './http/paymentLinkRoutes.ts';
+import { invoiceRoutes } from './http/invoiceRoutes.ts';
 import { clientScope, createAuthenticator, keyScope } from './http/auth.ts';
 import { auditActor } from './http/auditActor.ts';
 import { createBodyParser } from './http/body.ts';
@@ -102,6 +103,7 @@ export function createApp(services: AppServices, options: AppOptions = {}): Koa 
   app.use(firstSegmentGate(keyRoutes()));
   app.use(firstSegmentGate(webhookRoutes()));
   app.use(firstSegmentGate(paymentLinkRoutes()));
+  app.use(firstSegmentGate(invoiceRoutes()));
   app.use(firstSegmentGate(orgRoutes()));
   app.use(firstSegmentGate(testClockRoutes()));
   app.use(routes.routes());

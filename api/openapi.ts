@@ -13,6 +13,7 @@ import { collections } from './families/index.ts';
 import { requestLogs } from './families/request_logs/family.ts';
 import { webhookActionPaths } from './families/webhooks/openapi.ts';
 import { paymentLinkActionPaths } from './families/payment_links/openapi.ts';
+import { invoiceActionPaths } from './families/invoices/openapi.ts';
 import { curlSamples, type OperationName } from './openapiSamples.ts';
 
 type Schema = Record<string, unknown>;
@@ -270,6 +271,7 @@ export function openApiDocument(version: Version): Schema {
   }
   Object.assign(paths, webhookActionPaths(version));
   Object.assign(paths, paymentLinkActionPaths(version));
+  Object.assign(paths, invoiceActionPaths(version));
   schemas[schemaName(REQUEST_LOGS)] = objectSchema(REQUEST_LOGS, version, 'read');
   Object.assign(paths, requestLogPaths(version));
   return {

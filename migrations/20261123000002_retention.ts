@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { createIndexesConcurrently, dropIndexesConcurrently } from './support/concurrentIndexes.ts';
 
 /**
  * Indexes for the retention task (api/db/retention.ts): the oldest events and webhook logs by
@@ -15,14 +16,9 @@ const INDEXES: Array<[name: string, on: string]> = [
 ];
 
 export async function up(knex: Knex): Promise<void> {
-  for (const [name, on] of INDEXES) {
-    // An interrupted concurrent build leaves an invalid index behind: build it again.
-    const invalid = await knex.raw('select 1 from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = ? and not i.indisvalid', [name]);
-    if (invalid.rows.length > 0) await knex.raw(`drop index concurrently ${name}`);
-    await knex.raw(`create index concurrently if not exists ${name} on ${on}`);
-  }
+  await createIndexesConcurrently(knex, INDEXES);
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const [name] of INDEXES) await knex.raw(`drop index concurrently if exists ${name}`);
+  await dropIndexesConcurrently(knex, INDEXES);
 }

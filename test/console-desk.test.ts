@@ -33,6 +33,7 @@ const ann = await made('/customers', { name: 'Ann Buyer', email: 'ann@example.co
 const annCard = await made('/payment_methods', { ...CARD, customer_id: ann.id });
 const mug = await made('/transactions', { type: 'payment', amount: 12.5, payment_method_id: annCard.id, order_number: 'A-1001', description: 'Blue mug' });
 const annInvoice = await made('/invoices', { customer_id: ann.id, due_date: '2026-12-01', items: [{ entry_type: 'charge', amount: 20 }] });
+const annLink = await made('/payment_links', { type: 'one_time', description: 'Mug deposit', amount: 5, customer_id: ann.id });
 const bob = await made('/customers', { name: 'Bob Smith', email: 'bob@example.org' });
 const kettle = await made('/transactions', { type: 'payment', amount: 31, customer_id: bob.id, payment_method: BANK, description: 'Cast iron kettle' });
 const teapot = await made('/transactions', { type: 'payment', amount: 18, payment_method: CARD, description: 'Green teapot', order_number: 'B-77' });
@@ -485,7 +486,9 @@ t.test('nothing the console loads comes from another origin, the CSP stays stric
   await page.close();
 });
 
-const VIEWS = () => ['transactions', `transactions/${teapot.id}`, 'customers', `customers/${ann.id}`, 'payment_links', 'webhooks', 'reports', 'key'];
+/** Every view of the navigation, and the pages of the objects an operator acts on. */
+const VIEWS = () => ['transactions', `transactions/${teapot.id}`, 'customers', `customers/${ann.id}`, 'events', 'webhooks', 'invoices', `invoices/${annInvoice.id}`,
+  'billing_schedules', 'payment_links', `payment_links/${annLink.id}`, 'intents', 'processing_accounts', 'requests', 'reports', 'key'];
 
 t.test('a 390-pixel phone: the test-mode badge stays in view while scrolling, and no view is wider than the screen', async (t) => {
   const page = await browser.newPage();

@@ -88,3 +88,37 @@ t.test('Resend e-mail: confirmed naming the link, amount and address, one more m
   t.equal(smtp.received.filter((m) => m.to.includes('mara@example.com')).length, 2, 'nothing more is sent');
   await page.close();
 });
+
+t.test('Resend invoice: confirmed naming the invoice, amount and address, the message arrives with a page to pay it, audited as the console; a paid invoice is refused with the API\'s message', async (t) => {
+  const finn = await made('/customers', { name: 'Finn', email: 'finn@example.com' });
+  const invoice = await made('/invoices', { customer_id: finn.id, number: 'INV-7', description: 'Stormtrooper armour', due_date: '2026-12-20', items: [{ entry_type: 'charge', amount: 61.25 }] });
+  const page = await browser.newPage();
+  await signInToConsole(page, api.url, api.key);
+  await views(page).getByRole('link', { name: 'Invoices', exact: true }).click();
+  await page.getByRole('link', { name: invoice.id }).click();
+  await page.getByRole('button', { name: 'Resend invoice…' }).click();
+  const dialog = page.getByRole('dialog');
+  t.match(await dialog.textContent(), `E-mail invoice INV-7 (${invoice.id}) for 61.25 USD due 2026-12-20, with a page to pay it, to finn@example.com.`);
+  await dialog.getByRole('button', { name: 'Send 61.25 USD invoice to finn@example.com' }).click();
+  const said = page.getByRole('status').filter({ hasText: 'Queued for finn@example.com (message 1) with payment link' });
+  await said.waitFor();
+  await screenshot(page, 'console-invoice-resend.png');
+  const [message] = await eventually(() => smtp.received.filter((m) => m.to.includes('finn@example.com')), (found) => found.length === 1);
+  t.match(message.raw, /^Subject: Your invoice$/m);
+  t.match(message.raw, /Invoice INV-7: Stormtrooper armour/);
+  const linkId = await said.getByRole('link').textContent();
+  t.ok(message.raw.includes(`/pay/${linkId}`), 'the message carries the page of the link the console names');
+  const audit = await auditOf(invoice.id, 'resend_email');
+  t.equal(audit.length, 1);
+  t.equal(audit[0].actor.type, 'console');
+  t.same(audit[0].changes.recipient, [null, 'finn@example.com']);
+
+  await made('/transactions', { type: 'payment', amount: 61.25, customer_id: finn.id, payment_method: { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } }, allocations: [{ entry_type: 'payment', invoice_id: invoice.id }] });
+  await page.reload();
+  await page.getByRole('button', { name: 'Resend invoice…' }).click();
+  await page.getByRole('dialog').getByRole('button', { name: /^Send .* invoice to finn@example.com$/ }).click();
+  await page.getByRole('alert').filter({ hasText: 'is paid: nothing is due' }).waitFor();
+  t.equal((await auditOf(invoice.id, 'resend_email')).length, 1, 'nothing more is audited');
+  t.equal(smtp.received.filter((m) => m.to.includes('finn@example.com')).length, 1, 'nothing more is sent');
+  await page.close();
+});

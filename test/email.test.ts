@@ -118,6 +118,54 @@ t.test('a payment link\'s e-mail sent again is one more message to its customer,
   t.equal((await api.request('GET', `/audit_events?object_id=${link.id}&action=resend_email`)).body.values.length, 2, 'a refused resend is not audited');
 });
 
+t.test('an invoice is e-mailed to its customer only when asked: its number, balance, due date and a page to pay it at; audited; refused with nothing due or no address', async (t) => {
+  const rey = (await api.request('POST', '/customers', { json: { name: 'Rey', email: 'rey@example.com' } })).body;
+  const invoice = (await api.request('POST', '/invoices', { json: { customer_id: rey.id, number: 'INV-0042', description: 'Speeder parts', due_date: '2026-12-15', items: [{ entry_type: 'charge', amount: 45.67 }] } })).body;
+  t.equal(invoice.status, 'unpaid', JSON.stringify(invoice));
+  const sent = await api.request('POST', `/invoices/${invoice.id}/resend_email`);
+  t.equal(sent.status, 200, JSON.stringify(sent.body));
+  t.match(sent.body, { object: 'invoice_email', id: /^eml_/, invoice_id: invoice.id, recipient: 'rey@example.com', resend: 0, payment_link_id: /^pay_/ });
+  t.equal(sent.body.url, `https://pay.example.test/pay/${sent.body.payment_link_id}`);
+  const link = (await api.request('GET', `/payment_links/${sent.body.payment_link_id}`)).body;
+  t.match(link, { invoice_id: invoice.id, amount: 45.67, status: 'active', customer_id: rey.id }, 'the page asks for the invoice\'s balance');
+  await eventually(() => messagesTo('rey@example.com').length > 0, Boolean);
+  const [message] = messagesTo('rey@example.com');
+  t.match(message.raw, /^Subject: Your invoice$/m);
+  t.match(message.raw, /Invoice INV-0042: Speeder parts/);
+  t.match(message.raw, /Amount due: 45\.67, due 2026-12-15\./);
+  t.ok(message.raw.includes(sent.body.url), 'with the page to pay it at');
+  const again = await api.request('POST', `/invoices/${invoice.id}/resend_email`);
+  t.match(again.body, { resend: 1, payment_link_id: sent.body.payment_link_id }, 'the same page again, as a new message');
+  await eventually(() => messagesTo('rey@example.com').length >= 2, Boolean);
+  t.equal(messagesTo('rey@example.com').length, 2, 'one message each time, and none from the link itself');
+  const audit = (await api.request('GET', `/audit_events?object_id=${invoice.id}&action=resend_email`)).body.values;
+  t.equal(audit.length, 2);
+  t.match(audit[0], { object_type: 'invoice', actor: { type: 'secret_key' }, changes: { recipient: [null, 'rey@example.com'], payment_link_id: [null, sent.body.payment_link_id] } });
+
+  const quietInvoice = (await api.request('POST', '/invoices', { json: { customer_id: rey.id, due_date: '2026-12-15', items: [{ entry_type: 'charge', amount: 3 }] } })).body;
+  const draft = (await api.request('POST', '/invoices', { json: { customer_id: rey.id, status: 'draft', due_date: '2026-12-15', items: [{ entry_type: 'charge', amount: 3 }] } })).body;
+  const nobody = (await api.request('POST', '/customers', { json: { name: 'No address' } })).body;
+  const unaddressed = (await api.request('POST', '/invoices', { json: { customer_id: nobody.id, due_date: '2026-12-15', items: [{ entry_type: 'charge', amount: 3 }] } })).body;
+  const refusals = [
+    [await api.request('POST', `/invoices/${draft.id}/resend_email`), 409, /is a draft/],
+    [await api.request('POST', `/invoices/${unaddressed.id}/resend_email`), 409, /no customer with an e-mail/],
+    [await api.request('POST', '/invoices/inv_nope/resend_email'), 404, /No invoice/],
+    [await api.request('POST', `/invoices/${invoice.id}/resend_email`, { json: { to: 'x@example.com' } }), 400, /to/],
+  ] as const;
+  for (const [res, status, said] of refusals) {
+    t.equal(res.status, status, JSON.stringify(res.body));
+    t.match(JSON.stringify(res.body), said);
+  }
+  const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 45.67, customer_id: rey.id, payment_method: { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } }, allocations: [{ entry_type: 'payment', invoice_id: invoice.id }] } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  const afterPaid = await api.request('POST', `/invoices/${invoice.id}/resend_email`);
+  t.equal(afterPaid.status, 409);
+  t.match(JSON.stringify(afterPaid.body), /is paid/);
+  t.equal((await api.request('GET', `/audit_events?object_id=${invoice.id}&action=resend_email`)).body.values.length, 2, 'a refusal is not audited');
+  t.same(await api.db('link_emails').whereIn('object_id', [quietInvoice.id, draft.id, unaddressed.id]), [], 'creating an invoice sends nothing');
+  t.equal(messagesTo('rey@example.com').length, 2);
+});
+
 t.test('a payment activation e-mails its recipients too', async (t) => {
   const res = await api.request('POST', '/payment_activations', { json: { intent: { entity_name: 'Boba' }, send_to: [{ name: 'Boba', email: 'boba@example.com' }] } });
   t.equal(res.status, 200, JSON.stringify(res.body));

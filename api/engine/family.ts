@@ -57,6 +57,8 @@ export interface RuleContext {
   createdNow?: Set<string>;
   /** The processor's answers for the cards this create charges, asked outside any database transaction. */
   decisions?: ProcessorDecisions;
+  /** Set when the caller e-mails the customer itself (an invoice's e-mail names the link made for it): a payment link made here sends none of its own. */
+  callerEmailsCustomer?: boolean;
 }
 
 /**

@@ -20,6 +20,7 @@ const WORDING: Record<string, { subject: string; action: string }> = {
   account_enrollment_link: { subject: 'Set up your processing account', action: 'Set up your processing account here:' },
   payment_activation: { subject: 'Connect your bank account', action: 'Connect the bank account your payments should go to:' },
   payment_link: { subject: 'Your payment link', action: 'Pay securely at this link:' },
+  invoice: { subject: 'Your invoice', action: 'Pay it securely at this link:' },
 };
 
 export interface OutgoingMessage {

@@ -104,3 +104,19 @@ export function copyable(label, value, id) {
   } }, `Copy ${label}`);
   return h('div', { class: 'copy' }, h('label', { for: id }, label), h('div', { class: 'copy-row' }, shown, button, said));
 }
+
+/**
+ * "Resend …" for an object e-mailed to its customer (a payment link, an invoice): names the
+ * customer and address, asks `confirmation(customer)`, then POSTs `path`; the API refuses what it
+ * must (nothing due, an inactive link) and its message shows beside the button.
+ */
+export async function resendEmailAction({ customerId, path, label, confirmation, queued }) {
+  const customer = customerId ? await api('GET', `/customers/${encodeURIComponent(customerId)}`) : null;
+  if (!customer?.email) return h('p', { class: 'empty' }, 'It has no customer with an e-mail address to send it to.');
+  const notice = actionNotice();
+  const button = h('button', { type: 'button', onclick: async () => {
+    const sent = await perform(button, notice, confirmation(customer), () => change('POST', path));
+    if (sent) notice.replaceChildren(h('p', { class: 'notice' }, queued(sent)));
+  } }, label);
+  return h('div', {}, h('p', {}, `Its customer: ${customer.name ?? customer.id}, ${customer.email}.`), h('div', { class: 'actions' }, button), notice);
+}

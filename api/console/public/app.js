@@ -10,6 +10,7 @@ import { addWebhook, renderDelivery, renderEvent, renderWebhook } from './webhoo
 import { renderRequest } from './history.js';
 import { renderCustomer } from './customers.js';
 import { newPaymentLink, renderPaymentLink } from './paymentLinks.js';
+import { renderInvoice } from './invoices.js';
 import { searchBox } from './search.js';
 import { renderKey } from './keys.js';
 
@@ -102,6 +103,7 @@ function renderView(main) {
   if (view === 'events') return renderEvent(main, id);
   if (view === 'requests') return renderRequest(main, id);
   if (view === 'payment_links') return renderPaymentLink(main, id);
+  if (view === 'invoices') return renderInvoice(main, id);
   if (view === 'webhooks') return sub ? renderDelivery(main, id, sub) : renderWebhook(main, id, state, navigate);
   return renderDetail(main, view, id);
 }

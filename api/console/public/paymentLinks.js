@@ -1,9 +1,8 @@
 // A new payment link: amount, description and, optionally, the customer it is for; once made, its
 // URL to copy and send. A link's page sends its e-mail to its customer again.
 
-import { api } from './api.js';
-import { actionNotice, amountOf, centsOf, centsText, change, copyable, field, perform } from './actions.js';
-import { h, later, link, section } from './dom.js';
+import { actionNotice, amountOf, centsOf, centsText, change, copyable, field, perform, resendEmailAction } from './actions.js';
+import { h, later, link, money, section, statusOf } from './dom.js';
 import { renderDetail } from './lists.js';
 
 /** The Payment links view's form; `state.customer` (from a customer's page) fills the customer. */
@@ -39,25 +38,27 @@ export function newPaymentLink(state = {}) {
   return section('New payment link', form, notice, made);
 }
 
-/** A payment link: its fields and, when it has a customer, "Resend e-mail". */
+/** A payment link: what it asks for, its URL to copy and, when it has a customer, "Resend e-mail"; then its fields. */
 export function renderPaymentLink(main, id) {
-  renderDetail(main, 'payment_links', id, (paymentLink) => [section('E-mail', later(() => resendEmail(paymentLink)))]);
+  renderDetail(main, 'payment_links', id, () => [], (paymentLink) => [
+    h('p', { class: 'summary' }, [`${typeof paymentLink.amount === 'number' ? money(paymentLink.amount, 'USD') : 'Any amount'}`, paymentLink.description, statusOf(paymentLink)].filter(Boolean).join(' · ')),
+    copyable('URL', paymentLink.url, 'link-page-url'),
+    section('E-mail', later(() => resendEmail(paymentLink))),
+  ]);
 }
 
 /** The confirmation names the link, its amount and the address; the API refuses what it must (an inactive link, no address). */
-async function resendEmail(paymentLink) {
-  const customerId = paymentLink.customer_id ?? paymentLink.payer?.account_id;
-  const customer = customerId ? await api('GET', `/customers/${encodeURIComponent(customerId)}`) : null;
-  if (!customer?.email) return h('p', { class: 'empty' }, 'This link has no customer with an e-mail address to send it to.');
-  const notice = actionNotice();
+function resendEmail(paymentLink) {
   const amount = typeof paymentLink.amount === 'number' ? `${paymentLink.amount.toFixed(2)} USD` : 'an amount the payer chooses';
-  const button = h('button', { type: 'button', onclick: async () => {
-    const sent = await perform(button, notice, {
+  return resendEmailAction({
+    customerId: paymentLink.customer_id ?? paymentLink.payer?.account_id,
+    path: `/payment_links/${encodeURIComponent(paymentLink.id)}/resend_email`,
+    label: 'Resend e-mail…',
+    confirmation: (customer) => ({
       title: 'Send this payment link again?',
       message: `E-mail payment link ${paymentLink.id} for ${amount}, “${paymentLink.description}”, to ${customer.email} again.`,
       confirm: `Resend to ${customer.email}`,
-    }, () => change('POST', `/payment_links/${encodeURIComponent(paymentLink.id)}/resend_email`));
-    if (sent) notice.replaceChildren(h('p', { class: 'notice' }, `Queued for ${sent.recipient} (resend ${sent.resend}); the worker sends it now.`));
-  } }, 'Resend e-mail…');
-  return h('div', {}, h('p', {}, `Its customer: ${customer.name ?? customer.id}, ${customer.email}.`), h('div', { class: 'actions' }, button), notice);
+    }),
+    queued: (sent) => `Queued for ${sent.recipient} (resend ${sent.resend}); the worker sends it now.`,
+  });
 }

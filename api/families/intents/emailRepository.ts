@@ -6,7 +6,7 @@ export interface LinkEmail {
   id: string;
   org_id: string;
   environment: string;
-  object_type: 'intent' | 'payment_activation' | 'payment_link';
+  object_type: 'intent' | 'payment_activation' | 'payment_link' | 'invoice';
   object_id: string;
   kind: string;
   recipient: string;

@@ -35,13 +35,14 @@ export async function queueLinkEmails(ctx: RuleContext, objectType: LinkEmail['o
 }
 
 /**
- * Queues one message about a payment link to its customer: the first once per address per link,
- * or (`resend`) one more. Answers the row queued, if any.
+ * Queues one message about a payment link or an invoice to its customer: the first once per
+ * address per object, or (`resend`) one more. Answers the row queued, if any.
  */
-export async function queuePaymentLinkEmail(ctx: Pick<RuleContext, 'tx' | 'tenant'>, link: StoredObject, to: Recipient, url: string, summary: string,
-  resend = false): Promise<QueuedLinkEmail | null> {
+export async function queueCustomerEmail(ctx: Pick<RuleContext, 'tx' | 'tenant'>, about: { objectType: 'payment_link' | 'invoice'; id: string }, to: Recipient,
+  url: string, summary: string, resend = false): Promise<QueuedLinkEmail | null> {
   const recipient = { id: newId('eml'), email: to.email.toLowerCase(), name: to.name };
-  const [queued] = await insertLinkEmails(ctx.tx, ctx.tenant, { objectType: 'payment_link', objectId: link.id, kind: 'payment_link', url, summary }, [recipient], SEND_TASK, resend);
+  const message = { objectType: about.objectType, objectId: about.id, kind: about.objectType, url, summary };
+  const [queued] = await insertLinkEmails(ctx.tx, ctx.tenant, message, [recipient], SEND_TASK, resend);
   return queued ?? null;
 }
 

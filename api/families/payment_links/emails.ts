@@ -11,13 +11,13 @@ import type { RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
 import { isPlainObject } from '../../engine/view.ts';
 import { conflict, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
-import { queuePaymentLinkEmail } from '../intents/outbox.ts';
+import { queueCustomerEmail } from '../intents/outbox.ts';
 import type { QueuedLinkEmail } from '../intents/emailRepository.ts';
 import { lockPaymentLink } from './repository.ts';
 import { paymentLinkUrl } from './url.ts';
 
 /** The link's customer's address and name, or null when it has no customer with an e-mail. */
-function recipientOf(payer: StoredObject | null): { email: string; name: string | null } | null {
+export function recipientOf(payer: StoredObject | null): { email: string; name: string | null } | null {
   const email = payer?.data.email;
   if (typeof email !== 'string' || email === '') return null;
   return { email, name: typeof payer!.data.name === 'string' ? payer!.data.name : null };
@@ -28,7 +28,7 @@ export async function emailCustomer(ctx: Pick<RuleContext, 'tx' | 'tenant'>, lin
   const to = recipientOf(payer);
   if (!to) return null;
   const amount = typeof link.data.amount === 'number' ? ` (amount due: ${(link.data.amount / 100).toFixed(2)})` : '';
-  return queuePaymentLinkEmail(ctx, link, to, paymentLinkUrl(link.id), `${String(link.data.description)}${amount}`, resend);
+  return queueCustomerEmail(ctx, { objectType: 'payment_link', id: link.id }, to, paymentLinkUrl(link.id), `${String(link.data.description)}${amount}`, resend);
 }
 
 /**

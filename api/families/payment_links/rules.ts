@@ -64,7 +64,7 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
   const payer = await findPayer(ctx, accountOf(data, 'payer'));
   data.biller = { account_id: await resolveBiller(ctx, accountOf(data, 'biller'), payer) };
   data.transaction_id = null;
-  await emailCustomer(ctx, { ...row, data }, payer);
+  if (!ctx.callerEmailsCustomer) await emailCustomer(ctx, { ...row, data }, payer);
   return { ...row, data };
 }
 

@@ -1,0 +1,31 @@
+/** Invoice actions: `/invoices/{id}/resend_email`. */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { sendInvoiceEmail } from '../families/invoices/emails.ts';
+import { completeInTransaction } from './idempotency.ts';
+import { refuseUnknown } from './rotation.ts';
+import type { RequestState } from './state.ts';
+
+type Ctx = Context & { state: RequestState; params: Record<string, string> };
+
+export function invoiceRoutes(): Router {
+  const router = new Router();
+
+  router.post('/invoices/:id/resend_email', async (ctx) => {
+    const c = ctx as Ctx;
+    refuseUnknown(c.state.body ?? {}, []);
+    const { db, domain } = c.state.services;
+    const { tenant, version, principal } = c.state;
+    c.body = await db.transaction(async (tx) => {
+      const sent = await sendInvoiceEmail({ tx, tenant: tenant!, version, principal: principal!, domain }, c.params.id);
+      const answer = {
+        object: 'invoice_email', id: sent.id, invoice_id: c.params.id, recipient: sent.recipient, resend: sent.resend,
+        payment_link_id: sent.paymentLinkId, url: sent.url,
+      };
+      await completeInTransaction(c, tx, 200, answer);
+      return answer;
+    });
+  });
+
+  return router;
+}
