@@ -1,14 +1,15 @@
 /**
- * The mirror loop (leader only): passes run back to back (REPORTING_BATCH_INTERVAL apart) while
- * changes keep coming, every REPORTING_POLL_INTERVAL while idle, and at once when a query waits for
- * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each
- * pass copies the changes that became visible since the last one (reporting/feed.ts) into
- * ClickHouse.
+ * The mirror loop (leader only): passes run back to back (REPORTING_BATCH_INTERVAL apart, further
+ * when passes slow) while changes keep coming, every REPORTING_POLL_INTERVAL while idle (backing
+ * off to it from the batch interval), and at once when a query waits for a position. Commits do
+ * not NOTIFY (that serialises commits; migrations/20261123000012). Each pass copies the changes
+ * that became visible since the last one (reporting/feed.ts) into ClickHouse.
  *
  * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes in the store the days
  * its changes fall on, and they are recomputed together ROLLUP_REFRESH_MS after the last recompute
- * (or when a caller waits for the rollup itself), so a pass's lag is its copy alone, and under
- * load one recompute serves many passes. Until then a query that reads the rollup aggregates its
+ * (while changes flow, ROLLUP_REFRESH_SPACING times its own duration when that is longer), or when
+ * a caller waits for the rollup itself, so a pass's lag is its copy alone, and under load one
+ * recompute serves many passes. Until then a query that reads the rollup aggregates its
  * tenant's changed days from the mirror (rollupWithDaysSql): a reader waits for the copy only.
  * The position recorded in ClickHouse, next to the data, is the rollup's (every change it covers
  * is in both tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from
@@ -85,7 +86,7 @@ const BUSY_RECORD_MS = 1000;
  * it. Every insert costs embedded chdb a part (5–15 ms of CPU however few its rows): when the
  * machine is busy and passes slow, they batch more rows each instead of taking all the CPU left.
  */
-const PASS_SPACING = 3;
+const PASS_SPACING = 2;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */

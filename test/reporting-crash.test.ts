@@ -102,7 +102,7 @@ async function query(child: Child, fields: string, groupBy: string): Promise<{ v
 t.test('a process killed while changes flow is resumed from its recorded position with nothing lost or counted twice', async (t) => {
   await commitChanges(db, YESTERDAYS);
   const first = startChild(await reservePort());
-  const led = await eventually(() => health(first), (h) => h?.role === 'leader', 30_000, 50);
+  const led = await eventually(() => health(first), (h) => h?.role === 'leader', 90_000, 50);
   t.equal(led?.role, 'leader', 'the first process leads');
 
   // A steady flow; the first process is killed at its end, once it has copied changes past its
@@ -125,7 +125,7 @@ t.test('a process killed while changes flow is resumed from its recorded positio
   t.ok(made > 400, `changes kept coming until the kill (${made} payments made)`);
 
   const second = startChild(await reservePort());
-  const resumed = await eventually(() => health(second), (h) => h?.role === 'leader', 30_000, 50);
+  const resumed = await eventually(() => health(second), (h) => h?.role === 'leader', 90_000, 50);
   t.equal(resumed?.role, 'leader', 'the second process takes over');
   const expected = await truth();
   const byType = await query(second, 'type,count,sum(amount)', 'type');
@@ -147,7 +147,7 @@ t.test('a process killed while changes flow is resumed from its recorded positio
   second.process.kill('SIGTERM');
   t.equal(await stopped, 0, 'SIGTERM: the second process stops cleanly');
   const third = startChild(await reservePort());
-  await eventually(() => health(third), (h) => h?.role === 'leader', 30_000, 50);
+  await eventually(() => health(third), (h) => h?.role === 'leader', 90_000, 50);
   t.same((await query(third, 'type,count,sum(amount)', 'type')).values, expected.byType, 'a third process answers the same');
   t.equal(Number((await health(third))?.rows_mirrored), 0, 'having copied nothing again');
 });
