@@ -114,7 +114,7 @@ export interface Config {
   reportingSecret: string | undefined;
   /** REPORTING_POLL_INTERVAL: ms between mirror passes while idle (the standby retries the leader lock at most once a second). Default 100. */
   reportingPollIntervalMs: number;
-  /** REPORTING_BATCH_INTERVAL: minimum ms between mirror passes, so inserts batch under load. Default 100. */
+  /** REPORTING_BATCH_INTERVAL: minimum ms between the starts of mirror passes while changes flow (longer when passes slow: twice a pass's copy), and the first step of the idle poll's back-off. Default 25. */
   reportingBatchIntervalMs: number;
   /** REPORTING_WAIT: ms a query waits for the mirror to reach the API's position before 503. Default 5000. */
   reportingWaitMs: number;
@@ -227,7 +227,7 @@ function reportingConfig(env: NodeJS.ProcessEnv) {
     reportingUrl: url === 'off' ? null : url.replace(/\/+$/, ''),
     reportingSecret: env.REPORTING_SECRET || undefined,
     reportingPollIntervalMs: intFromEnv(env, 'REPORTING_POLL_INTERVAL', 100),
-    reportingBatchIntervalMs: intFromEnv(env, 'REPORTING_BATCH_INTERVAL', 100),
+    reportingBatchIntervalMs: intFromEnv(env, 'REPORTING_BATCH_INTERVAL', 25),
     reportingWaitMs: intFromEnv(env, 'REPORTING_WAIT', 5000),
     reportingPruneIntervalMs: intFromEnv(env, 'REPORTING_PRUNE_INTERVAL', 10_000),
   };

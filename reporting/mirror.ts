@@ -1,14 +1,15 @@
 /**
- * The mirror loop (leader only): passes run back to back (REPORTING_BATCH_INTERVAL apart) while
- * changes keep coming, every REPORTING_POLL_INTERVAL while idle, and at once when a query waits for
- * a position. Commits do not NOTIFY (that serialises commits; migrations/20261123000012). Each
- * pass copies the changes that became visible since the last one (reporting/feed.ts) into
- * ClickHouse.
+ * The mirror loop (leader only): passes run back to back (REPORTING_BATCH_INTERVAL apart, further
+ * when passes slow) while changes keep coming, every REPORTING_POLL_INTERVAL while idle (backing
+ * off to it from the batch interval), and at once when a query waits for a position. Commits do
+ * not NOTIFY (that serialises commits; migrations/20261123000012). Each pass copies the changes
+ * that became visible since the last one (reporting/feed.ts) into ClickHouse.
  *
  * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes in the store the days
  * its changes fall on, and they are recomputed together ROLLUP_REFRESH_MS after the last recompute
- * (or when a caller waits for the rollup itself), so a pass's lag is its copy alone, and under
- * load one recompute serves many passes. Until then a query that reads the rollup aggregates its
+ * (while changes flow, ROLLUP_REFRESH_SPACING times its own duration when that is longer), or when
+ * a caller waits for the rollup itself, so a pass's lag is its copy alone, and under load one
+ * recompute serves many passes. Until then a query that reads the rollup aggregates its
  * tenant's changed days from the mirror (rollupWithDaysSql): a reader waits for the copy only.
  * The position recorded in ClickHouse, next to the data, is the rollup's (every change it covers
  * is in both tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from
@@ -71,8 +72,21 @@ function logProgress(log: Logger): (p: RebuildProgress) => void {
 const IDLE_RECORD_MS = 5000;
 /** While changes flow, how long the rollup may trail the mirror when no reader waits for it. */
 const ROLLUP_REFRESH_MS = 1000;
+/**
+ * While changes flow, a recompute waits at least this many times as long as the last one took. It
+ * recomputes whole days, so it grows with today's rows, and embedded chdb runs it in the same queue
+ * as the passes' inserts: every change committed while it runs waits for it. Spaced so, it holds
+ * the queue a twentieth of the time at most; readers meanwhile read the changed days from the mirror.
+ */
+const ROLLUP_REFRESH_SPACING = 20;
 /** While changes flow, how long a position may stay unrecorded: a restart copies those changes again (collapsed). */
 const BUSY_RECORD_MS = 1000;
+/**
+ * While changes flow, a pass starts no sooner than this many times the last one's duration after
+ * it. Every insert costs embedded chdb a part (5–15 ms of CPU however few its rows): when the
+ * machine is busy and passes slow, they batch more rows each instead of taking all the CPU left.
+ */
+const PASS_SPACING = 2;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
@@ -94,6 +108,12 @@ export class Mirror {
   /** the rollup table holds every change visible in this snapshot (never ahead of the mirror's position) */
   #rolledUp: Snapshot = EMPTY_SNAPSHOT;
   #refreshedAt = 0;
+  /** how long the last rollup recompute took */
+  #refreshMs = 0;
+  /** when a pass last copied rows */
+  #copiedAt = 0;
+  /** how long the last pass took to read its changes and insert them (not the recompute or record after) */
+  #copyMs = 0;
   #recorded = '';
   #recordedAt = 0;
   /** the position recorded in ClickHouse: what a restart resumes from */
@@ -266,6 +286,8 @@ export class Mirror {
 
   async #run(): Promise<void> {
     let delay = 0;
+    /** passes in a row that found nothing: the idle poll backs off from the batch interval to the poll interval */
+    let emptyPasses = 0;
     while (!this.#stopping) {
       await this.#sleep(delay);
       if (this.#stopping) break;
@@ -277,14 +299,20 @@ export class Mirror {
       try {
         const rows = await this.#pass();
         this.#passFailures.succeeded();
-        // While changes keep coming, wait a little so the next insert is a batch (not long for a
-        // waiting reader); once a pass finds nothing, poll at the idle interval.
-        const soon = Math.max(0, this.#options.batchIntervalMs - (Date.now() - started));
+        emptyPasses = rows > 0 ? 0 : emptyPasses + 1;
+        // While changes keep coming, the next pass starts a batch interval after this one did, or
+        // PASS_SPACING times this pass's duration when that is longer (not long for a waiting
+        // reader). A pass that finds nothing is no sign the flow stopped (a commit every 10 ms
+        // leaves some intervals empty): the poll backs off from the batch interval to the idle
+        // one, so a pause costs the next commit little.
+        const took = Date.now() - started;
+        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, PASS_SPACING * this.#copyMs) - took);
+        const poll = Math.min(this.#options.pollIntervalMs, Math.max(this.#options.batchIntervalMs, 1) * 2 ** (emptyPasses - 1));
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
         // Idle with days not rolled up yet: the recompute that is due then.
-        else if (this.#store.rollupTrails) delay = Math.min(this.#options.pollIntervalMs, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
-        else delay = this.#options.pollIntervalMs;
+        else if (this.#store.rollupTrails) delay = Math.min(poll, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
+        else delay = poll;
       } catch (error) {
         this.#passFailures.failed(error);
         delay = ERROR_BACKOFF_MS;
@@ -314,6 +342,7 @@ export class Mirror {
   async #pass(): Promise<number> {
     let oldest = Infinity;
     let pass: FeedPass;
+    const started = Date.now();
     try {
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
         await this.#store.insertLines(chunk.lines);
@@ -327,6 +356,7 @@ export class Mirror {
       return 0;
     }
     const now = Date.now();
+    this.#copyMs = now - started;
     this.#status.lastPassAt = now;
     if (pass.rows > 0) {
       this.#status.lagMs = Math.max(0, now - oldest);
@@ -344,7 +374,8 @@ export class Mirror {
     // their queries first (within this turn of the event loop), then the rollup and the position.
     if (released > 0) await new Promise((resolve) => setImmediate(resolve));
     let refreshed = false;
-    if (this.#store.rollupTrails && (this.#rollupAwaited() || now - this.#refreshedAt >= this.#rollupRefreshMs || this.#recordRequested)) {
+    if (pass.rows > 0) this.#copiedAt = now;
+    if (this.#store.rollupTrails && (this.#rollupAwaited() || this.#refreshDue(now) || this.#recordRequested)) {
       await this.#refreshRollup();
       refreshed = true;
       released = this.#advance(pass.snapshot);
@@ -357,6 +388,13 @@ export class Mirror {
       await this.#record(this.#rolledUp);
     }
     return pass.rows;
+  }
+
+  /** Whether the rollup's recompute is due: while changes flow (a pass copied rows within the idle poll interval), spaced by its own cost too. */
+  #refreshDue(now: number): boolean {
+    const flowing = now - this.#copiedAt < this.#options.pollIntervalMs;
+    const spacing = flowing ? Math.max(this.#rollupRefreshMs, ROLLUP_REFRESH_SPACING * this.#refreshMs) : this.#rollupRefreshMs;
+    return now - this.#refreshedAt >= spacing;
   }
 
   /** A reader waits for the rollup at a snapshot the mirror already covers. */
@@ -375,8 +413,10 @@ export class Mirror {
   async #refreshRollup(): Promise<void> {
     const position = this.#status.position;
     // Passes and recomputes take turns: no day is noted while this runs.
+    const started = Date.now();
     await this.#store.refreshRollup();
     this.#refreshedAt = Date.now();
+    this.#refreshMs = this.#refreshedAt - started;
     this.#rolledUp = position;
   }
 
