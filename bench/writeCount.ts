@@ -9,6 +9,9 @@
  * while it works, and within about ten seconds once idle. So the counts are read again until the
  * table whose rows the run is known to add (`anchorTable`, `expected` rows) shows all of them: a
  * backend flushes every table's counters at once, and a request's rows are written by one backend.
+ *
+ * Beside them, the WAL the run wrote (the server's insert position before and after): the whole
+ * server's, so exact on the bench's own embedded server and an upper bound on a shared one.
  */
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 
@@ -26,6 +29,7 @@ export interface WriteCount {
   requests: number;
   rowsPerRequest: number;
   entriesPerRequest: number;
+  walBytesPerRequest: number;
   tables: TableWrites[];
 }
 
@@ -59,6 +63,16 @@ async function matching(db: Db, table: string, predicate: string): Promise<numbe
   return n;
 }
 
+async function walPosition(db: Db): Promise<string> {
+  const [{ lsn }] = await rows<{ lsn: string }>(db, 'select pg_current_wal_insert_lsn()::text as lsn');
+  return lsn;
+}
+
+async function walSince(db: Db, lsn: string): Promise<number> {
+  const [{ bytes }] = await rows<{ bytes: number }>(db, 'select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), ?::pg_lsn)::float8 as bytes', [lsn]);
+  return bytes;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Waits until `table`'s inserted-row counter is at least `atLeast` (the flush delay above); throws after 30 s. */
@@ -90,7 +104,9 @@ export async function countWrites(databaseUrl: string, anchorTable: string, run:
     };
     // Partial indexes are counted on every table now, as which tables a run touches is known only after it.
     await partials(partialBefore, [...before.keys()]);
+    const walBefore = await walPosition(db);
     const requests = await run();
+    const walBytes = await walSince(db, walBefore);
     const after = await settled(db, anchorTable, (before.get(anchorTable)?.ins ?? 0) + requests);
     const tables: TableWrites[] = [];
     for (const [table, end] of after) {
@@ -114,6 +130,7 @@ export async function countWrites(databaseUrl: string, anchorTable: string, run:
       requests,
       rowsPerRequest: per(tables.reduce((sum, t) => sum + t.inserted, 0)),
       entriesPerRequest: per(tables.reduce((sum, t) => sum + t.entries, 0)),
+      walBytesPerRequest: Math.round(walBytes / requests),
       tables,
     };
   } finally {
@@ -125,7 +142,7 @@ export async function countWrites(databaseUrl: string, anchorTable: string, run:
 export function describeWrites(label: string, count: WriteCount): string {
   const per = (n: number) => (n / count.requests).toFixed(2);
   return [
-    `${label}: ${count.rowsPerRequest} rows and ${count.entriesPerRequest} index entries per request (measured over ${count.requests} requests)`,
+    `${label}: ${count.rowsPerRequest} rows and ${count.entriesPerRequest} index entries per request, ${count.walBytesPerRequest} bytes of WAL (measured over ${count.requests} requests)`,
     ...count.tables.map((t) => `  ${t.table}: ${per(t.inserted)} rows inserted, ${per(t.updatedCold)} updated (not HOT), ${per(t.updatedHot)} HOT; ${t.indexes} indexes, ${per(t.entries)} entries`),
   ].join('\n');
 }
