@@ -1,8 +1,10 @@
 /**
- * The benchmark's anchor: the least a Koa service can do for the same two requests, against the
- * same `accounts` table. POST /customers is one INSERT (returning the row), GET /customers/:id one
- * SELECT by primary key; no auth, versions, validation, views, transactions or idempotency. Its
- * throughput is what bench/api-crud.ts compares Settle with.
+ * The benchmark's anchor: the least a Koa service can do for the same requests. POST /customers is
+ * one INSERT (returning the row) into Settle's `accounts` table, GET /customers/:id one SELECT by
+ * primary key; POST /payments one INSERT of one row (id, org, env, amount, a small jsonb, status)
+ * into a table of its own with its primary key and one (org, env, created_at) index, made at start.
+ * No auth, versions, validation, views, transactions or idempotency. Its throughput is what
+ * bench/api-crud.ts and bench/payments.ts compare Settle with.
  *
  * Env: DATABASE_URL, PORT, ANCHOR_ORG_ID (the org rows are written for), ANCHOR_POOL (default 10,
  * Settle's default SETTLE_DB_POOL).
@@ -16,6 +18,12 @@ if (!databaseUrl) throw new Error('DATABASE_URL is not set');
 const port = Number(process.env.PORT ?? 8090);
 const orgId = process.env.ANCHOR_ORG_ID ?? 'org_anchor';
 const pool = new pg.Pool({ connectionString: databaseUrl, max: Number(process.env.ANCHOR_POOL ?? 10), application_name: 'anchor' });
+
+// The one-row payment's table: created here so the anchor owns it (Settle's migrations never see it).
+await pool.query(`create table if not exists anchor_payments (
+  id text primary key, org_id text not null, environment text not null, amount bigint not null,
+  data jsonb not null, status text not null, created_at timestamptz not null default now())`);
+await pool.query('create index if not exists anchor_payments_org_env_created on anchor_payments (org_id, environment, created_at)');
 
 async function readJson(req: NodeJS.ReadableStream): Promise<any> {
   const chunks: Buffer[] = [];
@@ -31,6 +39,16 @@ app.use(async (ctx) => {
     const result = await pool.query(
       `insert into accounts (id, org_id, environment, type, data) values ($1, $2, 'test', 'customer', $3) returning *`,
       [newId('acct'), orgId, data],
+    );
+    ctx.body = result.rows[0];
+    return;
+  }
+  if (ctx.method === 'POST' && ctx.path === '/payments') {
+    const body = await readJson(ctx.req);
+    const data = { description: body.description, customer_id: body.customer_id };
+    const result = await pool.query(
+      `insert into anchor_payments (id, org_id, environment, amount, data, status) values ($1, $2, 'test', $3, $4, 'processed') returning *`,
+      [newId('txn'), orgId, Math.round(Number(body.amount) * 100), data],
     );
     ctx.body = result.rows[0];
     return;
