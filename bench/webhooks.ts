@@ -46,7 +46,7 @@
  *
  * Env: BENCH_ROWS (tenant sizes, default 10000,1000000), BENCH_SECONDS (per phase, default 10), BENCH_WARMUP_SECONDS (default 3), BENCH_BACKLOG
  * (default 500), BENCH_DRAIN (events of the drain phase, default 10000; 0 skips it), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
- * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases: buffers per delivery by table
+ * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases and the defaults' drain: WAL, its flushes and commits per delivery, buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
  * and the bare sender only) or defaults (the phases under `npm start`'s defaults only), BENCH_SCALE_BACKLOG and
  * BENCH_SCALE_WORKERS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
@@ -437,7 +437,9 @@ async function startPgStats(db: Db, url: string) {
      union all select indexrelname, idx_blks_hit, idx_blks_read from pg_statio_user_indexes
      union all select 'graphile_worker.' || relname, coalesce(heap_blks_hit, 0), coalesce(heap_blks_read, 0) from pg_statio_all_tables where schemaname = 'graphile_worker'`))
     .rows.map((r: { name: string; hit: string; read: string }) => [r.name, { hit: Number(r.hit), read: Number(r.read) }]));
-  const walStats = async () => (await db.raw('select wal_records, wal_fpi, wal_bytes from pg_stat_wal')).rows[0] as Record<string, string>;
+  // WAL syncs are the flushes commits wait for (and the WAL writer's own); commits are the bench database's alone.
+  const walStats = async () => (await db.raw(`select wal_records, wal_fpi, wal_bytes, wal_sync,
+      (select xact_commit from pg_stat_database where datname = current_database()) as xact_commit from pg_stat_wal`)).rows[0] as Record<string, string>;
   const before = await statio();
   const walBefore = await walStats();
   const sampler = new pg.Client({ connectionString: url });
@@ -467,7 +469,8 @@ async function startPgStats(db: Db, url: string) {
       const touched = [...after].map(([name, a]) => ({ name, hit: a.hit - (before.get(name)?.hit ?? 0), read: a.read - (before.get(name)?.read ?? 0) }))
         .filter((r) => r.hit + r.read > 0).sort((x, y) => y.hit + y.read - (x.hit + x.read)).slice(0, 15);
       const lines = [`pg stats for ${delivered} deliveries (WAL figures are the whole server's: with DATABASE_URL, other databases' too)`,
-        `WAL per delivery: ${wal('wal_records')} records, ${wal('wal_fpi')} full-page images, ${wal('wal_bytes')} bytes`,
+        `WAL per delivery: ${wal('wal_records')} records, ${wal('wal_fpi')} full-page images, ${wal('wal_bytes')} bytes, ${wal('wal_sync')} syncs (flushes);`
+          + ` commits of the bench database per delivery: ${wal('xact_commit')}`,
         'buffers per delivery (hit + read from outside shared_buffers):',
         ...touched.map((r) => `  ${((r.hit + r.read) / delivered).toFixed(2).padStart(7)}  (read ${(r.read / delivered).toFixed(3)})  ${r.name}`),
         `busy backends, ${rounds} samples (average backends per sample):`,
@@ -873,7 +876,10 @@ async function main(): Promise<void> {
       }
       process.stderr.write(`${size} rows, defaults drain of ${DRAIN}: `);
       for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
+      const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
+      const receivedBefore = received;
       const drain = await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
+      if (stats) console.error(await stats.report(received - receivedBefore));
       process.stderr.write(`${drain.donePerSec.toFixed(0)}/s; bare sender (${DEFAULT_CONCURRENCY} in flight): `);
       const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
         { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
