@@ -7,6 +7,7 @@
  * tenant (org and environment) are taken, so they run under its tenant gate (workers/main.ts).
  */
 import { rows, type Db } from '../../api/db/connection.ts';
+import { UNFLUSHED } from './unflushed.ts';
 
 export interface CompanionJob {
   id: string;
@@ -28,14 +29,14 @@ export async function takeCompanionJobs(db: Db, tenant: { org: string; environme
         limit ?
         for update skip locked)
      update graphile_worker._private_jobs jobs set attempts = jobs.attempts + 1, locked_by = ?, locked_at = now()
-       from j where jobs.id = j.id
+       from j, ${UNFLUSHED} where jobs.id = j.id
      returning jobs.id::text as id, jobs.payload`,
     [tenant.org, tenant.environment, limit, lockedBy]);
 }
 
 /** Companion jobs done: deleted, as graphile-worker completes a job (only while still locked by `lockedBy`). */
 export async function completeCompanionJobs(db: Db, ids: string[], lockedBy: string): Promise<void> {
-  await rows(db, 'delete from graphile_worker._private_jobs where id = any(?::bigint[]) and locked_by = ?', [ids, lockedBy]);
+  await rows(db, `delete from graphile_worker._private_jobs using ${UNFLUSHED} where id = any(?::bigint[]) and locked_by = ?`, [ids, lockedBy]);
 }
 
 /** Companion jobs whose task threw: unlocked to run again later, backing off as graphile-worker fails a job. */
@@ -44,7 +45,7 @@ export async function failCompanionJobs(db: Db, failed: Array<{ id: string; mess
     `update graphile_worker._private_jobs jobs
         set last_error = f.message, run_at = greatest(now(), jobs.run_at) + exp(least(jobs.attempts, 10)) * interval '1 second',
             locked_by = null, locked_at = null
-       from jsonb_to_recordset(?::jsonb) as f(id bigint, message text)
+       from jsonb_to_recordset(?::jsonb) as f(id bigint, message text), ${UNFLUSHED}
       where jobs.id = f.id and jobs.locked_by = ?`,
     [JSON.stringify(failed), lockedBy]);
 }

@@ -1,6 +1,13 @@
-/** SQL of deferred deliveries: an org with no room in this worker has its delivery's job moved later, and back. */
+/**
+ * SQL of deferred deliveries: an org with no room in this worker has its delivery's job moved later,
+ * and back. None of these commits waits for a WAL flush (unflushed.ts): forgetting one leaves the
+ * delivery's earlier job, which runs again. graphile-worker's job functions notify listeners, and
+ * PostgreSQL lets one notifying transaction commit at a time: a commit that waited for its flush
+ * there held every other worker's deferral behind it.
+ */
 import { rows, type Db } from '../../api/db/connection.ts';
 import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
+import { UNFLUSHED } from './unflushed.ts';
 
 /**
  * Defers a delivery whose org has no room in this worker: a new job for it at `runAt` under the
@@ -10,7 +17,7 @@ import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deli
  */
 export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date, priority: number | true = true): Promise<string | null> {
   const found = await rows<{ id: string }>(db,
-    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz', priority)}`,
+    `select id::text as id from ${deliveryJobs('(select ?::text as id, ?::json as payload) d', '?::timestamptz', priority)}, ${UNFLUSHED}`,
     [runAt.toISOString(), job.delivery_id, JSON.stringify(job)]);
   return found[0]?.id ?? null;
 }
@@ -18,11 +25,11 @@ export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date, prior
 /** Brings a deferred delivery's job forward to now; false when it is running or gone already. */
 export async function wakeDeferredDelivery(db: Db, jobId: string): Promise<boolean> {
   const found = await rows<{ n: number }>(db,
-    'select count(*)::int as n from graphile_worker.reschedule_jobs(array[?::bigint], run_at => now())', [jobId]);
+    `select count(*)::int as n from graphile_worker.reschedule_jobs(array[?::bigint], run_at => now()), ${UNFLUSHED}`, [jobId]);
   return found[0].n > 0;
 }
 
 /** Drops a delivery's waiting job (a detached attempt's watch job, once the attempt's answer is recorded). */
 export async function dropWaitingDeliveryJob(db: Db, deliveryId: string): Promise<void> {
-  await rows(db, `select graphile_worker.remove_job('deliver:' || ?)`, [deliveryId]);
+  await rows(db, `select graphile_worker.remove_job('deliver:' || ?) from ${UNFLUSHED}`, [deliveryId]);
 }

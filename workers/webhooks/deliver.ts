@@ -4,7 +4,7 @@
  * Retry-After, 410 disables). At least once: an attempt is logged `in_flight` before its request
  * goes out, and its answer completes the log in the statement that enqueues the next job; a crash
  * between the two leaves the attempt logged with its outcome unknown, and the retry is the next
- * attempt. A receiver dedups on the event id. Tenants share the worker fairly: an org whose
+ * attempt. Only the answer's commit waits for the WAL flush (unflushed.ts says why the rest need not). A receiver dedups on the event id. Tenants share the worker fairly: an org whose
  * receivers are slow and that has no room in this process (tenantSlots.ts) has the delivery
  * deferred, which is not an attempt; one whose receivers answer waits for its slot.
  *

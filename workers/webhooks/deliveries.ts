@@ -6,6 +6,7 @@
 import { rows, type Db } from '../../api/db/connection.ts';
 import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES, type WebhookLogStatus } from '../../api/families/webhook_logs/family.ts';
+import { UNFLUSHED } from './unflushed.ts';
 
 /** An attempt opened: its number, its log, and the webhook as it is now (what can change between attempts). */
 export interface OpenedAttempt {
@@ -58,7 +59,7 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
     log: { webhook_id: job.webhook_id, event_id: job.event_id, trigger: job.trigger, triggered_on: { id: job.object_id, object: job.object_type } },
   }));
   return rows<OpenedAttempt>(db,
-    `with input as (select * from jsonb_to_recordset(?::jsonb) as r(delivery_id text, log jsonb)),
+    `with input as (select r.* from jsonb_to_recordset(?::jsonb) as r(delivery_id text, log jsonb), ${UNFLUSHED}),
      opened as (
        update webhook_deliveries d set attempts = d.attempts + 1
          from webhooks w, input i

@@ -13,12 +13,19 @@
  * stood waiting on this lock at any moment. The pass that holds the turn reads the position and
  * the outbox in snapshots taken after it got the lock, and a loop that found the turn taken looks
  * again soon, so no event is left behind. An advisory lock rather than a row lock, because a turn
- * that finds nothing then writes nothing, and its commit waits for no WAL flush.
+ * that finds nothing then writes nothing.
+ *
+ * A pass's commit does not wait for the WAL flush (unflushed.ts): its jobs notify listeners, and
+ * PostgreSQL commits one notifying transaction at a time, so a flush waited for there holds every
+ * deferral and retry of every worker behind it. A server crash that forgets a pass forgets all
+ * that followed it too (a delivery's attempt comes after its pass): the position is back where it
+ * was, and the pass is made again, the same deliveries under the same ids.
  */
 import { rows, type Db } from '../../api/db/connection.ts';
 import { deliveriesInsert, deliveryJobs, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { attemptLogId, LOGGED_URL } from './deliveries.ts';
+import { UNFLUSHED } from './unflushed.ts';
 
 interface Position {
   /** xmax and in-progress txids of the snapshot every event visible in which is dispatched */
@@ -88,7 +95,7 @@ const DISPATCH_TURN = 'webhook_dispatch_position';
 
 export async function dispatchEventBatch(db: Db, limit: number): Promise<DispatchPass> {
   return db.transaction(async (tx) => {
-    const [turn] = await rows<{ mine: boolean }>(tx, 'select pg_try_advisory_xact_lock(hashtext(?)) as mine', [DISPATCH_TURN]);
+    const [turn] = await rows<{ mine: boolean }>(tx, `select pg_try_advisory_xact_lock(hashtext(?)) as mine from ${UNFLUSHED}`, [DISPATCH_TURN]);
     // Another dispatcher's pass is running: it takes what there is; this loop looks again after its idle wait.
     if (!turn.mine) return { taken: 0, caughtUp: false, turnTaken: true };
     const [position] = await rows<Position>(tx,
