@@ -15,7 +15,8 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { migrate } from '../api/db/migrate.ts';
-import { createKey, hashKey } from '../api/keys.ts';
+import { hashKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { createWebhookReceiver } from '../api/webhooks/receiver.ts';
 import { startWorker } from '../workers/main.ts';
@@ -162,7 +163,7 @@ t.test('PostgreSQL restarted during delivery: every event created before and aft
 
   const db = createDb(databaseUrl, 4);
   t.teardown(() => db.destroy());
-  const key = await createKey(db, 'acme', 'test');
+  const key = await createTestKey(db, 'acme', 'test');
   const tenant = { orgId: key.orgId, environment: 'test' };
   const web = await startWeb(loadConfig({ DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off' }), { keyCacheMs: 0 });
   t.teardown(() => web.stop());
