@@ -1,7 +1,9 @@
 /**
- * The benchmark's anchor: the least a Koa service can do for the same two requests, against the
+ * The benchmark's anchor: the least a Koa service can do for the same three requests, against the
  * same `accounts` table. POST /customers is one INSERT (returning the row), GET /customers/:id one
- * SELECT by primary key; no auth, versions, validation, views, transactions or idempotency. Its
+ * SELECT by primary key, PUT /customers/:id one bare UPDATE by primary key merging the body's
+ * name into the row (returning it); no auth, versions, validation, views, transactions, audit,
+ * events or idempotency. Its
  * throughput is what bench/api-crud.ts compares Settle with.
  *
  * Env: DATABASE_URL, PORT, ANCHOR_ORG_ID (the org rows are written for), ANCHOR_POOL (default 10,
@@ -32,6 +34,21 @@ app.use(async (ctx) => {
       `insert into accounts (id, org_id, environment, type, data) values ($1, $2, 'test', 'customer', $3) returning *`,
       [newId('acct'), orgId, data],
     );
+    ctx.body = result.rows[0];
+    return;
+  }
+  const updating = ctx.method === 'PUT' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
+  if (updating) {
+    const body = await readJson(ctx.req);
+    const result = await pool.query(
+      `update accounts set data = data || jsonb_build_object('name', $2::text), modified_at = now() where id = $1 returning *`,
+      [updating[1], body.name],
+    );
+    if (!result.rows[0]) {
+      ctx.status = 404;
+      ctx.body = { object: 'error', error_type: 'NotFound' };
+      return;
+    }
     ctx.body = result.rows[0];
     return;
   }
