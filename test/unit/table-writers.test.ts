@@ -87,3 +87,8 @@ for (const table of tables) {
     t.same(others, listedFor(table).sort());
   });
 }
+
+t.test('operation rows are recorded by the transaction family only: every step is a transaction\'s, written with the change that makes it', async (t) => {
+  const recorders = sources.filter(({ text }) => /import\s*\{[^}]*\brecordOperations\b[^}]*\}\s*from/.test(text)).map(({ file }) => file);
+  t.same(recorders.filter((file) => !file.startsWith('api/families/transactions/')), []);
+});
