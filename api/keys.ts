@@ -3,7 +3,8 @@ import { hash } from 'node:crypto';
 import { shownPrefix } from './credentials.ts';
 import type { Db } from './db/connection.ts';
 import { expireKey, findKeyToRoll, findOrCreateOrg, insertKey } from './db/keys.ts';
-import { insertDefaultProcessingAccount } from './families/accounts/repository.ts';
+import type { DomainServices } from './engine/family.ts';
+import { openDefaultProcessingAccount } from './families/accounts/defaultAccount.ts';
 import { newId, randomBase62 } from './ids.ts';
 
 export type Environment = 'test' | 'live';
@@ -45,16 +46,25 @@ function newSecret(environment: Environment): { secret: string; prefix: string }
   return { secret, prefix: shownPrefix(secret) };
 }
 
-/** `scopes`: what a restricted key may do (api/scopes.ts); absent, everything. */
-export async function createKey(db: Db, orgName: string, environment: Environment, settings: KeySettings = {}, scopes: string[] | null = null): Promise<CreatedKey> {
-  const org = await findOrCreateOrg(db, newId('org'), orgName);
-  const orgId = org.id;
-  // A new org's test environment starts with an active processing account, its default.
-  if (org.created) await insertDefaultProcessingAccount(db, { orgId, environment: 'test' }, newId('acct'), orgName);
-  const { secret, prefix } = newSecret(environment);
-  const id = newId('key');
-  await insertKey(db, { id, orgId, environment, hash: hashKey(secret), prefix, settings: { ...settings }, scopes });
-  return { id, orgId, secret, prefix };
+/**
+ * A key of the org named `orgName`, made with the org when it is new, in one transaction: a new
+ * org's test environment starts with its default processing account, made by the account
+ * family's create as the system (`domain`: the process's, for that create's rules).
+ * `scopes`: what a restricted key may do (api/scopes.ts); absent, everything.
+ */
+export async function createKey(db: Db, domain: DomainServices, orgName: string, environment: Environment, settings: KeySettings = {}, scopes: string[] | null = null): Promise<CreatedKey> {
+  return db.transaction(async (tx) => {
+    const org = await findOrCreateOrg(tx, newId('org'), orgName);
+    const orgId = org.id;
+    if (org.created) {
+      const principal = { kind: 'secret' as const, keyId: 'new_org', settings: {} };
+      await openDefaultProcessingAccount({ tx, tenant: { orgId, environment: 'test' }, version: 'v1', principal, domain }, orgName);
+    }
+    const { secret, prefix } = newSecret(environment);
+    const id = newId('key');
+    await insertKey(tx, { id, orgId, environment, hash: hashKey(secret), prefix, settings: { ...settings }, scopes });
+    return { id, orgId, secret, prefix };
+  });
 }
 
 export class KeyNotFound extends Error {}

@@ -5,6 +5,15 @@
  * into a table of its own with its primary key and one (org, env, created_at) index, made at start.
  * No auth, versions, validation, views, transactions or idempotency. Its throughput is what
  * bench/api-crud.ts and bench/payments.ts compare Settle with.
+    ctx.body = result.rows[0];
+    return;
+  }
+ * The benchmark's anchor: the least a Koa service can do for the same three requests, against the
+ * same `accounts` table. POST /customers is one INSERT (returning the row), GET /customers/:id one
+ * SELECT by primary key, PUT /customers/:id one bare UPDATE by primary key merging the body's
+ * name into the row (returning it); no auth, versions, validation, views, transactions, audit,
+ * events or idempotency. Its
+ * throughput is what bench/api-crud.ts compares Settle with.
  *
  * Env: DATABASE_URL, PORT, ANCHOR_ORG_ID (the org rows are written for), ANCHOR_POOL (default 10,
  * Settle's default SETTLE_DB_POOL).
@@ -50,6 +59,21 @@ app.use(async (ctx) => {
       `insert into anchor_payments (id, org_id, environment, amount, data, status) values ($1, $2, 'test', $3, $4, 'processed') returning *`,
       [newId('txn'), orgId, Math.round(Number(body.amount) * 100), data],
     );
+    ctx.body = result.rows[0];
+    return;
+  }
+  const updating = ctx.method === 'PUT' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
+  if (updating) {
+    const body = await readJson(ctx.req);
+    const result = await pool.query(
+      `update accounts set data = data || jsonb_build_object('name', $2::text), modified_at = now() where id = $1 returning *`,
+      [updating[1], body.name],
+    );
+    if (!result.rows[0]) {
+      ctx.status = 404;
+      ctx.body = { object: 'error', error_type: 'NotFound' };
+      return;
+    }
     ctx.body = result.rows[0];
     return;
   }

@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { freePort } from '../api/db/embedded.ts';
-import { createKey } from '../api/keys.ts';
+import { benchKey } from './keys.ts';
 import { covers, parseSnapshot } from '../reporting/feed.ts';
 import { benchDatabase, cleanup, dataSizes, positive, resultsDir, startChild, waitForHttp } from './harness.ts';
 import { REPORTING_AUTH } from './reportingAuth.ts';
@@ -60,7 +60,7 @@ const load = () => os.loadavg().map((n) => n.toFixed(1)).join(' ');
 // ---- data -----------------------------------------------------------------------------------------
 const databaseUrl = await benchDatabase();
 const db = createDb(databaseUrl, 2);
-const key = await createKey(db, 'bench', 'test');
+const key = await benchKey(db, 'bench');
 await rows(db, 'alter table transactions enable always trigger reporting_changes_insert');
 
 const FIRST = ['Ann', 'Ben', 'Cara', 'Dev', 'Eli', 'Fay', 'Gus', 'Hana', 'Ivo', 'Jo', 'Kai', 'Lea', 'Max', 'Nia', 'Oto', 'Pia'];

@@ -20,11 +20,11 @@ import os from 'node:os';
 import { freePort } from '../api/db/embedded.ts';
 import { createDb } from '../api/db/connection.ts';
 import { loadConfig } from '../api/config.ts';
-import { createKey } from '../api/keys.ts';
 import { compileRowExport } from '../reporting/rowExport.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { openStore } from '../reporting/store.ts';
 import { cleanup, dataSizes, growTenant, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
+import { benchKey } from './keys.ts';
 import './reportingAuth.ts'; // sets the REPORTING_SECRET the web and reporting children share
 
 const MEMORY_GOAL_MB = 100;
@@ -136,7 +136,7 @@ async function resetWhileOthersRead(otherKey: string, otherId: string): Promise<
 }
 
 const setup = createDb(databaseUrl, 1);
-const other = await createKey(setup, 'bench-other', 'test');
+const other = await benchKey(setup, 'bench-other');
 const otherCustomer = (await fetch(`${servers.settle}/customers`, { method: 'POST', headers: { Authorization: `Basic ${Buffer.from(`${other.secret}:`).toString('base64')}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Other org' }) }).then((r) => r.json()) as { id: string }).id;
 await setup.destroy();
 

@@ -15,9 +15,9 @@ import os from 'node:os';
 import { loadConfig } from '../api/config.ts';
 import { createDb, rows } from '../api/db/connection.ts';
 import { createDomainServices } from '../api/domain.ts';
-import { createKey } from '../api/keys.ts';
 import { runFundingDay } from '../api/families/funding/run.ts';
 import { cleanup, startServers } from './harness.ts';
+import { benchKey } from './keys.ts';
 
 const sizes = (process.env.BENCH_FUNDING ?? '10000/100,1000000/1000').split(',').map((pair) => {
   const [due, accounts] = pair.split('/').map(Number);
@@ -54,7 +54,7 @@ async function seed(orgId: string, due: number, accounts: number): Promise<void>
 
 console.log(`\nfunding: Node ${process.version}, ${os.cpus().length} CPUs, ${process.env.DATABASE_URL ? 'server' : 'embedded'} PostgreSQL\n`);
 for (const { due, accounts } of sizes) {
-  const key = await createKey(db, `funding-${due}`, 'test');
+  const key = await benchKey(db, `funding-${due}`);
   const tenant = { orgId: key.orgId, environment: 'test' as const };
   let started = performance.now();
   await seed(key.orgId, due, accounts);

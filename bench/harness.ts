@@ -22,7 +22,7 @@ import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { createDb } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
-import { createKey } from '../api/keys.ts';
+import { benchKey } from './keys.ts';
 import { adminQuery, databaseUrl } from '../api/db/admin.ts';
 
 export function positive(name: string, fallback: number, zeroOk = false): number {
@@ -142,7 +142,7 @@ export async function startServers(bench: string, settleEnv: Record<string, stri
   const benchUrl = await benchDatabase();
 
   const db = createDb(benchUrl, 2);
-  const key = await createKey(db, 'bench', 'test');
+  const key = await benchKey(db, 'bench');
   await db.destroy();
 
   const settlePort = await freePort();

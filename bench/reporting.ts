@@ -27,6 +27,7 @@
  * database is created and dropped afterwards; ClickHouse is the embedded chdb in a temp dir.
  * Results: the tables on stdout, JSON in bench/results/reporting.json.
  */
+import { benchKey } from './keys.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,7 +37,6 @@ import { projectRoot } from '../api/config.ts';
 import { createDb, rows } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
-import { createKey } from '../api/keys.ts';
 import { covers, parseSnapshot, type Snapshot } from '../reporting/feed.ts';
 import { REPORTING_AUTH } from './reportingAuth.ts';
 
@@ -148,7 +148,7 @@ const databaseUrl = databaseUrlObject.toString();
 await migrate(databaseUrl);
 const db = createDb(databaseUrl, 4);
 cleanups.push(() => db.destroy());
-const key = await createKey(db, 'bench', 'test');
+const key = await benchKey(db, 'bench');
 // The change feed is written as in production; no other trigger fires while rows are generated.
 await rows(db, 'alter table transactions enable always trigger reporting_changes_insert');
 

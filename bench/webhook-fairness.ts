@@ -14,8 +14,8 @@
  */
 import http from 'node:http';
 import { createDb } from '../api/db/connection.ts';
-import { createKey } from '../api/keys.ts';
 import { cleanup, positive, startChild, startServers } from './harness.ts';
+import { benchKey } from './keys.ts';
 
 const WORKERS = positive('BENCH_FAIRNESS_WORKERS', 2);
 const TRIALS = positive('BENCH_FAIRNESS_TRIALS', 10);
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   let made = 0;
   for (const level of LEVELS) {
     for (; made < level.orgs; made++) {
-      const other = await createKey(db, `noisy_${made}`, 'test');
+      const other = await benchKey(db, `noisy_${made}`);
       for (let h = 0; h < level.hooks; h++) await call(other.secret, '/webhooks', { trigger: 'processing_status', url: `${hanging.url}/o${made}/h${h}` });
       for (let e = 0; e < 2; e++) await call(other.secret, '/processing_accounts', { name: `Noisy ${made}.${e}` });
     }

@@ -55,6 +55,7 @@
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
  * WORKER_POLL_INTERVAL. Results: tables on stdout, JSON in bench/results/webhooks.json.
  */
+import { benchKey } from './keys.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -69,7 +70,6 @@ import { freePort, startEmbeddedPostgres } from '../api/db/embedded.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { adminQuery, databaseUrl } from '../api/db/admin.ts';
-import { createKey } from '../api/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { verifyServiceSignature } from '../api/webhooks/receiver.ts';
@@ -601,7 +601,7 @@ interface LatencyResult {
 
 async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): Promise<LatencyResult> {
   // An org of its own each time: the webhooks of an earlier size's phase must not receive this one's events.
-  const key = await createKey(ctx.db, `bench-latency-${++latencyPhases}`, 'test');
+  const key = await benchKey(ctx.db, `bench-latency-${++latencyPhases}`);
   const authorization = `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`;
   const web = await startWebChild(env, authorization);
   const post = async (route: string, body: unknown) => {
@@ -750,7 +750,7 @@ async function main(): Promise<void> {
 
   const db: Db = createDb(benchUrl, 4);
   cleanups.push(() => db.destroy());
-  const key = await createKey(db, 'bench', 'test');
+  const key = await benchKey(db, 'bench');
   const tenant: EventTenant = { orgId: key.orgId, environment: 'test' };
   const vaultKey = randomBytes(32).toString('base64');
 

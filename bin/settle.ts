@@ -15,6 +15,8 @@ import { createDb, type Db } from '../api/db/connection.ts';
 import { startEmbeddedPair, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { countKeys, listKeys, revokeKey } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
+import { createDomainServices } from '../api/domain.ts';
+import type { DomainServices } from '../api/engine/family.ts';
 import { createKey, KeyNotFound, rollKey, type Environment } from '../api/keys.ts';
 import { parseScopes } from '../api/scopes.ts';
 import { guardDatabase } from './databaseGuard.ts';
@@ -112,6 +114,19 @@ async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<
   });
 }
 
+/**
+ * The domain services a command's writes run with: the vault opened as the web process opens it
+ * (checked against the key the database records), the real clock and processor.
+ */
+async function cliDomain(config: Config, db: Db): Promise<DomainServices> {
+  try {
+    return createDomainServices(config, {}, await openVault(config, db, createLogger('warn', 'settle')));
+  } catch (error) {
+    if (error instanceof VaultKeyRefused) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
 /** `24h`, `30m`, `90s`, `7d`, `0s`. */
 function durationMs(text: string): number {
   const match = /^(\d+)(s|m|h|d)$/.exec(text.trim());
@@ -133,7 +148,7 @@ async function keysCommand(config: Config, args: string[]): Promise<void> {
     } catch (error) {
       throw new UsageError(`keys create: ${(error as Error).message}`);
     }
-    const key = await withDb(config, (db) => createKey(db, org, env, { authorize_and_capture: Boolean(values['authorize-and-capture']) }, scopes));
+    const key = await withDb(config, async (db) => createKey(db, await cliDomain(config, db), org, env, { authorize_and_capture: Boolean(values['authorize-and-capture']) }, scopes));
     console.log(key.secret);
     console.error(`created ${env} key ${key.prefix}… for org "${org}"${scopes ? ` with scopes ${scopes.join(',')}` : ''} (shown once; store it now)`);
     return;
@@ -238,7 +253,7 @@ async function firstKey(config: Config, url: string): Promise<string> {
   const db = createDb(url, 2);
   try {
     if (fs.existsSync(keyFile) && (await countKeys(db)) > 0) return fs.readFileSync(keyFile, 'utf8').trim();
-    const key = await createKey(db, 'default', 'test');
+    const key = await createKey(db, await cliDomain(config, db), 'default', 'test');
     fs.writeFileSync(keyFile, key.secret + '\n', { mode: 0o600 });
     return key.secret;
   } finally {

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import http from 'node:http';
 import { loadConfig } from '../api/config.ts';
 import { revokeKey } from '../api/db/keys.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { startTestApi, type ApiResponse } from './helpers/api.ts';
@@ -284,7 +284,7 @@ t.test('a chunked body over 1 MiB (no Content-Length) is 413', async (t) => {
 t.test('a 413 over a keep-alive connection does not hold up a graceful shutdown', async (t) => {
   const databaseUrl = await freshDatabase(t);
   const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: databaseUrl, PORT: '0', SETTLE_SHUTDOWN_TIMEOUT: '2000' }), { keyCacheMs: 0 });
-  const { secret } = await createKey(web.db, 'acme', 'test');
+  const { secret } = await createTestKey(web.db, 'acme', 'test');
   const res = await fetch(`${web.url}/customers`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${secret}`, 'Content-Type': 'application/json' },

@@ -26,7 +26,7 @@ import { projectRoot } from '../api/config.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { freePort, rejoinAsStandby, startEmbeddedPair, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { Supervisor } from '../bin/supervisor.ts';
 import { seededRandom } from './helpers/seeded.ts';
@@ -418,7 +418,7 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
   await migrate(databaseUrl);
   const db = createDb(databaseUrl, 4);
   cleanups.push(() => db.destroy());
-  const key = await createKey(db, 'chaos', 'test');
+  const key = await createTestKey(db, 'chaos', 'test');
   const auth = `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`;
 
   const receipts = await startReceipts();

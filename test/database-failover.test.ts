@@ -11,7 +11,7 @@ import path from 'node:path';
 import pg from 'pg';
 import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { primaryUrl } from '../api/db/primary.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
@@ -65,7 +65,7 @@ t.test('a web and a worker started while the database cannot be reached wait for
   t.ok(await eventually(() => web.output().includes('web listening'), Boolean, 30_000, 50), `the web listens once the database answers: ${web.output()}`);
   const db = createDb(database, 1);
   t.teardown(() => db.destroy());
-  const key = await createKey(db, 'Waited', 'test');
+  const key = await createTestKey(db, 'Waited', 'test');
   const created = await fetch(`http://127.0.0.1:${port}/customers`, {
     method: 'POST',
     headers: { Authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`, 'Content-Type': 'application/json' },

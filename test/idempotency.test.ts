@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
+import { createTestKey } from './helpers/keys.ts';
 
 const api = await startTestApi(t);
 
@@ -179,8 +180,7 @@ t.test('a key belongs to its credential: another key of the same org never recei
   t.equal(first.status, 200, JSON.stringify(first.body));
   t.type(first.body.sender_secret, 'string', 'the secret is shown once, to its creator');
 
-  const { createKey } = await import('../api/keys.ts');
-  const restricted = (await createKey(api.db, 'acme', 'test', {}, ['webhooks:write'])).secret;
+  const restricted = (await createTestKey(api.db, 'acme', 'test', {}, ['webhooks:write'])).secret;
   const sibling = await api.request('POST', '/webhooks', { key: restricted, json: hook, headers: { 'Idempotency-Key': key } });
   t.equal(sibling.status, 200, JSON.stringify(sibling.body));
   t.equal(sibling.headers.get('Idempotent-Replayed'), null, 'not a replay');

@@ -4,7 +4,7 @@
  * A restricted key or a client token may not; bad input is a 400.
  */
 import t from 'tap';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { startTestApi } from './helpers/api.ts';
 
 const api = await startTestApi(t);
@@ -29,7 +29,7 @@ t.test('a rolled key: the new one works at once, the old one until its expiry, t
 });
 
 t.test('a restricted key, a client token and bad input are refused', async (t) => {
-  const restricted = (await createKey(api.db, 'acme', 'test', {}, ['customers:read'])).secret;
+  const restricted = (await createTestKey(api.db, 'acme', 'test', {}, ['customers:read'])).secret;
   const refused = await api.request('POST', '/api_keys/roll', { key: restricted, json: {} });
   t.equal(refused.status, 403);
   t.equal(refused.body.error_type, 'Forbidden');

@@ -14,7 +14,7 @@ import t from 'tap';
 import { projectRoot } from '../api/config.ts';
 import { createDb } from '../api/db/connection.ts';
 import { freePort } from '../api/db/embedded.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
@@ -56,7 +56,7 @@ const web = run('api/server.ts', { PORT: String(port), HOST: '127.0.0.1', SETTLE
 await eventually(() => fetch(`${api}/healthz`).then((r) => r.status, () => 0), (status) => status === 200, 20_000, 100);
 const worker = run('workers/main.ts', { WORKER_POLL_INTERVAL: '100' });
 
-const secretKey = (await createKey(db, 'acme', 'test')).secret;
+const secretKey = (await createTestKey(db, 'acme', 'test')).secret;
 const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString('base64')}`;
 
 async function call(method: string, route: string, json?: unknown, authorization = basic(secretKey)): Promise<{ status: number; body: any }> {

@@ -19,7 +19,7 @@ import { createApp } from '../api/app.ts';
 import { loadConfig, projectRoot } from '../api/config.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { createDomainServices } from '../api/domain.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
 import { startReporting } from '../reporting/main.ts';
 import { versionAtLeast } from '../reporting/store.ts';
@@ -100,7 +100,7 @@ async function startWeb(t: Test, databaseUrl: string, webEnv: Record<string, str
     await new Promise((resolve) => server.close(resolve));
     await db.destroy();
   });
-  const key = (await createKey(db, 'acme', 'test')).secret;
+  const key = (await createTestKey(db, 'acme', 'test')).secret;
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {
     lines,

@@ -6,7 +6,7 @@
 import tap from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { createDb, rows } from '../api/db/connection.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { createLogger } from '../api/logger.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { covers, formatSnapshot, type Snapshot } from '../reporting/feed.ts';
@@ -27,7 +27,7 @@ t.teardown(async () => {
   await mirror.stop();
   await store.close();
 });
-const { orgId } = await createKey(db, 'acme', 'test');
+const { orgId } = await createTestKey(db, 'acme', 'test');
 await mirror.start();
 
 // The position's insert waits until the test lets it go.

@@ -15,7 +15,7 @@ import { loadConfig, projectRoot } from '../api/config.ts';
 import { createDb, rows } from '../api/db/connection.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
 import { TEST_REPORTING_AUTH, TEST_REPORTING_SECRET } from './helpers/api.ts';
@@ -52,7 +52,7 @@ t.teardown(async () => {
   fs.rmSync(pgDir, { recursive: true, force: true });
 });
 
-const key = (await createKey(db, 'acme', 'test')).secret;
+const key = (await createTestKey(db, 'acme', 'test')).secret;
 const [{ id: orgId }] = await rows<{ id: string }>(db, "select id from orgs where name = 'acme'");
 
 async function request(method: string, route: string, json?: unknown): Promise<{ status: number; body: any }> {

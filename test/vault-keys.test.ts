@@ -13,7 +13,7 @@ import pino from 'pino';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { createDb } from '../api/db/connection.ts';
-import { createKey } from '../api/keys.ts';
+import { createTestKey } from './helpers/keys.ts';
 import { startWeb } from '../api/server.ts';
 import { createVault, parseVaultKey } from '../api/vault.ts';
 import { openVault, rotateVault } from '../api/vaultKeys.ts';
@@ -39,7 +39,7 @@ async function web(t: Test, env: Record<string, string>) {
   return running;
 }
 
-const secret = (await createKey(db, 'acme', 'test')).secret;
+const secret = (await createTestKey(db, 'acme', 'test')).secret;
 async function call(url: string, method: string, route: string, json?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(url + route, {
     method,
@@ -131,7 +131,7 @@ t.test('settle vault generate and settle vault rotate, as an operator runs them'
   t.equal(parseVaultKey(fresh).length, 32, 'a 32-byte base64 key');
   const before = await startWeb(loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: url, PORT: '0', SETTLE_DATA_DIR: dataDir, SETTLE_VAULT_KEY: K1 }), { keyCacheMs: 0 });
   const own = createDb(url, 1);
-  const key = (await createKey(own, 'acme', 'test')).secret;
+  const key = (await createTestKey(own, 'acme', 'test')).secret;
   const card = await fetch(`${before.url}/payment_methods`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(CARD) });
   t.equal(card.status, 200);
   await before.stop();

@@ -120,3 +120,18 @@ t.test('an event of a trigger no webhook listens to is passed over, and the posi
   t.same(await deliveredEvents(db), []);
   t.same(await dispatchEventBatch(db, 10), { taken: 0, caughtUp: true }, 'not taken again');
 });
+
+t.test('a webhook is sent the events made from its creation on: one made before it, dispatched late, is not sent to it', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const [before] = await commitEvents(db, 1);
+  await db.raw(`insert into webhooks (id, org_id, environment, data) values (?, ?, ?, '{"trigger": "processing_status", "status": "active"}')`,
+    ['wh_newer', tenant.orgId, tenant.environment]);
+  const [after] = await commitEvents(db, 1);
+  await dispatchAll(db, 100);
+  const found = await db.raw('select webhook_id, event_id from webhook_deliveries order by webhook_id, event_id');
+  t.same(found.rows, [
+    { webhook_id: 'wh_dispatch', event_id: before },
+    { webhook_id: 'wh_dispatch', event_id: after },
+    { webhook_id: 'wh_newer', event_id: after },
+  ].sort((a, b) => a.webhook_id.localeCompare(b.webhook_id) || a.event_id.localeCompare(b.event_id)));
+});

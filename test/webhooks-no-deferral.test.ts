@@ -33,18 +33,24 @@ t.test('deliveries to an answering receiver wait for their org\'s slot instead o
   const hook = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: `${receiver.url}/hook` } });
   t.equal(hook.status, 200);
   // Committed before any worker runs: nothing dispatches them yet.
-  for (let i = 0; i < DELIVERIES; i++) t.equal((await api.request('POST', '/processing_accounts', { json: { name: `Answered ${i}` } })).status, 200);
+  const made: string[] = [];
+  for (let i = 0; i < DELIVERIES; i++) {
+    const account = await api.request('POST', '/processing_accounts', { json: { name: `Answered ${i}` } });
+    t.equal(account.status, 200);
+    made.push(account.body.id);
+  }
 
   const holder = new pg.Client({ connectionString: api.databaseUrl });
   await holder.connect();
   t.teardown(() => holder.end());
   await holder.query('begin');
-  // The log key of each delivery's first attempt (deliveriesInsert's and attemptLogId's derivations).
+  // The log key of each delivery's first attempt (deliveriesInsert's and attemptLogId's derivations),
+  // for the events of the accounts made above (the org's first account's is older than the webhook).
   const held = await holder.query(
     `insert into webhook_logs (id, org_id, environment)
      select 'whl_' || substr(md5('whd_' || substr(md5(w.id || ':' || e.id || ':0'), 1, 24) || ':1'), 1, 24), e.org_id, e.environment
        from events e join webhooks w on w.org_id = e.org_id and w.environment = e.environment and w.id = $1
-      where e.trigger = 'processing_status'`, [hook.body.id]);
+      where e.trigger = 'processing_status' and e.object_id = any($2::text[])`, [hook.body.id, made]);
   t.equal(held.rowCount, DELIVERIES);
 
   const metricsPort = await freePort();

@@ -226,8 +226,7 @@ export function decodeCreate(ctx: OperationContext, body: unknown, extra?: Map<s
 
 /** `decodeCreate` for a type already stored-named (`withdraw`, never v1's `reversal`). */
 function decodeTyped(ctx: OperationContext, type: string, body: Json, extra?: Map<string, unknown>): StoredObject {
-  const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create');
-  for (const [store, value] of extra ?? []) values.set(store, value);
+  const { values } = decodeInput(ctx.collection.family, ctx.version, type, body, 'create', extra);
   const now = ctx.domain.now();
   const blank: StoredObject = { id: newId(ctx.collection.family.idPrefix), type, created_at: now, modified_at: now, data: {} };
   const row = applyValues(blank, values);
@@ -398,8 +397,7 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
 }
 
 function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extra?: Map<string, unknown>): StoredObject {
-  const { values } = decodeInput(ctx.collection.family, ctx.version, row.type, body, 'update');
-  for (const [store, value] of extra ?? []) values.set(store, value);
+  const { values } = decodeInput(ctx.collection.family, ctx.version, row.type, body, 'update', extra);
   return applyValues(row, values);
 }
 

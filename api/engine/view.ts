@@ -146,8 +146,10 @@ export type InputMode = 'create' | 'update';
 /**
  * Maps a client body onto storage paths, checking every key against the schema.
  * Unknown keys, read-only fields and bad values are collected into one InvalidAttributes error.
+ * `given`: stored values the service sets itself (no client field names them), which count as
+ * given before the defaults fill in and the required fields are checked.
  */
-export function decodeInput(family: Family, version: Version, type: string | undefined, body: Json, mode: InputMode): DecodedInput {
+export function decodeInput(family: Family, version: Version, type: string | undefined, body: Json, mode: InputMode, given?: Map<string, unknown>): DecodedInput {
   const fields = fieldsOf(family, version);
   const details: ErrorDetails = {};
   const values = new Map<string, unknown>();
@@ -164,6 +166,7 @@ export function decodeInput(family: Family, version: Version, type: string | und
     if (!converted.ok) setPath(details, path, converted.reason);
     else if (!field.neverStored) values.set(field.store, converted.value);
   }
+  for (const [store, value] of given ?? []) values.set(store, value);
   if (mode === 'create') fillDefaults(family, version, type, values, details);
   if (Object.keys(details).length) throw invalidAttributes(details);
   return { values };

@@ -2,7 +2,8 @@
 import type { Test } from 'tap';
 import { loadConfig } from '../../api/config.ts';
 import { createDb, type Db } from '../../api/db/connection.ts';
-import { createKey, type Environment, type KeySettings } from '../../api/keys.ts';
+import type { Environment, KeySettings } from '../../api/keys.ts';
+import { createTestKey } from './keys.ts';
 import type { Seams } from '../../api/seams.ts';
 import { startWeb } from '../../api/server.ts';
 import { freshDatabase } from './db.ts';
@@ -58,7 +59,7 @@ export async function startTestApi(t: Test, env: Record<string, string> = {}, se
     await stop();
     await db.destroy();
   });
-  const newKey = async (org: string, environment: Environment, settings: KeySettings = {}) => (await createKey(db, org, environment, settings)).secret;
+  const newKey = async (org: string, environment: Environment, settings: KeySettings = {}) => (await createTestKey(db, org, environment, settings)).secret;
   const key = await newKey('acme', 'test');
   const request = async (method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> => {
     const headers: Record<string, string> = { ...options.headers };

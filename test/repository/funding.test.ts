@@ -1,5 +1,6 @@
 /**
- * Repository tier: the funding run's queries (api/families/funding/repository.ts) against a real
+ * Repository tier: the funding run's queries (api/families/funding/repository.ts) and the
+ * transaction family's funding steps (api/families/transactions/funding.ts) against a real
  * database, each test in a transaction rolled back at its end: which bank method receives a
  * deposit, which payments a run settles (due by the date, held ones when asked, never another
  * account's or tenant's), and that a second settle of the same items finds none.
@@ -9,7 +10,9 @@ import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { fundingMethod, settleDueItems } from '../../api/families/funding/repository.ts';
+import { fundingMethod } from '../../api/families/funding/repository.ts';
+import { claimDueForFunding, fundHeld, recordFundingSteps } from '../../api/families/transactions/funding.ts';
+import { settleDueItems } from '../../api/families/transactions/fundingRepository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -64,5 +67,31 @@ t.test('a run settles the account\'s payments due by its date, held ones only wh
     t.equal(await status('txn_due'), 'funded');
     t.equal(await status('txn_globex'), 'pending', 'another org\'s payment to an account id it shares is untouched');
     t.equal(await status('txn_other'), 'pending', 'another account\'s is untouched');
+  });
+});
+
+t.test('the transaction family\'s funding steps: a claim, a held payout and each step\'s operation row with its events', async (t) => {
+  await withRollback(db, async (tx) => {
+    await seed(tx);
+    await insertObjects(tx, 'transactions', acme, [
+      payment('txn_due', 'acct_shop', { funding_status: 'pending', funding_date: '2026-11-25' }),
+      payment('txn_held', 'acct_shop', { funding_status: 'held', funding_date: '2026-11-20' }),
+    ]);
+    const [claimed] = await claimDueForFunding(tx, acme, { accountId: 'acct_shop', dueBy: '2026-11-25', to: 'funded', includeHeld: false });
+    t.match(claimed, { id: 'txn_due', was: 'pending', amount: 1000, fee: 30 });
+    await fundHeld(tx, ['txn_held']);
+    await recordFundingSteps(tx, acme, [{ id: 'txn_due', amount: 1000, depositId: 'txn_deposit', steps: ['clear', 'fund'] }, { id: 'txn_held', amount: 1000, steps: ['fund'] }]);
+    const status = async (id: string) => (await tx.raw(`select data->>'funding_status' as s from transactions where id = ?`, [id])).rows[0].s;
+    t.same([await status('txn_due'), await status('txn_held')], ['funded', 'funded']);
+    const operations = (await tx.raw(`select type, data->>'transaction_id' as transaction_id, data->>'deposit_id' as deposit_id from transaction_operations order by data->>'transaction_id', created_at, type`)).rows;
+    t.same(operations, [
+      { type: 'clear', transaction_id: 'txn_due', deposit_id: 'txn_deposit' },
+      { type: 'fund', transaction_id: 'txn_due', deposit_id: 'txn_deposit' },
+      { type: 'fund', transaction_id: 'txn_held', deposit_id: null },
+    ]);
+    const events = (await tx.raw(`select trigger, object_id from events where trigger like 'transaction:operation%' order by object_id, trigger`)).rows;
+    t.same(events.map((e: { trigger: string; object_id: string }) => `${e.object_id} ${e.trigger}`), [
+      'txn_due transaction:operation', 'txn_due transaction:operation', 'txn_due transaction:operation:clear', 'txn_held transaction:operation',
+    ]);
   });
 });

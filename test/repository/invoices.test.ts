@@ -8,7 +8,11 @@ import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { allocationsOfTransactions, deleteItemsOfInvoices, insertItems, itemsOfInvoices, lockInvoices, numberChargesTotal } from '../../api/families/invoices/repository.ts';
+import { loadConfig } from '../../api/config.ts';
+import { createDomainServices } from '../../api/domain.ts';
+import type { RuleContext } from '../../api/engine/family.ts';
+import { recordPaymentAllocations } from '../../api/families/invoices/paidBy.ts';
+import { allocationsOfTransactions, deleteItemsOfInvoices, insertItems, itemsOfInvoices, lockInvoices, numberChargesTotal, recomputeInvoices } from '../../api/families/invoices/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -63,5 +67,26 @@ t.test('invoices lock in id order and only the tenant\'s; deleting items keeps t
     await deleteItemsOfInvoices(tx, acme, ['inv_1']);
     t.same((await itemsOfInvoices(tx, acme, ['inv_1', 'inv_2'])).map((i) => i.id), ['itm_2']);
     t.same((await itemsOfInvoices(tx, globex, ['inv_1'])).map((i) => i.id), ['itm_g'], 'another tenant\'s items stay');
+  });
+});
+
+t.test('a payment\'s allocations go through the item family\'s create: the invoice recomputes, the item is audited, a closed invoice refuses one', async (t) => {
+  const domain = createDomainServices(loadConfig());
+  await withRollback(db, async (tx) => {
+    const ctx: RuleContext = { tx, tenant: acme, version: 'v1', principal: { kind: 'secret', keyId: 'test', settings: {} }, domain };
+    await insertObjects(tx, 'invoices', acme, [item('inv_open', 'bill', { status: 'unpaid' }), item('inv_closed', 'bill', { status: 'closed' })]);
+    await insertItems(tx, acme, [item('itm_open', 'charge', { invoice_id: 'inv_open', amount: 1000, qty: 1, total: 1000 })]);
+    await recomputeInvoices(tx, acme, ['inv_open']);
+    const payment = item('txn_paying', 'payment', {});
+    await recordPaymentAllocations(ctx, payment, [{ invoice_id: 'inv_open', amount: 1000 }]);
+    const [allocation] = await allocationsOfTransactions(tx, acme, ['txn_paying']);
+    t.match(allocation, { type: 'payment', data: { invoice_id: 'inv_open', amount: 1000, transaction_id: 'txn_paying', external_payment: false } });
+    t.match(allocation.id, /^item_/, 'an id of the item family');
+    const [invoice] = (await tx.raw(`select data from invoices where id = 'inv_open'`)).rows;
+    t.match(invoice.data, { status: 'paid', totals: { balance_due: 0 } }, 'the item rules recomputed the invoice');
+    const audits = (await tx.raw(`select data->>'action' as action from audit_events where data->>'object_id' = ?`, [allocation.id])).rows;
+    t.same(audits, [{ action: 'create' }]);
+    const refused = await recordPaymentAllocations(ctx, payment, [{ invoice_id: 'inv_closed', amount: 0 }]).then(() => null, (error: unknown) => error);
+    t.match(refused, { status: 400, details: { invoice_id: 'A closed invoice accepts no payment' } }, 'a closed invoice refuses it');
   });
 });

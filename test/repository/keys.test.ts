@@ -8,6 +8,9 @@ import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
 import { findActiveAccessToken, insertAccessToken } from '../../api/db/accessTokens.ts';
 import { expireKey, findActiveKeyByHash, findKeyToRoll, findOrCreateOrg, insertKey, listOrgKeys, revokeKey } from '../../api/db/keys.ts';
+import { createKey } from '../../api/keys.ts';
+import { createDomainServices } from '../../api/domain.ts';
+import { loadConfig } from '../../api/config.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -73,5 +76,23 @@ t.test('a client token is found by its hash while active and unexpired', async (
     t.equal(await findActiveAccessToken(tx, hash('ct_2')), null, 'an expired token is not found');
     await tx.raw("update access_tokens set status = 'used' where token_hash = ?", [hash('ct_1')]);
     t.equal(await findActiveAccessToken(tx, hash('ct_1')), null, 'a token no longer active is not found');
+  });
+});
+
+t.test('a new org opens with its default processing account made by the account family\'s create, as the system, with its event; a second key makes none', async (t) => {
+  const domain = createDomainServices(loadConfig());
+  await withRollback(db, async (tx) => {
+    const first = await createKey(tx, domain, 'initech', 'live');
+    const accounts = (await tx.raw(`select id, environment, type, data from accounts where org_id = ?`, [first.orgId])).rows;
+    t.match(accounts, [{ environment: 'test', type: 'processing', data: { name: 'initech', processing: { status: 'active', funding: { style: 'netted', delay: 2 } } } }]);
+    const [account] = accounts;
+    t.match(account.id, /^acct_/);
+    const audits = (await tx.raw(`select data from audit_events where data->>'object_id' = ?`, [account.id])).rows;
+    t.match(audits, [{ data: { action: 'create', actor: { type: 'system', name: 'default_processing_account' } } }]);
+    const events = (await tx.raw(`select trigger, value from events where object_id = ?`, [account.id])).rows;
+    t.match(events, [{ trigger: 'processing_status', value: { status: 'active', previous_status: null } }]);
+    const second = await createKey(tx, domain, 'initech', 'test');
+    t.equal(second.orgId, first.orgId, 'the same org');
+    t.equal((await tx.raw(`select count(*)::int as n from accounts where org_id = ?`, [first.orgId])).rows[0].n, 1, 'no second account');
   });
 });

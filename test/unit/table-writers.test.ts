@@ -1,10 +1,12 @@
 /**
  * Unit tier: who writes each table that holds a family's rows. A family's own folder (the one
- * whose declaration names the table) writes it; any other writer is data (./table-writers.json:
- * table → file → why it writes there), read by this test, not a comment: a new file outside the
- * folder that inserts into, updates or deletes from the table fails here until it is entered with
- * its reason, and an entry whose file no longer writes the table fails too, so the list shrinks as
- * writes move behind their family's door. Read from the source text: SQL that names the table,
+ * whose declaration names the table) writes it; any other writer is data (./table-writers.json),
+ * read by this test, not a comment, in two lists of table → file → why it writes there: `own`,
+ * the family's own writers that live outside its folder (the webhook family's delivery worker
+ * recording its attempts), and `bypass`, writes that go past the family's door and are to move
+ * behind it. A new file outside the folder that inserts into, updates or deletes from the table
+ * fails here until it is entered with its reason, and an entry whose file no longer writes the
+ * table fails too, so the bypass list shrinks as writes move behind their family's door. Read from the source text: SQL that names the table,
  * the generic row writers (api/db/objects.ts, which writes the table it is given) called with
  * its name, and functions of the family's folder that write it, imported and called elsewhere.
  */
@@ -14,7 +16,9 @@ import t from 'tap';
 import { projectRoot } from '../../api/config.ts';
 import { families } from '../../api/families/index.ts';
 
-const allowed = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as Record<string, Record<string, string>>;
+type Writers = Record<string, Record<string, string>>;
+const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; bypass: Writers };
+const listedFor = (table: string) => [...Object.keys(lists.own[table] ?? {}), ...Object.keys(lists.bypass[table] ?? {})];
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(projectRoot, dir), { recursive: true, encoding: 'utf8' })
@@ -71,14 +75,20 @@ function ownFolder(table: string): string {
   return `${folders[0]}/`;
 }
 
-t.test('the list names only tables that hold a family\'s rows', async (t) => {
-  t.same(Object.keys(allowed).filter((table) => !tables.includes(table)), []);
+t.test('the lists name only tables that hold a family\'s rows, and a file once per table', async (t) => {
+  t.same([...Object.keys(lists.own), ...Object.keys(lists.bypass)].filter((table) => !tables.includes(table)), []);
+  for (const table of tables) t.same(listedFor(table).filter((file, i, all) => all.indexOf(file) !== i), [], table);
 });
 
 for (const table of tables) {
   t.test(`${table}: written by its family's folder and the files listed for it, each of which still writes it`, async (t) => {
     const own = ownFolder(table);
     const others = writersOf(table, own).filter((file) => !file.startsWith(own));
-    t.same(others, Object.keys(allowed[table] ?? {}).sort());
+    t.same(others, listedFor(table).sort());
   });
 }
+
+t.test('operation rows are recorded by the transaction family only: every step is a transaction\'s, written with the change that makes it', async (t) => {
+  const recorders = sources.filter(({ text }) => /import\s*\{[^}]*\brecordOperations\b[^}]*\}\s*from/.test(text)).map(({ file }) => file);
+  t.same(recorders.filter((file) => !file.startsWith('api/families/transactions/')), []);
+});

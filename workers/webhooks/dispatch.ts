@@ -67,15 +67,22 @@ function batchSql(windowOpen: boolean): string {
            order by txid, seq limit ?)`;
 }
 
-/** The log of an event a disabled webhook `w` misses (`e` the event): no attempt, nothing sent. */
-/** The batch's events with each webhook of their trigger in `status` (never the webhook an event is about), as deliveries' rows of a first series. */
+/**
+ * The batch's events with each webhook of their trigger in `status` (never the webhook an event is
+ * about), as deliveries' rows of a first series. A webhook is sent the events made from its
+ * creation on: an event older than it (a new org's first processing account, made with the org
+ * before any key could make a webhook) is not sent to it however late the dispatcher comes to it,
+ * so what a webhook receives does not depend on how far behind dispatch was; a resend sends it.
+ */
 function subscribers(status: 'active' | 'disabled'): string {
   return `(select e.org_id, e.environment, w.id as webhook_id, e.id as event_id, 0 as series
              from batch e join webhooks w
                on w.org_id = e.org_id and w.environment = e.environment
-              and w.data->>'trigger' = e.trigger and w.data->>'status' = '${status}' and w.id <> e.object_id)`;
+              and w.data->>'trigger' = e.trigger and w.data->>'status' = '${status}' and w.id <> e.object_id
+              and w.created_at <= e.created_at)`;
 }
 
+/** The log of an event a disabled webhook `w` misses (`e` the event): no attempt, nothing sent. */
 const SKIPPED_LOG = `jsonb_build_object('webhook_id', w.id, 'event_id', e.id, 'trigger', e.trigger,
   'triggered_on', jsonb_build_object('id', e.object_id, 'object', e.object_type), 'url', ${LOGGED_URL}, 'attempt', 0, 'status', ?::text,
   'http_status', null, 'oauth_status', null, 'duration_ms', null, 'response', null, 'error', 'the webhook is disabled', 'next_attempt_at', null)`;

@@ -55,13 +55,6 @@ export async function ownsMethod(db: Db, tenant: Tenant, accountId: string, meth
   return owned.length > 0;
 }
 
-/** The processing account a new org's test environment starts with: active, the environment's default. */
-export async function insertDefaultProcessingAccount(db: Db, tenant: Tenant, id: string, name: string): Promise<void> {
-  await rows(db,
-    `insert into accounts (id, org_id, environment, type, data) values (?, ?, ?, 'processing', ?::jsonb)`,
-    [id, tenant.orgId, tenant.environment, JSON.stringify({ name, processing: { status: 'active', funding: { style: 'netted', delay: 2 } } })]);
-}
-
 /** The processing accounts an entity backs that still wait on its verification, locked, by id. */
 export async function lockPendingProcessingAccounts(tx: Db, tenant: Tenant, entityId: string): Promise<StoredObject[]> {
   const scope = tenantScan(tenant);

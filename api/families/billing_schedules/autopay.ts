@@ -13,11 +13,11 @@ import { createFromValues, updateNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { ApiError } from '../../errors.ts';
 import { decidedOutside, ProcessorDecisions } from '../../processorDecisions.ts';
-import { newId } from '../../ids.ts';
 import { calendarDate } from '../invoices/kinds.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
 import { invoices } from '../invoices/family.ts';
-import { insertItems, lockInvoice } from '../invoices/repository.ts';
+import { recordPaymentAllocations } from '../invoices/paidBy.ts';
+import { lockInvoice } from '../invoices/repository.ts';
 import { transactions } from '../transactions/family.ts';
 import { defaultPayingMethod } from '../transactions/repository.ts';
 import { invoicesForAutopay } from './repository.ts';
@@ -53,10 +53,7 @@ async function attempt(ctx: RuleContext, invoiceId: string, today: string): Prom
     throw error;
   }
   if (payment.data.status === 'declined') {
-    await insertItems(ctx.tx, ctx.tenant, [{
-      id: newId('item'), type: 'payment', created_at: payment.created_at, modified_at: payment.created_at,
-      data: { entry_type: 'payment', invoice_id: invoice.id, amount: 0, transaction_id: payment.id, external_payment: false },
-    }]);
+    await recordPaymentAllocations(ctx, payment, [{ invoice_id: invoice.id, amount: 0 }]);
   } else {
     await recordEvents(ctx.tx, ctx.tenant, [{
       trigger: AUTOMATIC_PAYMENT_TRIGGER, objectType: 'transaction', objectId: payment.id,

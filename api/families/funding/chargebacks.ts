@@ -12,7 +12,7 @@ import type { Json } from '../../engine/view.ts';
 import { createSystemTransaction } from '../transactions/systemMade.ts';
 import { refundedAmount, scheduleJob } from '../transactions/repository.ts';
 import { hasLinkedTransfer, lockTransactionById } from './chargebackRepository.ts';
-import { recordFundingOperations } from './operations.ts';
+import { recordFundingSteps } from '../transactions/funding.ts';
 
 /** The card network acting on a tenant's transactions. */
 function networkContext(tx: Db, domain: DomainServices, tenant: Tenant): RuleContext {
@@ -50,7 +50,7 @@ export async function chargeBack(db: Db, domain: DomainServices, paymentId: stri
     if (disputed <= 0) return null;
     const tenant: Tenant = { orgId: payment.org_id, environment: payment.environment };
     const chargeback = await createDispute(networkContext(tx, domain, tenant), payment, disputed, 'chargeback');
-    await recordFundingOperations(tx, tenant, [{ id: payment.id, amount: Number(payment.data.amount), steps: ['chargeback'] }]);
+    await recordFundingSteps(tx, tenant, [{ id: payment.id, amount: Number(payment.data.amount), steps: ['chargeback'] }]);
     if (payment.data.sandbox_chargeback === 'chargeback_reversal') {
       await scheduleJob(tx, 'sandbox_chargeback_reversal', { transaction_id: chargeback.id }, new Date(now.getTime() + 1000), `chargeback_reversal:${chargeback.id}`);
     }

@@ -12,8 +12,8 @@ import { newId } from '../../ids.ts';
 import { insertTransfers } from '../transactions/repository.ts';
 import { bucketTotal, postLegs } from './ledger.ts';
 import { fundingLegs, netOf } from './amounts.ts';
-import { recordFundingOperations } from './operations.ts';
-import { fundingMethod, lockHeldItems, lockProcessingAccount, markFunded, type FundingItem } from './repository.ts';
+import { fundHeld, recordFundingSteps, type FundingItem } from '../transactions/funding.ts';
+import { fundingMethod, lockHeldItems, lockProcessingAccount } from './repository.ts';
 
 export function isRelease(type: string): boolean {
   return type === 'deposit' || type === 'withdraw';
@@ -74,9 +74,9 @@ export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<
   const held = await bucketTotal(ctx.tx, ctx.tenant, accountId, 'held');
   await postLegs(ctx.tx, ctx.tenant, row.id, `release:${row.id}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
   const items = paidOut(await lockHeldItems(ctx.tx, ctx.tenant, accountId), await bucketTotal(ctx.tx, ctx.tenant, accountId, 'available'));
-  await markFunded(ctx.tx, items.map((item) => item.id));
+  await fundHeld(ctx.tx, items.map((item) => item.id));
   await insertTransfers(ctx.tx, ctx.tenant, items.map((item) => ({
     id: newId('trf'), transaction_id: row.id, account_id: accountId, assoc_transaction_id: item.id, entry_type: 'deposit', amount: netOf(item),
   })));
-  await recordFundingOperations(ctx.tx, ctx.tenant, items.map((item) => ({ id: item.id, amount: item.amount, depositId: row.id, steps: ['fund'] })));
+  await recordFundingSteps(ctx.tx, ctx.tenant, items.map((item) => ({ id: item.id, amount: item.amount, depositId: row.id, steps: ['fund'] })));
 }

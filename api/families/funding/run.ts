@@ -19,7 +19,7 @@ import { newId } from '../../ids.ts';
 import { createSystemTransaction } from '../transactions/systemMade.ts';
 import { fundingLegs, grossOf, netOf } from './amounts.ts';
 import { bucketTotal, postLegs, postingExists } from './ledger.ts';
-import { recordFundingOperations, type OperationItem } from './operations.ts';
+import { claimDueForFunding, recordFundingSteps, type FundingItem, type FundingStep } from '../transactions/funding.ts';
 import * as repo from './repository.ts';
 
 export interface FundingOutcome {
@@ -61,7 +61,7 @@ async function moveFunds(ctx: RuleContext, accountId: string, method: StoredObje
   return row.id;
 }
 
-function stepsOf(item: repo.FundingItem): Array<'clear' | 'fund'> {
+function stepsOf(item: FundingItem): Array<'clear' | 'fund'> {
   return item.was === 'pending' ? ['clear', 'fund'] : ['fund'];
 }
 
@@ -83,7 +83,7 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
     const method = style === 'manual' ? null : await repo.fundingMethod(tx, tenant, accountId);
     if (options.only && !method) return NONE;
     const funds = method !== null;
-    const items = await repo.settleDueItems(tx, tenant, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
+    const items = await claimDueForFunding(tx, tenant, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
     const cleared = items.filter((item) => item.was === 'pending');
     const clearedNet = sum(cleared.map(netOf));
     const run = newId('run');
@@ -92,14 +92,14 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
       { accountId, bucket: style === 'manual' || funds ? 'available' : 'held', amount: clearedNet },
     ]);
     if (!funds) {
-      await recordFundingOperations(tx, tenant, cleared.map((item) => ({ ...item, steps: ['clear'] })));
+      await recordFundingSteps(tx, tenant, cleared.map((item) => ({ ...item, steps: ['clear'] })));
       return { cleared: cleared.length, funded: 0, deposits: [] };
     }
 
     const held = await bucketTotal(tx, tenant, accountId, 'held');
     await postLegs(tx, tenant, null, `release:${run}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
     const description = `Funding of ${isoDate(asOf)}`;
-    const funded: OperationItem[] = [];
+    const funded: FundingStep[] = [];
     const deposits: string[] = [];
     if (style === 'itemized') {
       for (const item of items) {
@@ -120,7 +120,7 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
       for (const item of items) funded.push({ id: item.id, amount: item.amount, depositId, steps: stepsOf(item) });
     }
     // One statement for every item's operations: `clear` (when cleared by this run) and `fund`.
-    await recordFundingOperations(tx, tenant, funded);
+    await recordFundingSteps(tx, tenant, funded);
     return { cleared: cleared.length, funded: funded.length, deposits };
   });
 }

@@ -43,7 +43,7 @@ const checkoutPlugin = z.strictObject({
   conv_fee: flag.optional(),
 }).refine((o) => o.amount !== undefined || o.invoice_id !== undefined, { path: ['amount'], message: 'Required unless invoice_id is given' });
 
-/** Presets of the payment a token creates; the typed keys are fixed for that payment (api/families/transactions/clientIntent.ts). */
+/** Presets of the payment a token creates; the typed keys are fixed for that payment (api/families/clientIntent.ts). */
 const presetKeys = {
   description: z.string().min(1).max(1024).optional(),
   order_number: z.string().max(128).optional(),

@@ -1,8 +1,12 @@
-/** The trigger of intents that end (finished or expired), and of each link table's objects. */
+/**
+ * The status triggers of the link tables' objects: intents and payment activations that end
+ * (finished or expired). The link machinery of this family (expiry, enrollment) fires both, so
+ * both are named here; the payment activation family declares its own from here.
+ */
 import { trigger } from '../../db/events.ts';
-import { PAYMENT_ACTIVATION_STATUS_TRIGGER } from '../payment_activations/triggers.ts';
 
 export const INTENT_STATUS_TRIGGER = trigger('intent:status');
+export const PAYMENT_ACTIVATION_STATUS_TRIGGER = trigger('payment_activation:status');
 
 /** The object a link table holds, and the trigger its status changes fire. */
 export const LINK_OBJECTS = {

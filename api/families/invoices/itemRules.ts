@@ -1,8 +1,8 @@
 /**
  * Item rules: a charge changes what an invoice totals, an external payment allocation what it has
  * received. Each locks its invoice, checks the invoice accepts the change, and recomputes the
- * invoice's totals and status in the same database transaction. Allocations made by payments are
- * written by the payment (api/families/transactions/allocations.ts), never here.
+ * invoice's totals and status in the same database transaction. A payment's allocations come
+ * through the same create (./paidBy.ts), after the payment planned them against the locked invoice.
  */
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import type { Json } from '../../engine/view.ts';
@@ -70,7 +70,8 @@ async function prepareCreate(ctx: RuleContext, row: StoredObject): Promise<Store
     if (CLOSED_TO_CHARGES.has(status)) throw invalidAttributes({ invoice_id: `A ${status} invoice takes no new items` });
     return { ...next, data: completeCharge(data, isPercentage(data) ? await numberChargesTotal(ctx.tx, ctx.tenant, invoice.id) : 0) };
   }
-  if (data.external_payment !== true) {
+  // A payment's own allocation names it (transaction_id, which only the payment sets: ./paidBy.ts).
+  if (data.external_payment !== true && typeof data.transaction_id !== 'string') {
     throw invalidAttributes({ external_payment: 'Only money paid elsewhere is recorded here (external_payment: true); payments allocate with POST /transactions' });
   }
   if (!OPEN_TO_PAYMENTS.has(status)) throw invalidAttributes({ invoice_id: `A ${status} invoice accepts no payment` });

@@ -8,7 +8,7 @@ import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { STATUSES } from '../intents/links.ts';
 import { paymentActivationRules } from './rules.ts';
-import { PAYMENT_ACTIVATION_STATUS_TRIGGER } from './triggers.ts';
+import { PAYMENT_ACTIVATION_STATUS_TRIGGER } from '../intents/triggers.ts';
 
 const both = (path: string) => ({ v1: path, v2: path });
 

@@ -2,7 +2,7 @@
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { applyClientAccount, spendClientTokenOnce } from '../transactions/clientIntent.ts';
+import { applyClientAccount, spendClientTokenOnce } from '../clientIntent.ts';
 import { accountExists, clearAccountPointer, clearDefault, setPayingDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 import { METHOD_STATUSES, methodStatus, VERIFICATION_STATUSES } from './statuses.ts';

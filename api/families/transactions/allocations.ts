@@ -16,11 +16,11 @@ import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, render, type Json } from '../../engine/view.ts';
 import { parseMoney } from '../../schema/values.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { newId } from '../../ids.ts';
 import { itemView } from '../invoices/items.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
 import { fillPaymentParty } from '../invoices/paymentParties.ts';
-import { allocationsOfTransactions, insertItems, lockInvoices, plannedAllocations, recomputeInvoices } from '../invoices/repository.ts';
+import { recordPaymentAllocations } from '../invoices/paidBy.ts';
+import { allocationsOfTransactions, lockInvoices, plannedAllocations } from '../invoices/repository.ts';
 import { completePaymentLink } from '../payment_links/payments.ts';
 
 interface Allocation {
@@ -101,15 +101,7 @@ export async function applyAllocations(ctx: RuleContext, payment: StoredObject):
   const promised = plannedAllocations(ctx.tx);
   for (const a of plan) promised.set(a.invoice_id, (promised.get(a.invoice_id) ?? 0) - a.amount!);
   if (['declined', 'voided', 'rejected'].includes(String(payment.data.status))) return;
-  const now = ctx.domain.now();
-  await insertItems(ctx.tx, ctx.tenant, plan.map((a) => ({
-    id: newId('item'),
-    type: 'payment',
-    created_at: now,
-    modified_at: now,
-    data: { entry_type: 'payment', invoice_id: a.invoice_id, amount: a.amount, transaction_id: payment.id, external_payment: false },
-  })));
-  await recomputeInvoices(ctx.tx, ctx.tenant, plan.map((a) => a.invoice_id));
+  await recordPaymentAllocations(ctx, payment, plan.map((a) => ({ invoice_id: a.invoice_id, amount: a.amount! })));
 }
 
 /** v1 `allocations` / v2 `invoice_allocations` (non-default fields): the payment's standing allocations. */

@@ -17,7 +17,7 @@ import { paymentMethods } from '../payment_methods/family.ts';
 import { isKept, NOT_KEPT } from '../payment_methods/statuses.ts';
 import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyPaymentLink } from '../payment_links/payments.ts';
-import { applyClientIntent } from './clientIntent.ts';
+import { applyClientIntent } from '../clientIntent.ts';
 import { authorizeCard } from './decide.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
 import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';

@@ -3,12 +3,14 @@
  * intent's presets are fixed values, not defaults: the customer, the processing account, the
  * status and (unless `amount_editable`) the amount come from the token; the payment method is the
  * one the browser enters in this very request; nothing may route money elsewhere (transfers).
+ * A rule of the payment and payment-method families both (a method typed with a token belongs to
+ * the token's account), so it lives beside them rather than in either.
  */
-import type { RuleContext } from '../../engine/family.ts';
-import { isPlainObject, setPath, type Json } from '../../engine/view.ts';
-import { parseMoney } from '../../schema/values.ts';
-import { forbidden, invalidAttributes, type ErrorDetails } from '../../errors.ts';
-import { spendClientToken } from '../intents/tokenSpend.ts';
+import type { RuleContext } from '../engine/family.ts';
+import { isPlainObject, setPath, type Json } from '../engine/view.ts';
+import { parseMoney } from '../schema/values.ts';
+import { forbidden, invalidAttributes, type ErrorDetails } from '../errors.ts';
+import { spendClientToken } from './intents/tokenSpend.ts';
 
 /** Kinds that may create a payment; `none` is a token made without an intent (CONTRACT §13). */
 const PAYMENT_INTENTS = new Set(['payment_form', 'checkout_plugin', 'checkout_page', 'none']);
