@@ -85,8 +85,9 @@ export function startChild(bench: string, name: string, script: string, env: Rec
   return child;
 }
 
-export async function waitForHttp(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
+/** Until `url` answers; `ms` (default 30 s) is longer on a loaded machine, where a process takes long to start. */
+export async function waitForHttp(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited with code ${child.exitCode}`);
     try {
@@ -96,7 +97,7 @@ export async function waitForHttp(url: string, child: ChildProcess): Promise<voi
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  throw new Error(`${url} did not answer within 30 s`);
+  throw new Error(`${url} did not answer within ${ms / 1000} s`);
 }
 
 // ---- setup -----------------------------------------------------------------------------------

@@ -391,6 +391,12 @@ t.test('Reports by day split by status: every number equals the API\'s aggregate
   const page = await browser.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   await signIn(page, booksShop);
+  // Which table of the reporting process answered each of the page's aggregates (its Server-Timing).
+  const answered: string[] = [];
+  page.on('response', (response) => {
+    const timing = /clickhouse;dur=[\d.]+;desc="([^"]*)"/.exec(response.headers()['server-timing'] ?? '');
+    if (timing && new URL(response.url()).pathname === '/transactions') answered.push(timing[1]);
+  });
   await page.getByRole('link', { name: 'Reports' }).click();
   await setDate(page, 'From', FROM);
   await setDate(page, 'To', TO);
@@ -418,6 +424,8 @@ t.test('Reports by day split by status: every number equals the API\'s aggregate
   t.same(shown.rows[11].slice(0, 5), ['All', '46.36', '40.00', '86.36', '0.00'], 'the books shop\'s payments, all of them today');
   t.match(await page.locator('#report-summary').textContent(), new RegExp(`Volume: 86\\.36 against 0\\.00 from ${dayOf(Date.parse(FROM) - 11 * DAY_MS)} to ${dayOf(Date.parse(FROM) - DAY_MS)}`));
   await screenshot(page, 'console-reports.png');
+  t.ok(answered.length >= 2, 'the range and the previous period were asked of the reporting process');
+  t.same([...new Set(answered)], ['rollup'], 'both answered from its rollup by day, not by reading every transaction');
 
   // The chart says the same: pointing at today shows its numbers in the legend.
   const plot = page.locator('.u-over');

@@ -1,7 +1,8 @@
 /**
  * Restricted keys and rotation, as an operator makes them with the CLI and a client uses them: a
  * key scoped to `<collection>:read|write` reaches only those collections (403 naming the scope it
- * lacks elsewhere), an unknown scope creates nothing, and `settle keys roll` hands out a new key
+ * lacks elsewhere; e-mailing an invoice, which may make a payment link, needs both scopes), an
+ * unknown scope creates nothing, and `settle keys roll` hands out a new key
  * with the same org, environment and scopes while the old one works until its expiry, then 401.
  */
 import t from 'tap';
@@ -94,4 +95,17 @@ t.test('a key that may read customers lists /accounts as its customers only', as
   const other = (await settle(['keys', 'create', '--org', 'acme', '--env', 'test', '--scope', 'invoices:read'])).stdout.trim();
   const refused = await api.request('GET', '/accounts', { key: other });
   t.same([refused.status, refused.body.details], [403, { scope: 'accounts:read' }], 'a key that may read no kind of account is refused');
+});
+
+t.test('e-mailing an invoice may make its payment link: a key needs payment_links:write beside invoices:write', async (t) => {
+  const payer = (await api.request('POST', '/customers', { json: { name: 'Scoped Bo', email: 'bo@example.com' } })).body;
+  const invoice = (await api.request('POST', '/invoices', { json: { customer_id: payer.id, due_date: '2026-12-15', items: [{ entry_type: 'charge', amount: 9 }] } })).body;
+  const invoicesOnly = (await settle(['keys', 'create', '--org', 'acme', '--env', 'test', '--scope', 'invoices:write'])).stdout.trim();
+  const refused = await api.request('POST', `/invoices/${invoice.id}/resend_email`, { key: invoicesOnly });
+  t.equal(refused.status, 403);
+  t.same([refused.body.error_type, refused.body.details], ['Forbidden', { scope: 'payment_links:write' }]);
+  const both = (await settle(['keys', 'create', '--org', 'acme', '--env', 'test', '--scope', 'invoices:write,payment_links:write'])).stdout.trim();
+  const sent = await api.request('POST', `/invoices/${invoice.id}/resend_email`, { key: both });
+  t.equal(sent.status, 200, JSON.stringify(sent.body));
+  t.equal((await api.request('POST', `/invoices/${invoice.id}/resend_email`, { key: (await settle(['keys', 'create', '--org', 'acme', '--env', 'test', '--scope', 'payment_links:write'])).stdout.trim() })).status, 403, 'nor payment_links:write alone');
 });

@@ -17,9 +17,9 @@ function facts(invoice) {
 /** Leads with what is due, when and its state, then what can be done: e-mail it to its customer. */
 export function renderInvoice(main, id) {
   renderDetail(main, 'invoices', id, () => [], (invoice) => {
-    const { due, name } = facts(invoice);
+    const { due } = facts(invoice);
     return [
-      h('p', { class: 'summary' }, [`Invoice ${name}`, `${money(due, 'USD')} due ${invoice.due_date}`, statusOf(invoice), invoice.description].filter(Boolean).join(' · ')),
+      h('p', { class: 'summary' }, [invoice.number && `Number ${invoice.number}`, `${money(due, 'USD')} due ${invoice.due_date}`, statusOf(invoice), invoice.description].filter(Boolean).join(' · ')),
       section('E-mail', later(() => resendInvoice(invoice))),
     ];
   });

@@ -27,6 +27,7 @@ export function invoiceActionPaths(version: Version): Record<string, Schema> {
         responses: {
           '200': { description: 'The message, queued', content: { 'application/json': { schema: answer } } },
           '400': errorAnswer('InvalidAttributes: a field was sent (this takes none)'),
+          '403': errorAnswer('Forbidden: a restricted key without both invoices:write and payment_links:write (the message may make a payment link)'),
           '404': errorAnswer('NotFound: no such invoice (another org\'s included)'),
           '409': errorAnswer('Conflict: nothing is due (a draft, paid or closed invoice), or its customer has no e-mail address'),
         },
