@@ -7,6 +7,9 @@
  * (test/chaos-campaign.ts). The seed is fixed, so a failure replays with the printed
  * CHAOS_SEED; the waits are bounded polls for states, the figures only printed.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import t from 'tap';
 import { campaignProblems, describeCampaign, FAULT_KINDS, runCampaign } from './chaos-campaign.ts';
 
@@ -14,7 +17,10 @@ const seed = Number(process.env.CHAOS_SEED ?? 20261128);
 
 t.test('web, worker, reporting and primary killed under load: nothing acknowledged lost, every event delivered, money and mirror agree', async (t) => {
   t.comment(`CHAOS_SEED=${seed}`);
+  // The servers' data and every process's log, kept when a check fails.
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-chaos-test-'));
   const result = await runCampaign({
+    workDir,
     seed,
     seconds: 16,
     rate: 8,
@@ -31,5 +37,8 @@ t.test('web, worker, reporting and primary killed under load: nothing acknowledg
   t.not(result.promotions[0]?.apiAgainMs, null, 'a request sent after the promotion was acknowledged');
   t.not(result.promotions[0]?.rejoinedMs, null, 'the dead primary came back as a synchronous standby');
   t.ok(result.acknowledged > 0 && result.refundsAcknowledged > 0, 'payments and refunds were acknowledged');
-  t.same(campaignProblems(result), [], `seed ${seed}: no acknowledged change lost, no 500, every event delivered, §14 holds, the mirror equals the database`);
+  const problems = campaignProblems(result);
+  if (problems.length) t.comment(`the processes' logs are in ${workDir}`);
+  else fs.rmSync(workDir, { recursive: true, force: true });
+  t.same(problems, [], `seed ${seed}: no acknowledged change lost, no 500, every event delivered, §14 holds, the mirror equals the database`);
 });
