@@ -5,7 +5,10 @@
  */
 import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
+import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { forgetWorkers, heartbeat, releaseDeadWorkers } from '../../workers/liveness.ts';
+import { takeCompanionJobs } from '../../workers/webhooks/companionJobs.ts';
+import { deferDelivery, dropWaitingDeliveryJob } from '../../workers/webhooks/deferrals.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -70,5 +73,54 @@ t.test('a stopping worker takes its ids off the list itself', async (t) => {
     await heartbeat(tx, ['w_stopping_pool', 'w_stopping_1', 'w_other']);
     await forgetWorkers(tx, ['w_stopping_pool', 'w_stopping_1']);
     t.same((await tx.raw('select worker_id from worker_heartbeats')).rows, [{ worker_id: 'w_other' }]);
+  });
+});
+
+/** What the delivery's jobs are: key, whether graphile-worker would take it, its attempts. */
+async function deliveryJobsOf(tx: Db, deliveryId: string): Promise<Array<{ key: string | null; available: boolean; run_later: boolean }>> {
+  return (await tx.raw(
+    `select key, is_available as available, run_at > now() as run_later from graphile_worker._private_jobs
+      where payload->>'delivery_id' = ? order by id`, [deliveryId])).rows;
+}
+
+t.test('a dead worker\'s delivery job whose delivery was deferred under it is deleted on release; the deferred job stays to deliver', async (t) => {
+  await withRollback(db, async (tx) => {
+    const job: DeliveryJob = {
+      delivery_id: 'whd_superseded', org_id: 'org_1', environment: 'sandbox', webhook_id: 'wh_1', event_id: 'evt_1', trigger: 'processing_status',
+      object_type: 'processing_account', object_id: 'pa_1', value: {}, event_created_at: new Date().toISOString(), sequence: 1,
+    };
+    await tx.raw(`select ${deliveryJobs("(select 'whd_superseded' as id, ?::json as payload) d")}`, [JSON.stringify(job)]);
+    // Taken as a worker takes a job (its lock, its attempt), then deferred under it (a watch job, a
+    // deferral, a retry: each adds the delivery's key while the job is locked), then the worker dies.
+    const [taken] = await takeCompanionJobs(tx, { org: 'org_1', environment: 'sandbox' }, 'w_killed', 1);
+    t.ok(taken, 'the delivery job is locked by the worker');
+    await deferDelivery(tx, job, new Date(Date.now() + 60_000));
+    await tx.raw("update graphile_worker._private_jobs set locked_at = now() - interval '10 seconds' where locked_by = 'w_killed'");
+    t.equal(await releaseDeadWorkers(tx, SILENT_MS), 1);
+    t.same(await deliveryJobsOf(tx, 'whd_superseded'), [{ key: 'deliver:whd_superseded', available: true, run_later: true }],
+      'one job per delivery: the deferred one, to run; the one it superseded is not left behind');
+  });
+});
+
+t.test('a dead worker\'s watch job dropped under it (its delivery answered) is deleted on release: no job is left for the delivery', async (t) => {
+  await withRollback(db, async (tx) => {
+    const job = { delivery_id: 'whd_answered', org_id: 'org_1', environment: 'sandbox' };
+    await tx.raw(`select ${deliveryJobs("(select 'whd_answered' as id, ?::json as payload) d")}`, [JSON.stringify(job)]);
+    t.equal((await takeCompanionJobs(tx, { org: 'org_1', environment: 'sandbox' }, 'w_killed', 1)).length, 1);
+    await dropWaitingDeliveryJob(tx, 'whd_answered');
+    await tx.raw("update graphile_worker._private_jobs set locked_at = now() - interval '10 seconds' where locked_by = 'w_killed'");
+    t.equal(await releaseDeadWorkers(tx, SILENT_MS), 1);
+    t.same(await deliveryJobsOf(tx, 'whd_answered'), []);
+  });
+});
+
+t.test('a dead worker\'s delivery job that was not superseded is released to run again, not deleted', async (t) => {
+  await withRollback(db, async (tx) => {
+    const job = { delivery_id: 'whd_cut', org_id: 'org_1', environment: 'sandbox' };
+    await tx.raw(`select ${deliveryJobs("(select 'whd_cut' as id, ?::json as payload) d")}`, [JSON.stringify(job)]);
+    t.equal((await takeCompanionJobs(tx, { org: 'org_1', environment: 'sandbox' }, 'w_killed', 1)).length, 1);
+    await tx.raw("update graphile_worker._private_jobs set locked_at = now() - interval '10 seconds' where locked_by = 'w_killed'");
+    t.equal(await releaseDeadWorkers(tx, SILENT_MS), 1);
+    t.same(await deliveryJobsOf(tx, 'whd_cut'), [{ key: 'deliver:whd_cut', available: true, run_later: false }]);
   });
 });

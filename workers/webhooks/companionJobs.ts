@@ -7,6 +7,7 @@
  * tenant (org and environment) are taken, so they run under its tenant gate (workers/main.ts).
  */
 import { rows, type Db } from '../../api/db/connection.ts';
+import { DELIVER_WEBHOOK_TASK } from '../../api/families/webhooks/deliveryJobs.ts';
 import { UNFLUSHED } from './unflushed.ts';
 
 export interface CompanionJob {
@@ -23,7 +24,7 @@ export async function takeCompanionJobs(db: Db, tenant: { org: string; environme
     `with j as (
        select jobs.id from graphile_worker._private_jobs jobs
         where jobs.is_available and jobs.run_at <= now() and jobs.job_queue_id is null
-          and jobs.task_id = (select id from graphile_worker._private_tasks where identifier = 'deliver_webhook')
+          and jobs.task_id = (select id from graphile_worker._private_tasks where identifier = '${DELIVER_WEBHOOK_TASK}')
           and jobs.payload->>'org_id' = ? and jobs.payload->>'environment' = ?
         order by jobs.priority, jobs.run_at
         limit ?

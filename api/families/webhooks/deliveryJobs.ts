@@ -5,6 +5,9 @@
  */
 import { rows, type Db } from '../../db/connection.ts';
 
+/** The graphile-worker task that makes a delivery's attempt (workers/webhooks/deliver.ts). */
+export const DELIVER_WEBHOOK_TASK = 'deliver_webhook';
+
 /**
  * What a delivery job carries: the delivery and its event, which never change, so an attempt
  * reads only what can (the delivery's state and its webhook). `d` is the delivery, `e` the event.
@@ -77,20 +80,22 @@ const FIRST_ATTEMPTS_PER_TURN = 4;
 /**
  * Job specs for deliveries, as SQL over a set of rows named `source` with `id` (the delivery) and
  * `payload`. The key makes one job per delivery: a later job of the delivery (a retry, a deferral)
- * takes the key over, and the earlier one, if it is still locked by a process that died, never runs
- * again. `later`: a retry or a deferral (LATER_ATTEMPT_PRIORITY), or the priority given. `line`:
- * SQL naming a job queue the first attempts join (graphile-worker runs one job of a queue at a
- * time, in order), or null; a delivery's later jobs never join one, so a retry holds no line up.
+ * takes the key over, and the earlier one, if it is still locked, never runs again (graphile-worker
+ * clears its key and spends its attempts): its holder completes it, or, if the holder died, the
+ * release of the holder's jobs deletes it (workers/liveness.ts). `later`: a retry or a deferral
+ * (LATER_ATTEMPT_PRIORITY), or the priority given. `line`: SQL naming a job queue the first
+ * attempts join (graphile-worker runs one job of a queue at a time, in order), or null; a
+ * delivery's later jobs never join one, so a retry holds no line up.
  */
 export function deliveryJobs(source: string, runAt = 'null', later: boolean | number = false, line = 'null'): string {
   if (later !== false) {
     return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', payload, null, ${runAt}, 25, 'deliver:' || id, ${later === true ? LATER_ATTEMPT_PRIORITY : later}, null)::graphile_worker.job_spec
+    select row('${DELIVER_WEBHOOK_TASK}', payload, null, ${runAt}, 25, 'deliver:' || id, ${later === true ? LATER_ATTEMPT_PRIORITY : later}, null)::graphile_worker.job_spec
       from ${source}))`;
   }
   // The jobs keep the source's order (a resend's is commit order); the turn is counted within it.
   return `graphile_worker.add_jobs(array(
-    select row('deliver_webhook', payload, ${line}, ${runAt}, 25, 'deliver:' || id,
+    select row('${DELIVER_WEBHOOK_TASK}', payload, ${line}, ${runAt}, 25, 'deliver:' || id,
                least((row_number() over (partition by payload->>'org_id' order by position) - 1) / ${FIRST_ATTEMPTS_PER_TURN}, ${LATER_ATTEMPT_PRIORITY - 1})::int,
                null)::graphile_worker.job_spec
       from (select *, row_number() over () as position from ${source}) numbered
