@@ -118,9 +118,9 @@ async function withDb<T>(config: Config, work: (db: Db) => Promise<T>): Promise<
  * The domain services a command's writes run with: the vault opened as the web process opens it
  * (checked against the key the database records), the real clock and processor.
  */
-async function cliDomain(config: Config, db: Db): Promise<DomainServices> {
+async function cliDomain(config: Config, db: Db, log = createLogger('warn', 'settle')): Promise<DomainServices> {
   try {
-    return createDomainServices(config, {}, await openVault(config, db, createLogger('warn', 'settle')));
+    return createDomainServices(config, {}, await openVault(config, db, log));
   } catch (error) {
     if (error instanceof VaultKeyRefused) throw new UsageError(error.message);
     throw error;
@@ -247,13 +247,14 @@ function writeRuntime(config: Config, runtime: Runtime, say: Say): void {
   }
 }
 
-/** The first start makes an org and a test key; later starts print the same key again. */
-async function firstKey(config: Config, url: string): Promise<string> {
+/** The first start makes an org and a test key; later starts print the same key again. Its log lines (a new vault key) are shown as the children's are. */
+async function firstKey(config: Config, url: string, view: LineView): Promise<string> {
   const keyFile = path.join(config.dataDir, 'test-secret-key');
   const db = createDb(url, 2);
   try {
     if (fs.existsSync(keyFile) && (await countKeys(db)) > 0) return fs.readFileSync(keyFile, 'utf8').trim();
-    const key = await createKey(db, await cliDomain(config, db), 'default', 'test');
+    const log = createLogger('warn', 'settle', { write: (line: string) => void process.stdout.write(view('settle', line.trimEnd()) + '\n') });
+    const key = await createKey(db, await cliDomain(config, db, log), 'default', 'test');
     fs.writeFileSync(keyFile, key.secret + '\n', { mode: 0o600 });
     return key.secret;
   } finally {
@@ -352,7 +353,7 @@ async function up(config: Config, args: string[]): Promise<void> {
     }
   }
   await migrate(url);
-  const secret = await firstKey(config, url);
+  const secret = await firstKey(config, url, view);
   // One machine, local receivers: deliveries may reach loopback and private addresses unless told otherwise.
   const allowPrivate = process.env.WEBHOOK_ALLOW_PRIVATE ?? 'true';
   if (allowPrivate === 'true') say('notice', 'WEBHOOK_ALLOW_PRIVATE=true: webhooks may be delivered to loopback and private addresses (set WEBHOOK_ALLOW_PRIVATE=false to refuse them)');

@@ -1,7 +1,7 @@
 /** Invoice actions: `/invoices/{id}/resend_email`. */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { sendInvoiceEmail } from '../families/invoices/emails.ts';
+import { sendInvoiceEmail } from '../families/payment_links/invoiceEmails.ts';
 import { forbidden } from '../errors.ts';
 import { grants } from '../scopes.ts';
 import { completeInTransaction } from './idempotency.ts';

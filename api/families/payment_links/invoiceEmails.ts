@@ -3,7 +3,8 @@
  * (POST /invoices/{id}/resend_email), never by itself when an invoice is made. It says which
  * invoice it is, what is due and when, and where to pay it: the page of an active payment link
  * for the invoice's balance, made with the message when the invoice has none (that link sends no
- * e-mail of its own). It goes through the outbox of link e-mails, sent by the worker.
+ * e-mail of its own). It goes through the outbox of link e-mails, sent by the worker. It lives with
+ * the links, which read invoices already, so the two families import each other one way only.
  */
 import { AUDIT_ACTIONS, recordAuditAction } from '../../db/auditActions.ts';
 import { rows } from '../../db/connection.ts';
@@ -17,11 +18,11 @@ import { conflict, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import type { QueuedLinkEmail } from '../intents/emailRepository.ts';
 import { queueCustomerEmail } from '../intents/outbox.ts';
-import { recipientOf } from '../payment_links/emails.ts';
-import { paymentLinks } from '../payment_links/family.ts';
-import { paymentLinkUrl } from '../payment_links/url.ts';
-import { OPEN_TO_PAYMENTS } from './itemRules.ts';
-import { lockInvoice } from './repository.ts';
+import { recipientOf } from './emails.ts';
+import { paymentLinks } from './family.ts';
+import { paymentLinkUrl } from './url.ts';
+import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
+import { lockInvoice } from '../invoices/repository.ts';
 
 export interface InvoiceEmail extends QueuedLinkEmail {
   paymentLinkId: string;
