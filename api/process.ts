@@ -30,3 +30,30 @@ export function exitOnSignals(stop: () => Promise<void>, log: (message: string) 
     });
   }
 }
+
+/**
+ * A process's start, stopped on the first SIGTERM or SIGINT even when it comes during the start:
+ * one still waiting for its database (`stopping` aborted) ends there and exits 0; one further on
+ * is let finish and then stopped, so it leaves nothing behind (a worker takes its ids off the
+ * heartbeat list). An error `refused` says is the operator's to fix (a refused vault key, a
+ * database not reached in time) is its message alone, and exit 1.
+ */
+export async function runUntilSignalled(
+  name: string,
+  start: (stopping: AbortSignal) => Promise<{ stop: () => Promise<void> }>,
+  refused: (error: unknown) => boolean,
+): Promise<void> {
+  const stopping = new AbortController();
+  const started = start(stopping.signal);
+  exitOnSignals(async () => {
+    stopping.abort();
+    await (await started.catch(() => null))?.stop();
+  }, (message) => console.error(message));
+  await started.catch((error: unknown) => {
+    // Stopped while it waited: the signal's handler exits.
+    if (stopping.signal.aborted) return;
+    if (!refused(error)) throw error;
+    console.error(`${name}: ${(error as Error).message}`);
+    process.exit(1);
+  });
+}

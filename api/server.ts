@@ -7,11 +7,11 @@ import { createApp } from './app.ts';
 import { initMetrics } from './metrics.ts';
 import { loadConfig, type Config } from './config.ts';
 import { createDb, type Db } from './db/connection.ts';
-import { waitForDatabase } from './db/health.ts';
+import { DatabaseWaitOver, waitForDatabase } from './db/health.ts';
 import { createLogger } from './logger.ts';
 import { createDomainServices } from './domain.ts';
 import { withRandomSource } from './ids.ts';
-import { exitOnSignals } from './process.ts';
+import { runUntilSignalled } from './process.ts';
 import { openVault, VaultKeyRefused } from './vaultKeys.ts';
 import type { Seams } from './seams.ts';
 import { applyWriteSettings } from './db/writeSettings.ts';
@@ -28,6 +28,8 @@ export interface WebOptions {
   keyCacheMs?: number;
   /** what a test replaces (api/seams.ts); the real clock, random source and sandbox processor when absent */
   seams?: Partial<Seams>;
+  /** aborted when the process is told to stop: ends a wait for the database at start */
+  stopping?: AbortSignal;
 }
 
 export async function startWeb(config: Config, options: WebOptions = {}): Promise<RunningWeb> {
@@ -38,7 +40,7 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
   let draining = false;
   let vault;
   try {
-    await waitForDatabase(db, log);
+    await waitForDatabase(db, log, { url: config.databaseUrl, waitMs: config.databaseWaitMs, stopping: options.stopping });
     vault = await openVault(config, db, log);
   } catch (error) {
     await db.destroy();
@@ -77,10 +79,5 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
 }
 
 if (import.meta.main) {
-  const web = await startWeb(loadConfig()).catch((error: unknown) => {
-    if (!(error instanceof VaultKeyRefused)) throw error;
-    console.error(`web: ${error.message}`);
-    process.exit(1);
-  });
-  exitOnSignals(web.stop, (message) => console.error(message));
+  await runUntilSignalled('web', (stopping) => startWeb(loadConfig(), { stopping }), (error) => error instanceof VaultKeyRefused || error instanceof DatabaseWaitOver);
 }

@@ -50,18 +50,24 @@ t.test('with no host answering, the error names every host of the URL', async (t
   await t.rejects(primaryUrl(`postgres://u:p@127.0.0.1:${a},127.0.0.1:${b}/settle`), { code: '08001', message: `No host of the database URL accepts writes (127.0.0.1:${a}, 127.0.0.1:${b})` });
 });
 
-t.test('a web and a worker started while the database cannot be reached wait for it instead of exiting, and serve once it answers', async (t) => {
+/** The log lines of a spawned process that say `message` (pino's JSON lines). */
+function logged(output: string, message: string): Array<Record<string, unknown>> {
+  return output.split('\n').filter((line) => line.includes(`"msg":"${message}"`)).map((line) => JSON.parse(line.slice(line.indexOf('{'))));
+}
+
+t.test('a web and a worker started while no host of the URL accepts writes wait for one (logged once, naming the hosts), and serve once one does', async (t) => {
   const database = await freshDatabase(t);
-  const proxy = await startTcpProxy(t, Number(new URL(database).port || 5432));
-  await proxy.close();
-  const url = proxy.urlThrough(database);
+  const [down, later] = [await startTcpProxy(t, Number(new URL(database).port || 5432)), await startTcpProxy(t, Number(new URL(database).port || 5432))];
+  await down.close();
+  await later.close();
+  const url = twoHosts(database, down.port, later.port);
   const port = await freePort();
   const web = spawnScript(t, 'api/server.ts', { DATABASE_URL: url, LOG_LEVEL: 'info', SETTLE_RATE_LIMIT: 'off', PORT: String(port), HOST: '127.0.0.1' });
   const worker = spawnScript(t, 'workers/main.ts', { DATABASE_URL: url, LOG_LEVEL: 'info' });
   for (const [name, started] of [['web', web], ['worker', worker]] as const) {
     t.ok(await eventually(() => started.output().includes('waiting for the database'), Boolean, 30_000, 50), `the ${name} waits: ${started.output()}`);
   }
-  await proxy.open();
+  await later.open();
   t.ok(await eventually(() => web.output().includes('web listening'), Boolean, 30_000, 50), `the web listens once the database answers: ${web.output()}`);
   const db = createDb(database, 1);
   t.teardown(() => db.destroy());
@@ -75,6 +81,27 @@ t.test('a web and a worker started while the database cannot be reached wait for
   const beats = await eventually(async () => (await rows<{ n: number }>(db, 'select count(*)::int as n from worker_heartbeats'))[0]!.n, (n) => n > 0, 30_000, 100);
   t.ok(beats > 0, `the worker runs: ${worker.output()}`);
   t.same([web.child.exitCode, worker.child.exitCode], [null, null], 'neither exited');
+  for (const [name, started] of [['web', web], ['worker', worker]] as const) {
+    const waits = logged(started.output(), 'waiting for the database');
+    t.equal(waits.length, 1, `the ${name} said once that it waits: ${started.output()}`);
+    t.same(waits[0]?.hosts, [`127.0.0.1:${down.port}`, `127.0.0.1:${later.port}`], `the ${name} named the hosts`);
+    t.equal(logged(started.output(), 'database reached').length, 1, `the ${name} said when it reached the database`);
+  }
+});
+
+t.test('a start waits for the database SETTLE_DATABASE_WAIT at most, then exits 1; stopped while it waits, it exits 0', async (t) => {
+  const [a, b] = [await freePort(), await freePort()];
+  const url = `postgres://postgres@127.0.0.1:${a},127.0.0.1:${b}/settle`;
+  const bounded = spawnScript(t, 'workers/main.ts', { DATABASE_URL: url, LOG_LEVEL: 'info', SETTLE_DATABASE_WAIT: '2s' });
+  t.equal(await eventually(() => bounded.child.exitCode, (code) => code !== null, 60_000, 100), 1, `the worker gave up: ${bounded.output()}`);
+  t.equal(logged(bounded.output(), 'waiting for the database').length, 1, 'after saying once that it waits');
+  t.match(bounded.output(), `worker: the database could not be reached in 2 s (SETTLE_DATABASE_WAIT): No host of the database URL accepts writes (127.0.0.1:${a}, 127.0.0.1:${b})`, 'and why it gave up');
+
+  const port = await freePort();
+  const stopped = spawnScript(t, 'api/server.ts', { DATABASE_URL: url, LOG_LEVEL: 'info', PORT: String(port), HOST: '127.0.0.1', SETTLE_DATABASE_WAIT: '10m' });
+  t.ok(await eventually(() => stopped.output().includes('waiting for the database'), Boolean, 30_000, 50), `the web waits: ${stopped.output()}`);
+  stopped.child.kill('SIGTERM');
+  t.equal(await eventually(() => stopped.child.exitCode, (code) => code !== null, 30_000, 100), 0, `SIGTERM ends the wait: ${stopped.output()}`);
 });
 
 t.test('hosts that all refuse writes are a 503 with Retry-After, and writes resume when one takes them', async (t) => {

@@ -13,6 +13,7 @@
 import t, { type Test } from 'tap';
 import type { Outbound } from '../api/seams.ts';
 import { createOutbound } from '../workers/webhooks/outbound.ts';
+import { slowBudget } from '../workers/webhooks/tenantSlots.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { spawnAnnouncedWorker } from './helpers/processes.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -63,7 +64,13 @@ async function holdWorkerA(t: Test, deadAfterMs: number, heldMs: number): Promis
       return real.request(url, request, limit);
     },
   };
-  await startTestWorker(t, api.databaseUrl, { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: `${deadAfterMs}ms`, WORKER_CONCURRENCY: String(DELIVERIES), WEBHOOK_TENANT_CONCURRENCY: '0' }, { outbound: busy });
+  // Requests held past 200 ms make the org's receivers slow, and a slow org's attempts may fill
+  // only slowBudget(concurrency) of A's slots (workers/webhooks/tenantSlots.ts): at a concurrency
+  // of DELIVERIES the last delivery was deferred whenever the first went out that long before it (a
+  // loaded machine). Two more slots leave room for every one of them.
+  const concurrency = DELIVERIES + 2;
+  t.ok(slowBudget(concurrency) >= DELIVERIES, 'A may hold every delivery of one slow org');
+  await startTestWorker(t, api.databaseUrl, { WEBHOOK_ALLOW_PRIVATE: 'true', WORKER_DEAD_AFTER: `${deadAfterMs}ms`, WORKER_CONCURRENCY: String(concurrency), WEBHOOK_TENANT_CONCURRENCY: '0' }, { outbound: busy });
 
   for (let i = 0; i < DELIVERIES; i++) {
     const res = await api.request('POST', '/processing_accounts', { json: { name: `Busy ${i}` } });

@@ -9,10 +9,10 @@ import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents }
 import { loadConfig, type Config } from '../api/config.ts';
 import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
-import { waitForDatabase } from '../api/db/health.ts';
+import { DatabaseWaitOver, waitForDatabase } from '../api/db/health.ts';
 import { primaryPool } from '../api/db/primary.ts';
 import { createLogger } from '../api/logger.ts';
-import { exitOnSignals } from '../api/process.ts';
+import { runUntilSignalled } from '../api/process.ts';
 import { startLiveness } from './livenessThread.ts';
 import { openVault, VaultKeyRefused } from '../api/vaultKeys.ts';
 import type { Vault } from '../api/vault.ts';
@@ -41,6 +41,8 @@ import { applyWriteSettings } from '../api/db/writeSettings.ts';
 export interface WorkerOptions {
   /** what a test replaces (api/seams.ts); the real clock, random source, sandbox processor and SSRF-guarded client when absent */
   seams?: Partial<Seams>;
+  /** aborted when the process is told to stop: ends a wait for the database at start */
+  stopping?: AbortSignal;
 }
 
 /** The tenant a job is about, when its payload names one (deliveries, e-mails, expiries, verifications). */
@@ -118,7 +120,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   const db = createDb(actingDatabaseUrl(config.databaseUrl, { actor: { type: 'system', name: 'worker' } }), config.workerConcurrency + 2);
   let vault: Vault;
   try {
-    await waitForDatabase(db, log);
+    await waitForDatabase(db, log, { url: config.databaseUrl, waitMs: config.databaseWaitMs, stopping: options.stopping });
     vault = await openVault(config, db, log);
   } catch (error) {
     await db.destroy();
@@ -237,10 +239,5 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
 }
 
 if (import.meta.main) {
-  const worker = await startWorker(loadConfig()).catch((error: unknown) => {
-    if (!(error instanceof VaultKeyRefused)) throw error;
-    console.error(`worker: ${error.message}`);
-    process.exit(1);
-  });
-  exitOnSignals(worker.stop, (message) => console.error(message));
+  await runUntilSignalled('worker', (stopping) => startWorker(loadConfig(), { stopping }), (error) => error instanceof VaultKeyRefused || error instanceof DatabaseWaitOver);
 }

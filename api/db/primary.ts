@@ -61,11 +61,16 @@ function readOnlyError(url: string): Error {
 }
 
 function noPrimaryError(url: string): Error {
-  return Object.assign(new Error(`No host of the database URL accepts writes (${hostUrls(url).map(hostOf).join(', ')})`), { code: '08001' });
+  return Object.assign(new Error(`No host of the database URL accepts writes (${databaseHosts(url).join(', ')})`), { code: '08001' });
 }
 
 function hostOf(url: string): string {
   return split(url)?.hosts.join(',') ?? 'unknown';
+}
+
+/** The `host:port` of each host the connection string names, in its order: what a log names for it, without its credentials. */
+export function databaseHosts(url: string): string[] {
+  return split(url)?.hosts ?? ['unknown'];
 }
 
 async function readOnly(client: pg.Client): Promise<boolean> {
