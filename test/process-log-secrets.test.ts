@@ -130,6 +130,8 @@ t.test('no key, token, card or account number, or secret used in real flows reac
   t.ok(minted, 'the payment link page carries a client token');
   used['payment link page token'] = minted!;
 
+  // Both webhooks share the receiver: wait for the OAuth one's deliveries too, which come after its token.
+  await eventually(() => hooks.received.filter((r) => r.url === '/hook').length, (n) => n >= 1, 20_000, 20);
   const delivered = await hooks.waitFor(3, 20_000);
   t.ok(delivered.length >= 3, 'the worker delivered the payments\' webhooks');
   t.ok(auth.received.some((r) => r.body.includes('settle-client')), 'and asked the token endpoint with the client credentials');
