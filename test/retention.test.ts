@@ -17,8 +17,10 @@ const databaseUrl = await freshDatabase(t);
 const db = createDb(databaseUrl, 4);
 t.teardown(() => db.destroy());
 const policyEnv = { SETTLE_EVENT_RETENTION: '2d', WEBHOOK_LOG_RETENTION: '3d' };
-// This worker does not dispatch, so the event seeded as undispatched stays so.
-await startTestWorker(t, databaseUrl, { WORKER_POLL_INTERVAL: '100', WEBHOOK_DISPATCH_POLL: '0', ...policyEnv });
+// This worker does not dispatch, so the event seeded as undispatched stays so. Its schedule is
+// registered but fires only on 1 January: at the default (every 10 minutes) a run of its own could
+// fire mid-test and take a share of the rows the two concurrent runs below are counted on.
+await startTestWorker(t, databaseUrl, { WORKER_POLL_INTERVAL: '100', WEBHOOK_DISPATCH_POLL: '0', SETTLE_RETENTION_SCHEDULE: '0 0 1 1 *', ...policyEnv });
 
 const OLD_LOGS = RETENTION_BATCH * 2 + 500;
 
