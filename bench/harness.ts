@@ -4,7 +4,7 @@
  * and the bare Koa anchor (bench/anchor-server.ts) each in a child process, so neither shares an
  * event loop with the load generator (autocannon); the measuring loop (warm-up, then a timed run
  * per scenario and server); the tables and the JSON results file. Next to req/s and latency each
- * run records the server's CPU ms per request (and the embedded PostgreSQL's) and the load average: on a shared machine req/s
+ * run records the server's CPU ms per request (and PostgreSQL's, when its server runs on this machine) and the load average: on a shared machine req/s
  * moves with the neighbours' load, CPU per request much less.
  *
  * Env: BENCH_SECONDS (per scenario and server, default 10), BENCH_WARMUP_SECONDS (default 2),
@@ -132,6 +132,7 @@ export async function benchDatabase(): Promise<string> {
   }
   const adminUrl = serverUrl;
   const database = `settle_bench_${process.pid}_${Date.now().toString(36)}`;
+  benchDatabaseName = database;
   await adminQuery(adminUrl, `create database ${database}`);
   cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
   const benchUrl = databaseUrl(serverUrl, database);
@@ -235,7 +236,7 @@ export interface Measurement {
    * Null where /proc is not there.
    */
   cpuMsPerRequest: number | null;
-  /** The embedded PostgreSQL's CPU (postmaster and backends) per request over the run; null with DATABASE_URL. */
+  /** PostgreSQL's CPU per request over the run (see postgresCpuMs); null where it cannot be seen. */
   postgresCpuMsPerRequest: number | null;
   /** the 1-minute load average when the timed run ended */
   load1: number;
@@ -249,19 +250,37 @@ const serverPids: Partial<Record<ServerName, number>> = {};
 /** The embedded server's postmaster, when this run started one. */
 let postmasterPid: number | undefined;
 
-/** CPU ms of the postmaster and its children (the backends) so far; null without an embedded server. */
+/** The bench's own database: on a server of this machine, its backends are found by their process titles. */
+let benchDatabaseName: string | undefined;
+
+/**
+ * CPU ms of PostgreSQL's work for this run so far: the embedded server's postmaster and all its
+ * children; on DATABASE_URL's server, when it runs on this machine, the backends connected to the
+ * bench's database (their titles read `postgres: … <user> <database> <host> …`; shared processes
+ * such as the WAL writer are not counted, and a backend that exits within a run takes its CPU
+ * with it). Null when neither can be seen.
+ */
 function postgresCpuMs(): number | null {
-  if (postmasterPid === undefined) return null;
+  if (postmasterPid === undefined && benchDatabaseName === undefined) return null;
   let total = cpuMs(postmasterPid) ?? 0;
+  let seen = postmasterPid !== undefined;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmasterPid) total += cpuMs(Number(entry)) ?? 0;
+      if (postmasterPid !== undefined) {
+        if (Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmasterPid) total += cpuMs(Number(entry)) ?? 0;
+      } else {
+        const title = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+        if (title.startsWith('postgres: ') && title.includes(` ${benchDatabaseName} `)) {
+          total += cpuMs(Number(entry)) ?? 0;
+          seen = true;
+        }
+      }
     } catch {
       // gone meanwhile
     }
   }
-  return total;
+  return seen ? total : null;
 }
 
 /** CPU time the process has used so far, in ms (Linux /proc; null elsewhere). */
