@@ -150,13 +150,13 @@ export type InputMode = 'create' | 'update';
  * given before the defaults fill in and the required fields are checked.
  */
 export function decodeInput(family: Family, version: Version, type: string | undefined, body: Json, mode: InputMode, given?: Map<string, unknown>): DecodedInput {
-  const fields = fieldsOf(family, version);
+  const plan = inputPlan(family, version);
   const details: ErrorDetails = {};
   const values = new Map<string, unknown>();
-  walkUnknown(body, '', fields, type, details);
-  for (const [path, field] of fields) {
+  walkUnknown(body, '', plan, type, details);
+  for (const { path, field, at } of plan.steps) {
     if (!appliesTo(field, type)) continue;
-    const input = getPath(body, path);
+    const input = readKeys(body, at);
     if (input === undefined) continue;
     if (field.readOnly) {
       if (path !== 'id' && path !== 'object' && path !== 'type') setPath(details, path, 'Read-only field');
@@ -172,10 +172,33 @@ export function decodeInput(family: Family, version: Version, type: string | und
   return { values };
 }
 
+/** A version's input fields with their API paths split, and every path that holds fields inside it: made once per family and version. */
+interface InputPlan {
+  steps: Array<{ path: string; field: FieldSpec; at: string[] }>;
+  fields: Map<string, FieldSpec>;
+  /** `a` and `a.b` for a field at `a.b.c` */
+  containers: Set<string>;
+}
+
+const inputPlans = new WeakMap<Map<string, FieldSpec>, InputPlan>();
+
+function inputPlan(family: Family, version: Version): InputPlan {
+  const fields = fieldsOf(family, version);
+  let plan = inputPlans.get(fields);
+  if (!plan) {
+    const steps = [...fields].map(([path, field]) => ({ path, field, at: path.split('.') }));
+    const containers = new Set(steps.flatMap(({ at }) => at.slice(1).map((_, i) => at.slice(0, i + 1).join('.'))));
+    plan = { steps, fields, containers };
+    inputPlans.set(fields, plan);
+  }
+  return plan;
+}
+
 function fillDefaults(family: Family, version: Version, type: string | undefined, values: Map<string, unknown>, details: ErrorDetails): void {
   for (const field of family.fields) {
     if (!appliesTo(field, type) || values.has(field.store)) continue;
-    if (field.default !== undefined) values.set(field.store, structuredClone(field.default));
+    // A default object or list is copied, so no row shares (and changes) the declaration's own.
+    if (field.default !== undefined) values.set(field.store, typeof field.default === 'object' && field.default !== null ? structuredClone(field.default) : field.default);
     else if (field.required) {
       const path = apiPath(field, version) ?? field.store;
       if (getPath(details, path) === undefined) setPath(details, path, 'Required');
@@ -184,20 +207,20 @@ function fillDefaults(family: Family, version: Version, type: string | undefined
 }
 
 /** Records every body key that no field of this version (or its containing objects) accounts for. */
-function walkUnknown(body: Json, prefix: string, fields: Map<string, FieldSpec>, type: string | undefined, details: ErrorDetails): void {
+function walkUnknown(body: Json, prefix: string, plan: InputPlan, type: string | undefined, details: ErrorDetails): void {
   for (const [key, value] of Object.entries(body)) {
     const path = prefix ? `${prefix}.${key}` : key;
     if (path === 'object') continue;
-    const field = key.includes('.') ? undefined : fields.get(path);
+    const field = key.includes('.') ? undefined : plan.fields.get(path);
     if (field) {
       if (!appliesTo(field, type)) setPath(details, path, `Not a field of ${type}`);
       continue;
     }
     // A dotted key is not a path: `{"address.city": …}` would otherwise be read as nothing.
-    const isContainer = !key.includes('.') && [...fields.keys()].some((known) => known.startsWith(`${path}.`));
+    const isContainer = !key.includes('.') && plan.containers.has(path);
     if (!isContainer) setPath(details, path, 'Unknown field');
     else if (!isPlainObject(value)) setPath(details, path, 'Must be an object');
-    else walkUnknown(value, path, fields, type, details);
+    else walkUnknown(value, path, plan, type, details);
   }
 }
 
