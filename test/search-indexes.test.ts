@@ -10,6 +10,10 @@ import { SqlCompiler } from '../api/query/toSql.ts';
 import { parseQ } from '../api/query/q.ts';
 import { collectionByPath } from '../api/families/index.ts';
 import { startTestApi } from './helpers/api.ts';
+import type { QueryEvent } from '../api/db/connection.ts';
+import { defaultPayingMethod } from '../api/families/transactions/repository.ts';
+import { fundingMethod } from '../api/families/funding/repository.ts';
+import { clearDefault, setPayingDefault } from '../api/families/payment_methods/repository.ts';
 
 const search = await import(new URL('../api/console/public/search.js', import.meta.url).href) as {
   textPattern: (term: string) => string;
@@ -63,6 +67,41 @@ t.test('a customer\'s payment methods, found for the transactions they paid, are
   const plan = await planOf('payment_methods', `customer_id == "${ann.id}"`);
   t.notMatch(plan, /Seq Scan/, plan);
   t.match(plan, 'payment_methods_search_account');
+});
+
+t.test('the writers\' questions about an account\'s methods read the index the search reads', async (t) => {
+  const [{ org_id: orgId }] = await api.db.raw('select org_id from payment_methods where id = ?', [method.id]).then((r) => r.rows);
+  const tenant = { orgId, environment: 'test' as const };
+  // Each question as its writer sends it, captured and rolled back.
+  const sent: QueryEvent[] = [];
+  const capture = (query: QueryEvent) => sent.push(query);
+  api.db.on('query', capture);
+  await api.db.transaction(async (tx) => {
+    await defaultPayingMethod(tx, tenant, ann.id);
+    await fundingMethod(tx, tenant, ann.id);
+    await clearDefault(tx, tenant, ann.id, 'paying', method.id);
+    await setPayingDefault(tx, tenant, ann.id, null, { updateAccount: false });
+    throw new Error('rolled back');
+  }).catch((error: Error) => t.equal(error.message, 'rolled back'));
+  api.db.off('query', capture);
+  const questions = sent.filter((query) => /payment_methods/.test(query.sql));
+  t.equal(questions.length, 4, questions.map((q) => q.sql).join('\n'));
+  for (const { sql, bindings } of questions) {
+    let plan = '';
+    await api.db.transaction(async (tx) => {
+      await tx.raw('set local enable_seqscan = off');
+      // Read in creation order, a tenant this small needs no index of accounts: that way is set
+      // aside here (rolled back with the transaction), so the plan shows what finds the account's methods.
+      await tx.raw('drop index payment_methods_by_tenant_created');
+      await tx.raw('analyze payment_methods');
+      const found = await tx.raw(`explain ${sql.replace(/\$\d+/g, '?')}`, bindings);
+      plan = found.rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+      throw new Error('rolled back');
+    }).catch((error: Error) => t.equal(error.message, 'rolled back'));
+    t.notMatch(plan, /Seq Scan/, plan);
+    // The account is a condition of the index scan, not a filter over the tenant's methods.
+    t.match(plan, /payment_methods_search_account[^\n]*\n\s*Index Cond: [^\n]*account_id/, plan);
+  }
 });
 
 t.test('the search finds what the indexes hold', async (t) => {

@@ -4,6 +4,7 @@ import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import type { FundingItem } from '../transactions/fundingRepository.ts';
+import { METHOD_ACCOUNT_SQL } from '../payment_methods/accountSql.ts';
 
 const ROW = STORED_ROW;
 
@@ -19,7 +20,7 @@ export async function fundingMethod(db: Db, tenant: Tenant, accountId: string): 
   const scope = tenantScan(tenant);
   const found = await rows<StoredObject>(db,
     `select ${ROW} from payment_methods
-      where ${scope.sql} and data->>'account_id' = ? and type = 'bank_account' and data->'account_defaults'->>'funding' in ('deposits', 'all')
+      where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and type = 'bank_account' and data->'account_defaults'->>'funding' in ('deposits', 'all')
       order by created_at, id limit 1`,
     [...scope.bindings, accountId]);
   return found[0] ?? null;

@@ -1,6 +1,7 @@
 /** Payment method SQL beyond the generic operations: the owning account, defaults per account. */
 import { rows, type Db } from '../../db/connection.ts';
 import { tenantScan } from '../../db/tenant.ts';
+import { METHOD_ACCOUNT_SQL } from './accountSql.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 
 export async function accountExists(db: Db, tenant: Tenant, id: string): Promise<boolean> {
@@ -20,7 +21,7 @@ export async function clearDefault(db: Db, tenant: Tenant, accountId: string, ki
   const scope = tenantScan(tenant);
   await rows(db,
     `update payment_methods set data = data #- ?::text[], modified_at = now()
-      where ${scope.sql} and data->>'account_id' = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
+      where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
     [['account_defaults', kind], ...scope.bindings, accountId, keepId, kind]);
 }
 
@@ -33,7 +34,7 @@ export async function setPayingDefault(db: Db, tenant: Tenant, accountId: string
   const scope = tenantScan(tenant);
   await rows(db,
     `update payment_methods set data = data #- '{account_defaults,paying}', modified_at = now()
-      where ${scope.sql} and data->>'account_id' = ? and id is distinct from ?
+      where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and id is distinct from ?
         and data->'account_defaults'->>'paying' is not null`,
     [...scope.bindings, accountId, methodId]);
   if (methodId) {

@@ -9,6 +9,7 @@ import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { operationEvents, type OperationDraft } from '../transaction_operations/operations.ts';
 import { operationsInsert } from '../transaction_operations/repository.ts';
+import { METHOD_ACCOUNT_SQL } from '../payment_methods/accountSql.ts';
 
 const ROW = STORED_ROW;
 
@@ -78,7 +79,7 @@ function payingMethodSql(tenant: Tenant, accountId: string, extra = ''): Sql {
   const scope = tenantScan(tenant);
   return {
     sql: `select ${extra}${ROW} from payment_methods
-           where ${scope.sql} and data->>'account_id' = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
+           where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and data->'account_defaults'->>'paying' in ('payments', 'all')
              and coalesce(data->>'status', case when data->>'keep_active' = 'false' then 'inactive' end) is distinct from 'inactive'
            order by created_at, id limit 1`,
     bindings: [...scope.bindings, accountId],
