@@ -20,7 +20,9 @@
  * any caller for any org, loopback included), and a ClickHouse older than the
  * mirror needs (checked with `select version()` before anything else touches it). A ClickHouse
  * that is merely unreachable is waited for: queries answer 503 meanwhile, and the outage is logged
- * once, not per retry.
+ * once, not per retry. A database that cannot be reached at start is waited for as the web and
+ * worker wait for it (api/db/health.ts: SETTLE_DATABASE_WAIT at most, then exit 1; a SIGTERM during
+ * the wait exits 0), before the port opens.
  *
  * SIGTERM: stop taking requests, finish the ones in flight and the current mirror pass (its
  * position is recorded with its rows), close ClickHouse (never while a query runs) and exit 0.
@@ -30,9 +32,10 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
+import { DatabaseWaitOver, waitForDatabase } from '../api/db/health.ts';
 import { createLogger } from '../api/logger.ts';
 import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
-import { exitOnSignals } from '../api/process.ts';
+import { runUntilSignalled } from '../api/process.ts';
 import { readCaseTables } from '../api/query/caseMap.ts';
 import { caseTablesMatch, useCaseTables } from '../api/query/functions.ts';
 import { FailureLog } from './failures.ts';
@@ -55,6 +58,8 @@ export interface ReportingOptions {
   log?: Logger;
   /** called when the ClickHouse server turns out too old to mirror into; by default the process exits 1 */
   onFatal?: (error: Error) => void;
+  /** aborted when the process is told to stop: ends a wait for the database at start */
+  stopping?: AbortSignal;
 }
 
 const STANDBY_POLL_MS = 50;
@@ -141,6 +146,12 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   const db = createDb(config.databaseUrl, 4);
+  try {
+    await waitForDatabase(db, log, { url: config.databaseUrl, waitMs: config.databaseWaitMs, stopping: options.stopping });
+  } catch (error) {
+    await Promise.all([db.destroy(), store?.close().catch(() => {})]);
+    throw error;
+  }
   followDatabaseCase(db, log);
   const lock = new LeaderLock(config.databaseUrl, target.identity);
   let mirror: Mirror | null = null;
@@ -362,12 +373,6 @@ export async function startReporting(config: Config, options: ReportingOptions =
 }
 
 if (import.meta.main) {
-  try {
-    const reporting = await startReporting(loadConfig());
-    exitOnSignals(reporting.stop, (message) => console.error(message));
-  } catch (error) {
-    // One line that says what to change; a stack only for what nobody foresaw.
-    console.error(`reporting: ${error instanceof StartupRefused ? error.message : (error as Error).stack}`);
-    process.exit(1);
-  }
+  // A refusal is one line that says what to change; a stack only for what nobody foresaw.
+  await runUntilSignalled('reporting', (stopping) => startReporting(loadConfig(), { stopping }), (error) => error instanceof StartupRefused || error instanceof DatabaseWaitOver);
 }
