@@ -352,7 +352,14 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     clearTimeout(timer);
     if (early) return finish(early);
     // Hanging: the watch job takes the delivery's key, this job completes, the answer is awaited here.
-    await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + deps.timeoutMs + WATCH_GRACE_MS));
+    try {
+      await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + deps.timeoutMs + WATCH_GRACE_MS));
+    } catch {
+      // No watch job (the database is away: a failover): the job keeps the attempt and ends with
+      // its answer, which frees the org's slot. Left to nobody, the slot would stay taken, and an
+      // org with all its slots taken so would have every later delivery deferred until a restart.
+      return finish(await sending);
+    }
     watched = true;
     // Not recorded (the database is away): counted, and the watch job makes the next attempt.
     const running = sending.then(finish).catch(() => void deliveries.inc({ outcome: 'unrecorded' })).finally(() => detached.delete(running));
