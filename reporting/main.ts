@@ -9,11 +9,12 @@
  * standby that resumes from the recorded position when the leader dies).
  *
  * Losing the lock (Postgres restarting, the lock's connection dropped) makes the leader a standby
- * like any other, without exiting: it stops mirroring, closes an embedded store (releasing the data
- * directory, which chdb also locks on disk, to whichever process takes the lock next), then retries
- * the lock at once and, while Postgres cannot be reached, RECONNECT_FIRST_MS apart doubling to
- * RECONNECT_MAX_MS. Whoever takes the lock reopens the store and resumes from the position recorded
- * there, so a pass cut short is copied again (the same versions, collapsed) and nothing is skipped.
+ * like any other, without exiting: it stops mirroring, then retries the lock at once and, while
+ * Postgres cannot be reached, RECONNECT_FIRST_MS apart doubling to RECONNECT_MAX_MS. An embedded
+ * store stays open meanwhile, and is closed (releasing the data directory, which chdb also locks on
+ * disk) once another process is found holding the lock. Whoever takes the lock resumes from the
+ * position recorded in the store, so a pass cut short is copied again (the same versions,
+ * collapsed) and nothing is skipped.
  * Meanwhile queries answer 503 saying why.
  *
  * Start-up refusals, each one clear message and exit 1: no REPORTING_SECRET (the port would answer
@@ -195,8 +196,11 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   /**
-   * The lock is gone, so another process may take it: stop writing before anything else, and hand
-   * an embedded data directory back; then try to lead again (the first attempt at once).
+   * The lock is gone, so another process may take it: stop writing before anything else, then try
+   * to lead again (the first attempt at once). An embedded store stays open until another process
+   * is found holding the lock (handBackStore): when the lock went with the database (a failover,
+   * a restart), this process takes it again and resumes on the open store, instead of reopening
+   * the data directory, seconds on a loaded machine.
    */
   function lostLead(error: Error): void {
     log.warn({ err: error.message }, 'mirror leadership lost: mirroring stopped until this process takes the lock again');
@@ -209,15 +213,18 @@ export async function startReporting(config: Config, options: ReportingOptions =
         await previous.stop();
         rowsMirroredBefore += previous.status.rowsMirrored;
       }
-      if (target.embedded && store) {
-        const closing = store;
-        store = null;
-        await closing.close().catch((closeError: unknown) => log.warn({ err: (closeError as Error).message }, 'closing the embedded store failed'));
-      }
     })().finally(() => {
       yielding = null;
       scheduleAttempt(0);
     });
+  }
+
+  /** Another process leads: an embedded data directory this process still has open is closed for it (chdb locks it on disk). */
+  async function handBackStore(): Promise<void> {
+    if (!target.embedded || !store) return;
+    const closing = store;
+    store = null;
+    await closing.close().catch((closeError: unknown) => log.warn({ err: (closeError as Error).message }, 'closing the embedded store failed'));
   }
 
   /** One attempt at a time; a caller arriving meanwhile waits for the one under way. */
@@ -244,7 +251,8 @@ export async function startReporting(config: Config, options: ReportingOptions =
         databaseUnreachable = true;
         throw error;
       }
-      if (acquired && !stopping) await lead();
+      if (!acquired) await handBackStore();
+      else if (!stopping) await lead();
       electionFailures.succeeded();
     } catch (error) {
       if (error instanceof UnsupportedClickHouse) return fatal(error);
