@@ -8,13 +8,9 @@
  */
 import http from 'node:http';
 import t from 'tap';
-import { loadConfig } from '../api/config.ts';
-import { createDb, rows } from '../api/db/connection.ts';
-import { createLogger } from '../api/logger.ts';
-import { openVault } from '../api/vaultKeys.ts';
-import { taskList } from '../workers/main.ts';
-import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
+import { rows } from '../api/db/connection.ts';
 import { startTestApi } from './helpers/api.ts';
+import { deliveryTask, dispatchedDeliveryJobs, webhookReceiver } from './helpers/deliveryTask.ts';
 import { startTcpProxy } from './helpers/tcpProxy.ts';
 import { eventually } from './helpers/wait.ts';
 
@@ -22,37 +18,19 @@ t.test('an attempt whose watch job cannot be made during a failover frees its or
   const api = await startTestApi(t);
   // The first request is held until the test lets it go; the others are answered at once.
   const held: http.ServerResponse[] = [];
-  let requests = 0;
-  const receiver = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      requests += 1;
-      if (requests === 1) held.push(res);
-      else res.writeHead(200).end('ok');
-    });
+  const requests = await webhookReceiver(t, api, (res, number) => {
+    if (number === 1) held.push(res);
+    else res.writeHead(200).end('ok');
   });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
-    receiver.closeAllConnections();
-    receiver.close(() => resolve());
-  }));
-  const created = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook` } });
-  t.equal(created.status, 200, JSON.stringify(created.body));
   for (const name of ['First', 'Second']) t.equal((await api.request('POST', '/processing_accounts', { json: { name } })).status, 200);
-  while (!(await dispatchEventBatch(api.db, 100)).caughtUp);
-  const jobs = await rows<{ id: string; payload: unknown }>(api.db, `select id::text as id, payload from graphile_worker._private_jobs
-      where task_id = (select id from graphile_worker._private_tasks where identifier = 'deliver_webhook') order by id`);
+  const jobs = await dispatchedDeliveryJobs(api.db);
   t.equal(jobs.length, 2, 'one delivery job per event');
 
   const proxy = await startTcpProxy(t, Number(new URL(api.databaseUrl).port || 5432));
-  const db = createDb(proxy.urlThrough(api.databaseUrl), 4);
-  t.teardown(() => db.destroy());
-  const config = loadConfig({ DATABASE_URL: proxy.urlThrough(api.databaseUrl), LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_TENANT_CONCURRENCY: '1', WEBHOOK_TIMEOUT: '30s' });
-  const deliver = taskList(db, config, {}, await openVault(config, db, createLogger('silent', 'test'))).deliver_webhook!;
-  const run = async (job: { id: string; payload: unknown }) => { await deliver(job.payload, { job: { id: job.id, locked_by: null, job_queue_id: null } } as never); };
+  const run = await deliveryTask(t, proxy.urlThrough(api.databaseUrl), { WEBHOOK_TENANT_CONCURRENCY: '1' });
 
   const first = run(jobs[0]!).then(() => 'completed', (error: Error) => `failed: ${error.message}`);
-  t.ok(await eventually(async () => requests, (n) => n === 1, 30_000, 20), 'the first attempt is out and unanswered');
+  t.ok(await eventually(async () => requests(), (n) => n === 1, 30_000, 20), 'the first attempt is out and unanswered');
   proxy.refuse();
   t.ok(await eventually(async () => proxy.refused(), (n) => n > 0, 30_000, 20), 'past a second unanswered, the attempt asked the database for its watch job, which is going away');
   proxy.accept();
@@ -60,7 +38,7 @@ t.test('an attempt whose watch job cannot be made during a failover frees its or
   t.equal(await first, 'completed', 'the first job ends with its answer');
 
   await run(jobs[1]!);
-  t.equal(requests, 2, 'the second delivery went out: the org\'s slot was free again');
+  t.equal(requests(), 2, 'the second delivery went out: the org\'s slot was free again');
   const states = await rows<{ state: string }>(api.db, 'select state from webhook_deliveries order by id');
   t.same(states.map((d) => d.state), ['delivered', 'delivered'], 'both deliveries are recorded delivered');
 });
