@@ -21,7 +21,7 @@ export interface Config {
   host: string;
   /** DATABASE_URL: Postgres connection string; several hosts (`h1:5432,h2:5432`) name a primary and its standbys, and the one accepting writes is used (api/db/primary.ts). No default: `settle up` starts an embedded server. */
   databaseUrl: string | undefined;
-  /** SETTLE_DATABASE_WAIT: how long a web or worker process starting while its database cannot be reached (no host of DATABASE_URL accepts writes: a failover under way) waits for it before exiting 1; `0s` asks once. Default 60s. */
+  /** SETTLE_DATABASE_WAIT: how long a web, worker or reporting process starting while its database cannot be reached (no host of DATABASE_URL accepts writes: a failover under way) waits for it before exiting 1; `0s` asks once. Default 60s. */
   databaseWaitMs: number;
   /** SETTLE_DATA_DIR: where embedded data and generated secrets live. Default `<project>/.data`. */
   dataDir: string;

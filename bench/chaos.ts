@@ -10,7 +10,10 @@
  * BENCH_CHAOS_WEBS (default 2), BENCH_CHAOS_WORKERS (default 2), BENCH_CHAOS_REFUND_SHARE
  * (refunds per payment, default 0.2), BENCH_CHAOS_CONCURRENCY (the most requests out at once,
  * default 256; a payment due beyond it is counted, not sent), BENCH_CHAOS_DIR (keep the servers' data and the processes'
- * logs there; default a temp directory, removed). Results: stdout and bench/results/chaos.json.
+ * logs there; default a temp directory, removed), BENCH_CHAOS_PROMOTE_AFTER (ms from a primary's
+ * kill to the standby's promotion, default 1000), BENCH_CHAOS_REJOIN_AFTER (ms from the promotion
+ * to the dead primary rebuilding itself as the new standby, default 2000),
+ * BENCH_CHAOS_RESTART_CHECK_AFTER (ms from a process's kill to waiting for its restart, default 1000). Results: stdout and bench/results/chaos.json.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,9 +32,12 @@ const options = {
   refundShare: positive('BENCH_CHAOS_REFUND_SHARE', 0.2, true),
   maxInFlight: positive('BENCH_CHAOS_CONCURRENCY', 256),
   workDir: process.env.BENCH_CHAOS_DIR || undefined,
+  promoteAfterMs: positive('BENCH_CHAOS_PROMOTE_AFTER', 1000, true),
+  rejoinAfterMs: positive('BENCH_CHAOS_REJOIN_AFTER', 2000, true),
+  restartCheckAfterMs: positive('BENCH_CHAOS_RESTART_CHECK_AFTER', 1000, true),
   log: (line: string) => console.error(`chaos: ${line}`),
 };
-console.log(`bench:chaos BENCH_CHAOS_SEED=${seed} BENCH_CHAOS_SECONDS=${options.seconds} BENCH_CHAOS_RATE=${options.rate} BENCH_CHAOS_FAULTS=${options.faults}`);
+console.log(`bench:chaos BENCH_CHAOS_SEED=${seed} BENCH_CHAOS_SECONDS=${options.seconds} BENCH_CHAOS_RATE=${options.rate} BENCH_CHAOS_FAULTS=${options.faults} BENCH_CHAOS_PROMOTE_AFTER=${options.promoteAfterMs} BENCH_CHAOS_REJOIN_AFTER=${options.rejoinAfterMs} BENCH_CHAOS_RESTART_CHECK_AFTER=${options.restartCheckAfterMs}`);
 const result = await runCampaign(options);
 for (const line of describeCampaign(result)) console.log(line);
 const problems = campaignProblems(result);

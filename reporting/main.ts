@@ -9,18 +9,21 @@
  * standby that resumes from the recorded position when the leader dies).
  *
  * Losing the lock (Postgres restarting, the lock's connection dropped) makes the leader a standby
- * like any other, without exiting: it stops mirroring, closes an embedded store (releasing the data
- * directory, which chdb also locks on disk, to whichever process takes the lock next), then retries
- * the lock at once and, while Postgres cannot be reached, RECONNECT_FIRST_MS apart doubling to
- * RECONNECT_MAX_MS. Whoever takes the lock reopens the store and resumes from the position recorded
- * there, so a pass cut short is copied again (the same versions, collapsed) and nothing is skipped.
+ * like any other, without exiting: it stops mirroring, then retries the lock at once and, while
+ * Postgres cannot be reached, RECONNECT_FIRST_MS apart doubling to RECONNECT_MAX_MS. An embedded
+ * store stays open meanwhile, and is closed (releasing the data directory, which chdb also locks on
+ * disk) once another process is found holding the lock. Whoever takes the lock resumes from the
+ * position recorded in the store, so a pass cut short is copied again (the same versions,
+ * collapsed) and nothing is skipped.
  * Meanwhile queries answer 503 saying why.
  *
  * Start-up refusals, each one clear message and exit 1: no REPORTING_SECRET (the port would answer
  * any caller for any org, loopback included), and a ClickHouse older than the
  * mirror needs (checked with `select version()` before anything else touches it). A ClickHouse
  * that is merely unreachable is waited for: queries answer 503 meanwhile, and the outage is logged
- * once, not per retry.
+ * once, not per retry. A database that cannot be reached at start is waited for as the web and
+ * worker wait for it (api/db/health.ts: SETTLE_DATABASE_WAIT at most, then exit 1; a SIGTERM during
+ * the wait exits 0), before the port opens.
  *
  * SIGTERM: stop taking requests, finish the ones in flight and the current mirror pass (its
  * position is recorded with its rows), close ClickHouse (never while a query runs) and exit 0.
@@ -30,9 +33,10 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
+import { DatabaseWaitOver, waitForDatabase } from '../api/db/health.ts';
 import { createLogger } from '../api/logger.ts';
 import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
-import { exitOnSignals } from '../api/process.ts';
+import { runUntilSignalled } from '../api/process.ts';
 import { readCaseTables } from '../api/query/caseMap.ts';
 import { caseTablesMatch, useCaseTables } from '../api/query/functions.ts';
 import { FailureLog } from './failures.ts';
@@ -55,6 +59,8 @@ export interface ReportingOptions {
   log?: Logger;
   /** called when the ClickHouse server turns out too old to mirror into; by default the process exits 1 */
   onFatal?: (error: Error) => void;
+  /** aborted when the process is told to stop: ends a wait for the database at start */
+  stopping?: AbortSignal;
 }
 
 const STANDBY_POLL_MS = 50;
@@ -141,6 +147,12 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   const db = createDb(config.databaseUrl, 4);
+  try {
+    await waitForDatabase(db, log, { url: config.databaseUrl, waitMs: config.databaseWaitMs, stopping: options.stopping });
+  } catch (error) {
+    await Promise.all([db.destroy(), store?.close().catch(() => {})]);
+    throw error;
+  }
   followDatabaseCase(db, log);
   const lock = new LeaderLock(config.databaseUrl, target.identity);
   let mirror: Mirror | null = null;
@@ -184,8 +196,11 @@ export async function startReporting(config: Config, options: ReportingOptions =
   }
 
   /**
-   * The lock is gone, so another process may take it: stop writing before anything else, and hand
-   * an embedded data directory back; then try to lead again (the first attempt at once).
+   * The lock is gone, so another process may take it: stop writing before anything else, then try
+   * to lead again (the first attempt at once). An embedded store stays open until another process
+   * is found holding the lock (handBackStore): when the lock went with the database (a failover,
+   * a restart), this process takes it again and resumes on the open store, instead of reopening
+   * the data directory, seconds on a loaded machine.
    */
   function lostLead(error: Error): void {
     log.warn({ err: error.message }, 'mirror leadership lost: mirroring stopped until this process takes the lock again');
@@ -198,15 +213,18 @@ export async function startReporting(config: Config, options: ReportingOptions =
         await previous.stop();
         rowsMirroredBefore += previous.status.rowsMirrored;
       }
-      if (target.embedded && store) {
-        const closing = store;
-        store = null;
-        await closing.close().catch((closeError: unknown) => log.warn({ err: (closeError as Error).message }, 'closing the embedded store failed'));
-      }
     })().finally(() => {
       yielding = null;
       scheduleAttempt(0);
     });
+  }
+
+  /** Another process leads: an embedded data directory this process still has open is closed for it (chdb locks it on disk). */
+  async function handBackStore(): Promise<void> {
+    if (!target.embedded || !store) return;
+    const closing = store;
+    store = null;
+    await closing.close().catch((closeError: unknown) => log.warn({ err: (closeError as Error).message }, 'closing the embedded store failed'));
   }
 
   /** One attempt at a time; a caller arriving meanwhile waits for the one under way. */
@@ -233,7 +251,8 @@ export async function startReporting(config: Config, options: ReportingOptions =
         databaseUnreachable = true;
         throw error;
       }
-      if (acquired && !stopping) await lead();
+      if (!acquired) await handBackStore();
+      else if (!stopping) await lead();
       electionFailures.succeeded();
     } catch (error) {
       if (error instanceof UnsupportedClickHouse) return fatal(error);
@@ -362,12 +381,6 @@ export async function startReporting(config: Config, options: ReportingOptions =
 }
 
 if (import.meta.main) {
-  try {
-    const reporting = await startReporting(loadConfig());
-    exitOnSignals(reporting.stop, (message) => console.error(message));
-  } catch (error) {
-    // One line that says what to change; a stack only for what nobody foresaw.
-    console.error(`reporting: ${error instanceof StartupRefused ? error.message : (error as Error).stack}`);
-    process.exit(1);
-  }
+  // A refusal is one line that says what to change; a stack only for what nobody foresaw.
+  await runUntilSignalled('reporting', (stopping) => startReporting(loadConfig(), { stopping }), (error) => error instanceof StartupRefused || error instanceof DatabaseWaitOver);
 }

@@ -56,6 +56,12 @@ export interface CampaignOptions {
   catchUpMs?: number;
   /** where the servers' data and the processes' logs go (default a new temp directory, removed at the end) */
   workDir?: string;
+  /** from a primary's kill to the standby's promotion: the operator's tool noticing (default 1 s) */
+  promoteAfterMs?: number;
+  /** from the promotion to the dead primary's machine rebuilding itself as the new standby, once its leftover backends are gone (default 2 s) */
+  rejoinAfterMs?: number;
+  /** from a process's kill to waiting for its restart to answer, so the dead one is not taken for it (default 1 s) */
+  restartCheckAfterMs?: number;
   log?: (line: string) => void;
 }
 
@@ -529,8 +535,8 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
     process.kill(postmasterPid(dead), 'SIGKILL');
     live.delete(dead);
     fault.target = `primary 127.0.0.1:${dead.port}`;
-    // The operator's tool notices and promotes about a second later.
-    await sleep(1000);
+    // The operator's tool notices and promotes a moment later.
+    await sleep(options.promoteAfterMs ?? 1000);
     const promoter = new pg.Client(servers.standby.url('postgres'));
     await promoter.connect();
     // Measured from the moment promotion is asked for (pg_promote() returns once it is done).
@@ -543,7 +549,7 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
     const measured = measureAfterPromotion(promotion, promotedAt);
     [servers.primary, servers.primaryDir] = [servers.standby, servers.standbyDir];
     // The dead machine comes back as the new standby, on its old port, once its leftover backends are gone.
-    await sleep(2000);
+    await sleep(options.rejoinAfterMs ?? 2000);
     const standby = await rejoinAsStandby(deadDir, dead.port, servers.primary);
     live.add(standby);
     [servers.standby, servers.standbyDir] = [standby, deadDir];
@@ -571,7 +577,7 @@ async function campaign(options: CampaignOptions, random: () => number, workDir:
     // Between a crash and its restart no process runs: the kill waits for the next one.
     await until(async () => victim.kill9(), Boolean, 60_000, 100);
     log(`kill -9 ${victim.name} at ${(fault.atMs / 1000).toFixed(1)} s`);
-    pending.push(sleep(1000).then(() => victim.ready()));
+    pending.push(sleep(options.restartCheckAfterMs ?? 1000).then(() => victim.ready()));
   }
   await loadDone;
   await Promise.all(inFlight);

@@ -9,14 +9,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
 import { createTestKey } from './helpers/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { primaryUrl } from '../api/db/primary.ts';
 import { formatSnapshot } from '../reporting/feed.ts';
 import { freePort, startEmbeddedPair } from '../api/db/embedded.ts';
-import { startTestApi, startTestWorker, TEST_REPORTING_AUTH } from './helpers/api.ts';
+import { startTestApi, startTestWorker, TEST_REPORTING_AUTH, TEST_REPORTING_SECRET } from './helpers/api.ts';
 import { spawnScript } from './helpers/processes.ts';
 import { runSettle } from './helpers/cli.ts';
 import { freshDatabase } from './helpers/db.ts';
@@ -55,7 +55,12 @@ function logged(output: string, message: string): Array<Record<string, unknown>>
   return output.split('\n').filter((line) => line.includes(`"msg":"${message}"`)).map((line) => JSON.parse(line.slice(line.indexOf('{'))));
 }
 
-t.test('a web and a worker started while no host of the URL accepts writes wait for one (logged once, naming the hosts), and serve once one does', async (t) => {
+/** The reporting process as its own OS process, on a free loopback port, with an embedded store. */
+async function reportingEnv(t: Test, url: string): Promise<Record<string, string>> {
+  return { DATABASE_URL: url, LOG_LEVEL: 'info', REPORTING_SECRET: TEST_REPORTING_SECRET, REPORTING_HOST: '127.0.0.1', REPORTING_PORT: String(await freePort()), SETTLE_DATA_DIR: tempDataDir(t) };
+}
+
+t.test('a web, a worker and a reporting process started while no host of the URL accepts writes wait for one (logged once, naming the hosts), and serve once one does', async (t) => {
   const database = await freshDatabase(t);
   const [down, later] = [await startTcpProxy(t, Number(new URL(database).port || 5432)), await startTcpProxy(t, Number(new URL(database).port || 5432))];
   await down.close();
@@ -64,11 +69,15 @@ t.test('a web and a worker started while no host of the URL accepts writes wait 
   const port = await freePort();
   const web = spawnScript(t, 'api/server.ts', { DATABASE_URL: url, LOG_LEVEL: 'info', SETTLE_RATE_LIMIT: 'off', PORT: String(port), HOST: '127.0.0.1' });
   const worker = spawnScript(t, 'workers/main.ts', { DATABASE_URL: url, LOG_LEVEL: 'info' });
-  for (const [name, started] of [['web', web], ['worker', worker]] as const) {
+  const reporting = spawnScript(t, 'reporting/main.ts', await reportingEnv(t, url));
+  const all = [['web', web], ['worker', worker], ['reporting', reporting]] as const;
+  for (const [name, started] of all) {
     t.ok(await eventually(() => started.output().includes('waiting for the database'), Boolean, 30_000, 50), `the ${name} waits: ${started.output()}`);
   }
+  t.notOk(reporting.output().includes('reporting listening'), 'the reporting port opens only once the database answers');
   await later.open();
   t.ok(await eventually(() => web.output().includes('web listening'), Boolean, 30_000, 50), `the web listens once the database answers: ${web.output()}`);
+  t.ok(await eventually(() => reporting.output().includes('mirror leader'), Boolean, 60_000, 50), `the reporting process leads the mirror once the database answers: ${reporting.output()}`);
   const db = createDb(database, 1);
   t.teardown(() => db.destroy());
   const key = await createTestKey(db, 'Waited', 'test');
@@ -80,8 +89,8 @@ t.test('a web and a worker started while no host of the URL accepts writes wait 
   t.equal(created.status, 200, 'the web serves');
   const beats = await eventually(async () => (await rows<{ n: number }>(db, 'select count(*)::int as n from worker_heartbeats'))[0]!.n, (n) => n > 0, 30_000, 100);
   t.ok(beats > 0, `the worker runs: ${worker.output()}`);
-  t.same([web.child.exitCode, worker.child.exitCode], [null, null], 'neither exited');
-  for (const [name, started] of [['web', web], ['worker', worker]] as const) {
+  t.same([web.child.exitCode, worker.child.exitCode, reporting.child.exitCode], [null, null, null], 'none exited');
+  for (const [name, started] of all) {
     const waits = logged(started.output(), 'waiting for the database');
     t.equal(waits.length, 1, `the ${name} said once that it waits: ${started.output()}`);
     t.same(waits[0]?.hosts, [`127.0.0.1:${down.port}`, `127.0.0.1:${later.port}`], `the ${name} named the hosts`);
@@ -89,7 +98,7 @@ t.test('a web and a worker started while no host of the URL accepts writes wait 
   }
 });
 
-t.test('a start waits for the database SETTLE_DATABASE_WAIT at most, then exits 1; stopped while it waits, it exits 0', async (t) => {
+t.test('a start (web, worker, reporting) waits for the database SETTLE_DATABASE_WAIT at most, then exits 1; stopped while it waits, it exits 0', async (t) => {
   const [a, b] = [await freePort(), await freePort()];
   const url = `postgres://postgres@127.0.0.1:${a},127.0.0.1:${b}/settle`;
   const bounded = spawnScript(t, 'workers/main.ts', { DATABASE_URL: url, LOG_LEVEL: 'info', SETTLE_DATABASE_WAIT: '2s' });
@@ -102,6 +111,15 @@ t.test('a start waits for the database SETTLE_DATABASE_WAIT at most, then exits 
   t.ok(await eventually(() => stopped.output().includes('waiting for the database'), Boolean, 30_000, 50), `the web waits: ${stopped.output()}`);
   stopped.child.kill('SIGTERM');
   t.equal(await eventually(() => stopped.child.exitCode, (code) => code !== null, 30_000, 100), 0, `SIGTERM ends the wait: ${stopped.output()}`);
+
+  const reportingBounded = spawnScript(t, 'reporting/main.ts', { ...(await reportingEnv(t, url)), SETTLE_DATABASE_WAIT: '2s' });
+  t.equal(await eventually(() => reportingBounded.child.exitCode, (code) => code !== null, 60_000, 100), 1, `the reporting process gave up: ${reportingBounded.output()}`);
+  t.equal(logged(reportingBounded.output(), 'waiting for the database').length, 1, 'after saying once that it waits');
+  t.match(reportingBounded.output(), `reporting: the database could not be reached in 2 s (SETTLE_DATABASE_WAIT): No host of the database URL accepts writes (127.0.0.1:${a}, 127.0.0.1:${b})`, 'and why it gave up');
+  const reportingStopped = spawnScript(t, 'reporting/main.ts', { ...(await reportingEnv(t, url)), SETTLE_DATABASE_WAIT: '10m' });
+  t.ok(await eventually(() => reportingStopped.output().includes('waiting for the database'), Boolean, 30_000, 50), `the reporting process waits: ${reportingStopped.output()}`);
+  reportingStopped.child.kill('SIGTERM');
+  t.equal(await eventually(() => reportingStopped.child.exitCode, (code) => code !== null, 30_000, 100), 0, `SIGTERM ends the reporting process's wait: ${reportingStopped.output()}`);
 });
 
 t.test('hosts that all refuse writes are a 503 with Retry-After, and writes resume when one takes them', async (t) => {

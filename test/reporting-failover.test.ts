@@ -111,6 +111,28 @@ t.test('the standby takes over when the leader is killed, with nothing lost', as
   t.match(b.output.join(''), /mirror resuming/, 'B logged that it resumed');
 });
 
+t.test('a leader whose lock connection is cut (its database restarting) beside a standby: one of the two leads again each time, with nothing lost', async (t) => {
+  const a = startChild('A', await reservePort());
+  await until('A to lead', () => health(a), (h) => h?.status === 200 && h.body.role === 'leader');
+  const b = startChild('B', await reservePort());
+  await until('B to stand by', () => health(b), (h) => h?.body.role === 'standby');
+  for (let round = 1; round <= 3; round++) {
+    await insertPayments(db, 50);
+    await rows(db, `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = 'settle-reporting-leader'`);
+    await insertPayments(db, 50);
+    const expected = await truth();
+    const answered = await until(`round ${round}: a leader answering for every transaction`, async () => {
+      for (const child of [a, b]) {
+        const h = await health(child);
+        if (h?.status === 200 && h.body.role === 'leader') return { child, totals: await totals(child) };
+      }
+      return null;
+    }, (found) => found?.totals.status === 200 && found.totals.body.values?.[0]?.count === expected.count, 60_000);
+    t.same(answered?.totals.body.values, [{ count: expected.count, 'sum(amount)': expected.sum }], `round ${round}: ${answered?.child === a ? 'A' : 'B'} leads and answers for every transaction`);
+  }
+  t.same([a.process.exitCode, b.process.exitCode], [null, null], 'neither process exited');
+});
+
 t.test('settle reporting rebuild with no reporting process running rebuilds in the CLI itself', async (t) => {
   const cli = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), 'reporting', 'rebuild'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_URL: `http://127.0.0.1:${await reservePort()}`, LOG_LEVEL: 'warn' },

@@ -2,6 +2,8 @@
  * A loopback TCP proxy in front of a database server, so a test can take the server's machine
  * away from a running process: `cut()` closes every open connection mid-stream (the server process died and its kernel closed the sockets),
  * `close()` refuses new ones (nothing listens any more), `open()` listens again on the same port.
+ * `refuse()` cuts and drops each new connection as it arrives, counted in `refused()` (a server
+ * that is going away), until `accept()`.
  */
 import net from 'node:net';
 import type { Test } from 'tap';
@@ -13,16 +15,27 @@ export interface TcpProxy {
   cut: () => void;
   close: () => Promise<void>;
   open: () => Promise<void>;
+  refuse: () => void;
+  accept: () => void;
+  /** connections dropped since the last refuse() */
+  refused: () => number;
 }
 
 export async function startTcpProxy(t: Test, targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
+  let refusing = false;
+  let refused = 0;
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => {});
   };
   const server = net.createServer((client) => {
+    if (refusing) {
+      refused += 1;
+      client.on('error', () => {});
+      return void client.destroy();
+    }
     const upstream = net.connect(targetPort, targetHost);
     track(client);
     track(upstream);
@@ -54,5 +67,14 @@ export async function startTcpProxy(t: Test, targetPort: number, targetHost = '1
     cut,
     close,
     open: () => listen(port),
+    refuse: () => {
+      refusing = true;
+      refused = 0;
+      cut();
+    },
+    accept: () => {
+      refusing = false;
+    },
+    refused: () => refused,
   };
 }

@@ -352,7 +352,14 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     clearTimeout(timer);
     if (early) return finish(early);
     // Hanging: the watch job takes the delivery's key, this job completes, the answer is awaited here.
-    await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + deps.timeoutMs + WATCH_GRACE_MS));
+    try {
+      await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + deps.timeoutMs + WATCH_GRACE_MS));
+    } catch {
+      // No watch job (the database is away: a failover): the job keeps the attempt and ends with
+      // its answer, which frees the org's slot. Left to nobody, the slot would stay taken, and an
+      // org with all its slots taken so would have every later delivery deferred until a restart.
+      return finish(await sending);
+    }
     watched = true;
     // Not recorded (the database is away): counted, and the watch job makes the next attempt.
     const running = sending.then(finish).catch(() => void deliveries.inc({ outcome: 'unrecorded' })).finally(() => detached.delete(running));
@@ -452,12 +459,32 @@ class Companions {
     try {
       await deliver({ id, job: deliveryJob(payload) });
     } catch (error) {
-      return this.failures.add({ id, lockedBy, message: error instanceof Error ? error.message : String(error) });
+      return this.giveBack(id, lockedBy, error instanceof Error ? error.message : String(error));
     }
     // Not completed (a failed statement): unlocked instead, so it is not left held by a live worker; its delivery's state skips it.
-    await this.completions.add({ id, lockedBy }).catch((error: unknown) => this.failures.add({ id, lockedBy, message: String(error) }));
+    await this.completions.add({ id, lockedBy }).catch((error: unknown) => this.giveBack(id, lockedBy, String(error)));
+  }
+
+  /**
+   * Unlocks a companion's job to run again, asking again while the database is away (a failover):
+   * a job left locked under the id of a worker that lives on is not released as a dead worker's
+   * are, and would wait graphile-worker's four hours.
+   */
+  private async giveBack(id: string, lockedBy: string, message: string): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.failures.add({ id, lockedBy, message });
+      } catch (error) {
+        if (tries >= GIVE_BACK_TRIES) throw error;
+        await pause(GIVE_BACK_RETRY_MS);
+      }
+    }
   }
 }
+
+/** How often, and how many times at most, a companion's job is offered back while the database is away: a failover's length and more. */
+const GIVE_BACK_RETRY_MS = 1000;
+const GIVE_BACK_TRIES = 60;
 
 function byWorker<T extends { lockedBy: string }>(items: T[]): Map<string, T[]> {
   const groups = new Map<string, T[]>();
