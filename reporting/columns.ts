@@ -204,11 +204,15 @@ export function schemaFingerprint(): string {
  * compiler chooses it (reporting/report.ts) when a query's fields, filters and groupings are all
  * covered; anything else reads the mirror.
  *
- * It is kept exact by recomputing whole days: every (tenant, day) passes changed is aggregated
- * again from the mirror's FINAL view (at most once a second while changes flow), in one INSERT
- * that also writes a deletion for each group of those days (the newer rows win over them, so only
- * groups that vanished stay deleted). ReplacingMergeTree(rev, is_deleted): FINAL reads the latest.
- * Until a changed day is recomputed, a query reads that day from the mirror (rollupWithDaysSql).
+ * It is kept exact at most once a second while changes flow (ReportingStore.refreshRollup), each
+ * (tenant, day) passes changed in one of two ways. Where every changed transaction was inserted
+ * after the rollup's position, they are added to the groups of their days and months
+ * (rollupAddSql): a cost of what changed. Elsewhere (an update or deletion of a transaction the
+ * rollup may count) the day is aggregated again from the mirror's FINAL view, in one INSERT that
+ * also writes a deletion for each group of those days (the newer rows win over them, so only
+ * groups that vanished stay deleted), and its months from its day rows. ReplacingMergeTree(rev,
+ * is_deleted): FINAL reads the latest. Until a changed day is refreshed, a query reads that day
+ * from the mirror (rollupWithDaysSql).
  */
 export interface RollupMeasure {
   count: string;
@@ -418,6 +422,30 @@ export function rollupRefreshSql(mirror: string, rollup: string, mirrorWhere: st
 ${rollupDeletions(rollup, rollupWhere)}
 UNION ALL
 ${rollupSelect(mirror, { where: mirrorWhere }, '{rev:UInt64} + 1')}`;
+}
+
+/**
+ * Fresh transactions (inserted after the rollup's position, so counted in none of its groups)
+ * added to their days' and months' groups, in one statement: each group where `rollupWhere` holds
+ * (day and month rows of the rollup) combined with the groups of the mirror's rows where
+ * `mirrorWhere` holds (those transactions, latest versions), aggregated by day and by month,
+ * written at `{rev}`. Counts and sums add up; minimum and maximum take the lesser and the greater:
+ * nothing leaves a group, so every partial stays exact. A recompute costs what the day holds; this
+ * costs what changed.
+ */
+export function rollupAddSql(mirror: string, rollup: string, mirrorWhere: string, rollupWhere: string): string {
+  const columns = rollupColumns();
+  const parts = columns.map((c) => c.name).join(', ');
+  const month = ROLLUP.coarser!.grain.value;
+  // Each fresh day group counts in its month's group too: the same row again with the month's grain and first day.
+  const grains = `SELECT ${columns.map((c) => (c.name === GRAIN ? `g AS ${GRAIN}` : c.name === ROLLUP.day.column ? `if(g = ${month}, toStartOfMonth(${c.name}), ${c.name}) AS ${c.name}` : c.name)).join(', ')}
+  FROM (${rollupSelect(mirror, { where: mirrorWhere }, '0')}) ARRAY JOIN [${ROLLUP.grain.value}, ${month}] AS g`;
+  return `INSERT INTO ${rollup} (${rollupNames()})
+SELECT ${columns.map((c) => (ROLLUP_KEY.includes(c.name) ? c.name : `${c.ofDays} AS ${c.name}`)).join(', ')}, {rev:UInt64} AS rev, 0 AS is_deleted
+FROM (SELECT ${parts} FROM ${rollup} FINAL WHERE is_deleted = 0 AND (${rollupWhere})
+  UNION ALL
+  ${grains})
+GROUP BY ${ROLLUP_KEY.join(', ')}`;
 }
 
 /**

@@ -6,11 +6,14 @@
  * that became visible since the last one (reporting/feed.ts) into ClickHouse.
  *
  * The rollup (reporting/columns.ts) follows the mirror by days: a pass notes in the store the days
- * its changes fall on, and they are recomputed together ROLLUP_REFRESH_MS after the last recompute
+ * its changes fall on, and they are refreshed together ROLLUP_REFRESH_MS after the last refresh
  * (while changes flow, ROLLUP_REFRESH_SPACING times its own duration when that is longer), or when
  * a caller waits for the rollup itself, so a pass's lag is its copy alone, and under load one
- * recompute serves many passes. Until then a query that reads the rollup aggregates its
- * tenant's changed days from the mirror (rollupWithDaysSql): a reader waits for the copy only.
+ * refresh serves many passes. A refresh adds the transactions inserted since the rollup's position
+ * to their groups (a cost of what changed) and aggregates again only the days where a transaction
+ * it may have counted changed (ReportingStore.refreshRollup). Until then a query that reads the
+ * rollup aggregates its tenant's changed days from the mirror (rollupWithDaysSql): a reader waits
+ * for the copy only.
  * The position recorded in ClickHouse, next to the data, is the rollup's (every change it covers
  * is in both tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from
  * there, copies the changes after it again (the same versions, which the ReplacingMergeTree
@@ -73,10 +76,10 @@ const IDLE_RECORD_MS = 5000;
 /** While changes flow, how long the rollup may trail the mirror when no reader waits for it. */
 const ROLLUP_REFRESH_MS = 1000;
 /**
- * While changes flow, a recompute waits at least this many times as long as the last one took. It
- * recomputes whole days, so it grows with today's rows, and embedded chdb runs it in the same queue
- * as the passes' inserts: every change committed while it runs waits for it. Spaced so, it holds
- * the queue a twentieth of the time at most; readers meanwhile read the changed days from the mirror.
+ * While changes flow, a refresh waits at least this many times as long as the last one took. One
+ * that aggregates days again grows with their rows, and embedded chdb runs it in the same queue as
+ * the passes' inserts: every change committed while it runs waits for it. Spaced so, it holds the
+ * queue a twentieth of the time at most; readers meanwhile read the changed days from the mirror.
  */
 const ROLLUP_REFRESH_SPACING = 20;
 /** While changes flow, how long a position may stay unrecorded: a restart copies those changes again (collapsed). */
@@ -94,7 +97,7 @@ const WAITING_RETRY_MS = 20;
 
 interface Waiter {
   target: Snapshot;
-  /** the rollup table must cover the target too (a recompute of the changed days) */
+  /** the rollup table must cover the target too (a refresh of the changed days) */
   rollup: boolean;
   resolve: (reached: boolean) => void;
 }
@@ -108,11 +111,11 @@ export class Mirror {
   /** the rollup table holds every change visible in this snapshot (never ahead of the mirror's position) */
   #rolledUp: Snapshot = EMPTY_SNAPSHOT;
   #refreshedAt = 0;
-  /** how long the last rollup recompute took */
+  /** how long the last rollup refresh took */
   #refreshMs = 0;
   /** when a pass last copied rows */
   #copiedAt = 0;
-  /** how long the last pass took to read its changes and insert them (not the recompute or record after) */
+  /** how long the last pass took to read its changes and insert them (not the rollup refresh or record after) */
   #copyMs = 0;
   #recorded = '';
   #recordedAt = 0;
@@ -160,7 +163,7 @@ export class Mirror {
     const state = await this.#store.readState();
     this.#status.position = state?.position ?? EMPTY_SNAPSHOT;
     this.#rolledUp = this.#status.position;
-    this.#store.forgetChangedDays();
+    this.#store.forgetChangedDays({ exact: false });
     this.#recorded = formatSnapshot(this.#status.position);
     this.#recordedAt = Date.now();
     this.#durable = this.#status.position;
@@ -227,9 +230,11 @@ export class Mirror {
       await this.#store.insertLines(chunk.lines, shadow);
       counts.done += chunk.lines.length;
       progress({ ...counts });
-    }, (total) => {
-      counts.total = total;
-      progress({ ...counts });
+    }, {
+      onTotal: (total) => {
+        counts.total = total;
+        progress({ ...counts });
+      },
     });
     counts.copyMs = Date.now() - started;
     // Its parts hold disjoint key ranges (the feed came in key order): FINAL reads them without
@@ -242,7 +247,7 @@ export class Mirror {
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
     await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
     await this.#record(pass.snapshot);
-    this.#store.forgetChangedDays();
+    this.#store.forgetChangedDays({ exact: true });
     this.#rolledUp = pass.snapshot;
     this.#advance(pass.snapshot);
     this.#log.info({ rows: counts.done, copyMs: counts.copyMs, rollupMs: counts.rollupMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
@@ -310,7 +315,7 @@ export class Mirror {
         const poll = Math.min(this.#options.pollIntervalMs, Math.max(this.#options.batchIntervalMs, 1) * 2 ** (emptyPasses - 1));
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
-        // Idle with days not rolled up yet: the recompute that is due then.
+        // Idle with days not rolled up yet: the refresh that is due then.
         else if (this.#store.rollupTrails) delay = Math.min(poll, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
         else delay = poll;
       } catch (error) {
@@ -348,7 +353,7 @@ export class Mirror {
         await this.#store.insertLines(chunk.lines);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
         this.#store.noteChangedDays(chunk.days);
-      });
+      }, { rolledUp: this.#rolledUp });
     } catch (error) {
       if (!(error instanceof FeedPruned)) throw error;
       this.#log.warn({ reason: error.message }, 'mirror position is older than the pruned change feed: rebuilding');
@@ -368,7 +373,7 @@ export class Mirror {
     // No day changed since the rollup's position: it holds this one too.
     if (!this.#store.rollupTrails) this.#rolledUp = pass.snapshot;
     // The rows are in ClickHouse: readers waiting for them go ahead now, not after the rollup's
-    // recompute or the position's own insert (a restart before it is recorded replays these changes).
+    // refresh or the position's own insert (a restart before it is recorded replays these changes).
     let released = this.#advance(pass.snapshot);
     // Embedded chdb runs one statement at a time, in the order they come: released readers send
     // their queries first (within this turn of the event loop), then the rollup and the position.
@@ -390,7 +395,7 @@ export class Mirror {
     return pass.rows;
   }
 
-  /** Whether the rollup's recompute is due: while changes flow (a pass copied rows within the idle poll interval), spaced by its own cost too. */
+  /** Whether the rollup's refresh is due: while changes flow (a pass copied rows within the idle poll interval), spaced by its own cost too. */
   #refreshDue(now: number): boolean {
     const flowing = now - this.#copiedAt < this.#options.pollIntervalMs;
     const spacing = flowing ? Math.max(this.#rollupRefreshMs, ROLLUP_REFRESH_SPACING * this.#refreshMs) : this.#rollupRefreshMs;
@@ -409,10 +414,10 @@ export class Mirror {
     return !waiter.rollup || covers(this.#rolledUp, waiter.target);
   }
 
-  /** Recomputes the days changed since the rollup's position: it then holds the mirror's position. */
+  /** Refreshes the days changed since the rollup's position: it then holds the mirror's position. */
   async #refreshRollup(): Promise<void> {
     const position = this.#status.position;
-    // Passes and recomputes take turns: no day is noted while this runs.
+    // Passes and refreshes take turns: no day is noted while this runs.
     const started = Date.now();
     await this.#store.refreshRollup();
     this.#refreshedAt = Date.now();

@@ -65,7 +65,7 @@ const MIRROR: ReportSource = { family: transactionShape, final: true, rollup: RO
  * One compiler, two tables: a report reads the rollup when every field, filter and grouping of it
  * is kept there (the compiler says NotCovered otherwise), else the table itself. Any failure over
  * the rollup compiles the query over the table, whose answer (or refusal) is the reference.
- * `changedDays`: the tenant's days the rollup has not recomputed since they changed
+ * `changedDays`: the tenant's days the rollup has not refreshed since they changed
  * (ReportingStore.changedDays), read from the table instead.
  */
 export function compileReport(request: ReportRequest, table: string, source: ReportSource = MIRROR, changedDays: readonly string[] = []): CompiledReport {

@@ -9,16 +9,23 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
-import { insertStatement, rollupDays, rollupDdl, rollupFillSql, rollupMonthsFillSql, rollupMonthsRefreshSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
+import { insertStatement, rollupAddSql, rollupDays, rollupDdl, rollupFillSql, rollupMonthsFillSql, rollupMonthsRefreshSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
 import { Params } from './compiler.ts';
-import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type Bucket, type Snapshot } from './feed.ts';
+import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type ChangedDay, type Snapshot } from './feed.ts';
 
 const STATE_NAME = 'transactions';
-/** Tenants whose days one rollup recompute statement covers. */
+/** Tenants whose days one rollup refresh statement covers. */
 const TENANTS_PER_REFRESH = 100;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Rows up to this size go after the INSERT's text rather than through a spool file (ReportingStore.insert). */
 const INLINE_INSERT_BYTES = 256 * 1024;
+
+/** A day's fresh transactions (FreshRows), gathered over passes. */
+interface FreshSet {
+  ids: Set<string>;
+  from: string;
+  to: string;
+}
 
 function tenantKey(tenant: { orgId: string; environment: string }): string {
   return `${tenant.orgId}\u0000${tenant.environment}`;
@@ -92,8 +99,17 @@ export class ReportingStore {
   #lastStateWrite = 0n;
   /** the last rollup revision written (reporting/columns.ts), read from the table on first use */
   #lastRev: bigint | null = null;
-  /** the rollup's days changed by passes since their last recompute, by tenant (`tenantKey`) */
-  readonly #changed = new Map<string, { orgId: string; environment: string; days: Set<string> }>();
+  /**
+   * the rollup's days changed by passes since their last refresh, by tenant (`tenantKey`): each
+   * with the ids to add to its groups, or null to aggregate it again (ChangedDay)
+   */
+  readonly #changed = new Map<string, { orgId: string; environment: string; days: Map<string, FreshSet | null> }>();
+  /**
+   * The rollup holds nothing past the position it was last refreshed to, so a fresh transaction may
+   * be added to it. Not so after a restart (a refresh may have been cut short after its inserts) nor
+   * after a failed refresh: every day is aggregated again until a refresh has completed.
+   */
+  #additionsExact = false;
 
   /** where embedded chdb reads inserted rows from (`insert`); null for a server */
   readonly #spool: string | null;
@@ -164,56 +180,101 @@ export class ReportingStore {
     await this.client.command({ query: rollupMonthsFillSql(rollupTable(table)), query_params: { rev } });
   }
 
-  /** Notes days a pass changed: until recomputed, readers aggregate them from the mirror. */
-  noteChangedDays(days: readonly Bucket[]): void {
+  /** Notes days a pass changed: until their refresh, readers aggregate them from the mirror. */
+  noteChangedDays(days: readonly ChangedDay[]): void {
     for (const bucket of days) {
       const key = tenantKey(bucket);
-      const tenant = this.#changed.get(key) ?? this.#changed.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: new Set() }).get(key)!;
-      tenant.days.add(bucket.day);
+      const tenant = this.#changed.get(key) ?? this.#changed.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: new Map() }).get(key)!;
+      const fresh = bucket.fresh;
+      const noted = tenant.days.has(bucket.day) ? tenant.days.get(bucket.day)! : fresh && { ids: new Set<string>(), from: fresh.from, to: fresh.to };
+      if (!noted || !fresh || !this.#additionsExact) {
+        tenant.days.set(bucket.day, null);
+        continue;
+      }
+      for (const id of fresh.ids) noted.ids.add(id);
+      if (fresh.from < noted.from) noted.from = fresh.from;
+      if (fresh.to > noted.to) noted.to = fresh.to;
+      tenant.days.set(bucket.day, noted);
     }
   }
 
-  /** The days of `tenant` changed since their last recompute, in order. */
+  /** The days of `tenant` changed since their last refresh, in order. */
   changedDays(tenant: { orgId: string; environment: string }): string[] {
-    return [...(this.#changed.get(tenantKey(tenant))?.days ?? [])].sort();
+    return [...(this.#changed.get(tenantKey(tenant))?.days.keys() ?? [])].sort();
   }
 
-  /** Whether any tenant has a day changed since its last recompute. */
+  /** Whether any tenant has a day changed since its last refresh. */
   get rollupTrails(): boolean {
     return this.#changed.size > 0;
   }
 
-  /** After a rebuild: the new rollup holds every day. */
-  forgetChangedDays(): void {
+  /**
+   * Forgets every changed day: after a rebuild (`exact`: the new rollup holds every day), or on
+   * opening (the rollup may hold additions past the recorded position: days are aggregated again
+   * until a refresh completes).
+   */
+  forgetChangedDays(options: { exact: boolean }): void {
     this.#changed.clear();
+    this.#additionsExact = options.exact;
   }
 
-  /** Recomputes every changed day from the mirror; each is forgotten once its recompute is in. */
+  /**
+   * Brings every changed day up to date: fresh transactions added to their groups, other days
+   * aggregated again from the mirror; then their months from their day rows. Each day is forgotten
+   * once its statements are in. A failure leaves every day still noted to be aggregated again: an
+   * addition may have been written before it.
+   */
   async refreshRollup(): Promise<void> {
     const tenants = [...this.#changed.entries()];
-    // A statement per TENANTS_PER_REFRESH tenants keeps the SQL text short (a server refuses
-    // queries over max_query_size); each tenant's days are recomputed in one statement.
-    for (let from = 0; from < tenants.length; from += TENANTS_PER_REFRESH) {
-      const batch = tenants.slice(from, from + TENANTS_PER_REFRESH).map(([key, tenant]) => ({ key, tenant, days: [...tenant.days] }));
-      await this.#refreshTenants(batch.map(({ tenant, days }) => ({ ...tenant, days })));
-      for (const { key, days } of batch) {
-        const left = this.#changed.get(key);
-        for (const day of days) left?.days.delete(day);
-        if (left?.days.size === 0) this.#changed.delete(key);
+    try {
+      // A statement per TENANTS_PER_REFRESH tenants keeps the SQL text short (a server refuses
+      // queries over max_query_size).
+      for (let from = 0; from < tenants.length; from += TENANTS_PER_REFRESH) {
+        const batch = tenants.slice(from, from + TENANTS_PER_REFRESH).map(([key, tenant]) => ({ key, tenant, days: new Map(tenant.days) }));
+        await this.#refreshTenants(batch.map(({ tenant, days }) => ({ ...tenant, days })));
+        for (const { key, days } of batch) {
+          const left = this.#changed.get(key);
+          for (const day of days.keys()) left?.days.delete(day);
+          if (left?.days.size === 0) this.#changed.delete(key);
+        }
       }
+    } catch (error) {
+      this.#additionsExact = false;
+      for (const tenant of this.#changed.values()) for (const day of tenant.days.keys()) tenant.days.set(day, null);
+      throw error;
     }
+    this.#additionsExact = true;
   }
 
-  async #refreshTenants(tenants: Array<{ orgId: string; environment: string; days: string[] }>): Promise<void> {
+  async #refreshTenants(tenants: Array<{ orgId: string; environment: string; days: Map<string, FreshSet | null> }>): Promise<void> {
     const params = new Params();
+    const bind = (type: string, value: unknown) => params.add(type, value);
+    const recomputed = tenants.map((tenant) => ({ tenant, days: [...tenant.days].filter(([, ids]) => ids === null).map(([day]) => day) }))
+      .filter(({ days }) => days.length > 0).map(({ tenant, days }) => rollupDays(tenant, days, bind));
+    const added = tenants.map((tenant) => ({ tenant, days: [...tenant.days].filter((entry): entry is [string, FreshSet] => entry[1] !== null) }))
+      .filter(({ days }) => days.length > 0).map(({ tenant, days }) => {
+        const time = "DateTime64(6, 'UTC')";
+        const from = days.reduce((least, [, fresh]) => (fresh.from < least ? fresh.from : least), days[0][1].from);
+        const to = days.reduce((most, [, fresh]) => (fresh.to > most ? fresh.to : most), days[0][1].to);
+        // The fresh rows by their time (a narrow range of the sort key), then by id.
+        const rows = `created_at >= ${bind(time, from)} AND created_at <= ${bind(time, to)} AND id IN ${bind('Array(String)', days.flatMap(([, fresh]) => [...fresh.ids]))}`;
+        return { days: rollupDays(tenant, days.map(([day]) => day), bind), rows };
+      });
+    if (added.length > 0) {
+      params.values.rev = (await this.#nextRev(this.table)).toString();
+      const rollupWhere = added.map(({ days }) => `(${days.tenant} AND (${days.rollup} OR ${days.months}))`).join(' OR ');
+      const mirrorWhere = added.map(({ days, rows }) => `(${days.tenant} AND ${rows})`).join(' OR ');
+      await this.client.command({ query: rollupAddSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
+    }
+    if (recomputed.length === 0) return;
     params.values.rev = (await this.#nextRev(this.table)).toString();
-    const each = tenants.map((tenant) => rollupDays(tenant, tenant.days, (type, value) => params.add(type, value)));
-    const mirrorWhere = each.map((days) => `(${days.tenant} AND ${days.mirror})`).join(' OR ');
-    const rollupWhere = each.map((days) => `(${days.tenant} AND ${days.rollup})`).join(' OR ');
+    const mirrorWhere = recomputed.map((days) => `(${days.tenant} AND ${days.mirror})`).join(' OR ');
+    const rollupWhere = recomputed.map((days) => `(${days.tenant} AND ${days.rollup})`).join(' OR ');
     await this.client.command({ query: rollupRefreshSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
-    // Their months next, from the day rows just written; until the days are forgotten, no reader reads those months.
-    const monthsWhere = each.map((days) => `(${days.tenant} AND ${days.months})`).join(' OR ');
-    const monthsDaysWhere = each.map((days) => `(${days.tenant} AND ${days.monthsDays})`).join(' OR ');
+    // Their months next, from the day rows just written (added ones included); until the days are
+    // forgotten, no reader reads those months.
+    const monthsWhere = recomputed.map((days) => `(${days.tenant} AND ${days.months})`).join(' OR ');
+    const monthsDaysWhere = recomputed.map((days) => `(${days.tenant} AND ${days.monthsDays})`).join(' OR ');
     params.values.rev = (await this.#nextRev(this.table)).toString();
     await this.client.command({ query: rollupMonthsRefreshSql(rollupTable(this.table), monthsWhere, monthsDaysWhere), query_params: params.values });
   }

@@ -188,6 +188,16 @@ t.test('a reader finds its own write before the rollup recomputes its day, and o
   t.same(await runReport(store, { tenant: other, ...count }), await truth(other), 'another tenant reads as Postgres too');
 });
 
+/** The rollup's rows (days and months) beside the same groups aggregated from the mirror afresh. */
+async function rollupBesideMirror(): Promise<{ kept: Array<{ grain: number }>; afresh: unknown[] }> {
+  const columns = 'org_id, environment, grain, toString(day) AS day, type, status, currency, n, amount_count, toString(amount_sum) AS amount_sum, toString(amount_squares) AS amount_squares, amount_min, amount_max, fee_count, toString(fee_sum) AS fee_sum, fee_min, fee_max';
+  const order = 'ORDER BY org_id, environment, grain, day, type, status, currency';
+  const kept = await store.select<{ grain: number }>(`SELECT ${columns} FROM ${rollupTable(store.table)} FINAL ${order}`);
+  const days = rollupSelect(store.table, 'all', '0');
+  const afresh = await store.select(`SELECT ${columns} FROM (${days} UNION ALL ${rollupMonthsSelect(days, '0')}) ${order}`);
+  return { kept, afresh };
+}
+
 t.test('the rollup holds what aggregating the mirror afresh gives, after the changes', async (t) => {
   // More tenants at once than one recompute statement covers (TENANTS_PER_REFRESH).
   await rows(db,
@@ -196,12 +206,49 @@ t.test('the rollup holds what aggregating the mirror afresh gives, after the cha
             timestamptz '2024-05-01 00:00:00+00' + g * interval '1 hour', now()
        from generate_series(1, 250) g`);
   t.ok(await mirror.waitFor(await positionNow(db), 10_000));
-  const columns = 'org_id, environment, grain, toString(day) AS day, type, status, currency, n, amount_count, toString(amount_sum) AS amount_sum, toString(amount_squares) AS amount_squares, amount_min, amount_max, fee_count';
-  const order = 'ORDER BY org_id, environment, grain, day, type, status, currency';
-  const kept = await store.select<{ grain: number }>(`SELECT ${columns} FROM ${rollupTable(store.table)} FINAL ${order}`);
-  const days = rollupSelect(store.table, 'all', '0');
-  const afresh = await store.select(`SELECT ${columns} FROM (${days} UNION ALL ${rollupMonthsSelect(days, '0')}) ${order}`);
+  const { kept, afresh } = await rollupBesideMirror();
   t.ok(kept.length > 100, `${kept.length} groups`);
   t.ok(kept.some((row) => Number(row.grain) === 1), 'months among them');
   t.same(kept, afresh);
+});
+
+t.test('new transactions added to the rollup count once, in passes of their own, with later changes, and under a deleted id used again', async (t) => {
+  const tenant: Tenant = { orgId: 'org_agree_added', environment: 'test' };
+  const pay = (id: string, amount: number, at: string, status = 'processed') => rows(db,
+    `insert into transactions (id, org_id, environment, type, data, created_at, modified_at) values (?, ?, ?, 'payment', ?::jsonb, ?, now())`,
+    [id, tenant.orgId, tenant.environment, JSON.stringify({ amount, status, fee: amount % 7 }), at]);
+  const mirrored = async (label: string, rollup: boolean) => t.ok(await mirror.waitFor(await positionNow(db), 10_000, { rollup }), label);
+  // Two days with groups in the rollup, one transaction of them to be deleted and its id used again.
+  for (let i = 0; i < 20; i += 1) await pay(`txn_added_old${i}`, 1000 + i, `2024-07-${10 + (i % 2)} 12:00:00+00`);
+  await mirrored('the first rows are rolled up', true);
+  // New ones, each commit mirrored by a pass of its own before the rollup takes them: smaller and
+  // greater amounts than the groups held, a status of its own (a new group), a day of its own.
+  await pay('txn_added_new0', 3, '2024-07-10 13:00:00+00');
+  await mirrored('a first new one mirrored', false);
+  await pay('txn_added_new1', 900_000, '2024-07-11 13:00:00+00');
+  await pay('txn_added_new2', 77, '2024-07-11 14:00:00+00', 'authorized');
+  await mirrored('two more mirrored', false);
+  await pay('txn_added_new3', 55, '2024-07-12 09:00:00+00');
+  // Made and changed before the rollup takes it: it counts as it stands last.
+  await rows(db, `update transactions set data = data || '{"amount": 123456, "status": "voided"}'::jsonb where id = 'txn_added_new0'`);
+  await rows(db, `delete from transactions where id = 'txn_added_new3'`);
+  await mirrored('the changes mirrored', false);
+  t.ok(store.changedDays(tenant).length > 0, 'the new ones trail in the rollup until it takes them');
+  await mirrored('the rollup takes them', true);
+  let { kept, afresh } = await rollupBesideMirror();
+  t.same(kept, afresh, 'the rollup holds each new transaction once, as it stands');
+  // A transaction the rollup counts, deleted and made again under its id in one database
+  // transaction: its change is an insert, yet the rollup counted the old one.
+  await db.transaction(async (trx) => {
+    await rows(trx, `delete from transactions where id = 'txn_added_old0'`);
+    await rows(trx, `insert into transactions (id, org_id, environment, type, data, created_at, modified_at)
+      values ('txn_added_old0', ?, ?, 'payment', '{"amount": 5, "status": "processed"}', '2024-07-10 12:00:00+00', now())`, [tenant.orgId, tenant.environment]);
+  });
+  await mirrored('the id used again is rolled up', true);
+  ({ kept, afresh } = await rollupBesideMirror());
+  t.same(kept, afresh, 'the old transaction is gone from the rollup, the new one counted once');
+  const count = { query: parseListQuery([['fields', 'count,sum(amount),min(amount),max(amount)'], ['group_by[]', 'status']]), version: 'v1' as Version };
+  const truth = (await aggregate({ tx: db, tenant, version: 'v1', collection } as unknown as OperationContext, count.query)).values;
+  t.ok(compileReport({ tenant, ...count }, store.table, undefined, store.changedDays(tenant)).rollup, 'the query reads the rollup');
+  t.same(await runReport(store, { tenant, ...count }), truth, 'and answers as Postgres does');
 });
