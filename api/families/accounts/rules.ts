@@ -3,7 +3,7 @@ import { showBalances } from '../funding/balance.ts';
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
-import { createNested, oneRowCreate } from '../../engine/operations.ts';
+import { createNested, rulesOnPool } from '../../engine/operations.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { setPayingDefault } from '../payment_methods/repository.ts';
 import { findProcessingAccount, hasDependentCustomers, ownsMethod } from './repository.ts';
@@ -108,4 +108,4 @@ function isPlainCustomer(row: StoredObject): boolean {
   return row.type === 'customer' && linked.every((key) => row.data[key] === undefined);
 }
 
-export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events, createSteps: oneRowCreate(isPlainCustomer) };
+export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events, createSteps: rulesOnPool(isPlainCustomer) };
