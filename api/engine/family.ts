@@ -53,6 +53,12 @@ export interface RuleContext {
   plannedReleases?: Map<string, number>;
   /** Accounts this request has already read in the tenant: a rule need not look them up again. */
   knownAccounts?: Set<string>;
+  /**
+   * Rows whose change through the door is under way, by id: a rule of another row that would
+   * change one of them leaves it to that change (an account setting its default method marks the
+   * method, whose rule would otherwise point the account at it again).
+   */
+  changing?: Set<string>;
   /** Rows this request created, by id: their children are what the request wrote, no need to read them back. */
   createdNow?: Set<string>;
   /** The processor's answers for the cards this create charges, asked outside any database transaction. */

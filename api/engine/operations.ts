@@ -476,17 +476,24 @@ function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extr
 
 async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>, extra?: Map<string, unknown>): Promise<StoredObject[]> {
   const rules = ctx.collection.family.rules;
-  const nextRows = await prepareAll(pairs, async ([row, body]) => {
-    let next = decodeUpdate(ctx, row, body, extra);
-    if (rules?.prepare) next = await rules.prepare(ctx, next, row);
-    await rules?.validate?.(ctx, next, row);
-    return next;
-  });
-  const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
-  const changes = updated.map((next, i): [StoredObject, StoredObject] => [next, pairs[i][0]]);
-  await afterWrite(ctx, changes);
-  await emit(ctx, changes);
-  return updated;
+  const changing = (ctx.changing ??= new Set());
+  const ids = pairs.map(([row]) => row.id).filter((id) => !changing.has(id));
+  for (const id of ids) changing.add(id);
+  try {
+    const nextRows = await prepareAll(pairs, async ([row, body]) => {
+      let next = decodeUpdate(ctx, row, body, extra);
+      if (rules?.prepare) next = await rules.prepare(ctx, next, row);
+      await rules?.validate?.(ctx, next, row);
+      return next;
+    });
+    const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
+    const changes = updated.map((next, i): [StoredObject, StoredObject] => [next, pairs[i][0]]);
+    await afterWrite(ctx, changes);
+    await emit(ctx, changes);
+    return updated;
+  } finally {
+    for (const id of ids) changing.delete(id);
+  }
 }
 
 export async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {

@@ -8,7 +8,7 @@ import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { accountExists, clearAccountPointer, clearDefault } from '../../api/families/payment_methods/repository.ts';
+import { accountExists, clearDefault } from '../../api/families/payment_methods/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -46,17 +46,5 @@ t.test('making a method the default clears that default on the account\'s other 
     t.same((await dataOf(tx, 'payment_methods', 'pm_new')).account_defaults, { paying: true }, 'the kept method stays the default');
     t.same((await dataOf(tx, 'payment_methods', 'pm_other_account')).account_defaults, { paying: true }, 'another account is untouched');
     t.same((await dataOf(tx, 'payment_methods', 'pm_globex')).account_defaults, { paying: true }, 'another tenant is untouched');
-  });
-});
-
-t.test('deleting methods clears the customers\' pointers to exactly those methods', async (t) => {
-  await withRollback(db, async (tx) => {
-    await insertObjects(tx, 'accounts', acme, [
-      row('acct_a', 'customer', { name: 'A', default_payment_method: 'pm_gone' }),
-      row('acct_b', 'customer', { name: 'B', default_payment_method: 'pm_kept' }),
-    ]);
-    await clearAccountPointer(tx, [method('pm_gone', 'acct_a', {}), method('pm_gone_too', 'acct_b', {})]);
-    t.notOk('default_payment_method' in await dataOf(tx, 'accounts', 'acct_a'));
-    t.equal((await dataOf(tx, 'accounts', 'acct_b')).default_payment_method, 'pm_kept');
   });
 });
