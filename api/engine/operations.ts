@@ -311,8 +311,9 @@ export async function createObjects<T>(ctx: OperationContext, inputs: CreateInpu
     if (planned !== null) return writePlanned(onPool, steps, planned, options);
   }
   if (ctx.tx.inTransaction) return planAndWrite(ctx, inputs, options);
+  // The door's own transaction commits only on the processor's real answers, whoever called it.
   const decisions = new ProcessorDecisions(ctx.domain.processor);
-  return decidedOutside(decisions, () => ctx.tx.transaction((tx) => planAndWrite({ ...ctx, tx, decisions }, inputs, options)));
+  return decidedOutside(decisions, () => ctx.tx.transaction((tx) => planAndWrite({ ...ctx, tx, decisions }, inputs, { ...options, settles: true })));
 }
 
 /** Steps 2–4 in one transaction: the family's rules, the insert, afterWrite, events, the answer. */
