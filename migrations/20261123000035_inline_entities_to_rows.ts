@@ -76,7 +76,7 @@ function copy(source: unknown, mapping: Array<[from: string, to: string]>, into:
   }
 }
 
-/** The number at `path` sealed as the families seal it (api/families/entities/numbers.ts), or dropped when unusable. */
+/** The number at `path` sealed as the families seal it (api/families/sealedNumbers.ts), or dropped when unusable. */
 function seal(data: Json, path: string, vault: () => Vault): void {
   const given = get(data, `${path}.value`);
   if (given === undefined) return;

@@ -45,6 +45,10 @@ t.test('webhook:status goes to the other subscribers when a 410 disables a webho
   t.match(JSON.parse(disabled.body), { trigger: 'webhook:status', triggered_on: { id: target.id, object: 'webhook', value: 'disabled' } });
   const read = (await api.request('GET', `/webhooks/${target.id}`)).body;
   t.same([read.status, read.disabled_reason], ['disabled', 'The receiver answered 410 Gone']);
+  // The worker's disable is a change through the webhook family: audited as the system's, announced once.
+  const audited = (await api.request('GET', `/audit_events?object_id=${target.id}&q=action != "create"`)).body.values;
+  t.match(audited, [{ actor: { type: 'system', name: 'webhook_health' }, changes: { status: ['active', 'disabled'], disabled_reason: [null, 'The receiver answered 410 Gone'] } }]);
+  t.equal((await api.db('events').where({ object_id: target.id, trigger: 'webhook:status' })).length, 1, 'one webhook:status event');
 
   gone.respond = () => ({ status: 200 });
   t.equal((await api.request('PUT', `/webhooks/${target.id}`, { json: { status: 'active' } })).status, 200);

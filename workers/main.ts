@@ -69,7 +69,7 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
   const { clock } = seams;
   const tasks: TaskList = {
     deliver_webhook: deliverWebhook({
-      db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
+      db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, domain, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
       // A slot further off than a poll for due jobs and a second's margin (a loaded worker takes a
       // due job late, and a job back past its slot gives it up) is waited for by a deferred job.
       rates: new RateLimiter(db, config.workerPollIntervalMs + 1000),

@@ -1,6 +1,7 @@
 /**
  * Rows of one family table created by several requests at once, written with their audit events
- * by one statement (group commit of one-row creates: `oneRowCreate` in api/engine/operations.ts).
+ * by one statement (group commit of one-row creates planned on the pool: the create door in
+ * api/engine/operations.ts).
  * Each event has its own request's actor and is built here whole (statement.ts), so the database
  * only checks that the row was stored as sent; the table's audit trigger leaves the statement's
  * rows to it, as for a card payment's statement.

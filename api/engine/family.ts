@@ -53,6 +53,12 @@ export interface RuleContext {
   plannedReleases?: Map<string, number>;
   /** Accounts this request has already read in the tenant: a rule need not look them up again. */
   knownAccounts?: Set<string>;
+  /**
+   * Rows whose change through the door is under way, by id: a rule of another row that would
+   * change one of them leaves it to that change (an account setting its default method marks the
+   * method, whose rule would otherwise point the account at it again).
+   */
+  changing?: Set<string>;
   /** Rows this request created, by id: their children are what the request wrote, no need to read them back. */
   createdNow?: Set<string>;
   /** The processor's answers for the cards this create charges, asked outside any database transaction. */
@@ -62,13 +68,26 @@ export interface RuleContext {
 }
 
 /**
- * A create as explicit steps, for a hot path: `plan` reads what it needs and asks the processor,
- * outside any database transaction; `write` stores everything the plan decided in one statement.
- * `plan` answers null when the body needs the generic pipeline (linked refunds, splits, …).
+ * How a family plans a single create on the pool, for a hot path (the create door in
+ * api/engine/operations.ts runs it): `plan` completes the decoded row by the family's rules,
+ * reading what it needs and asking the processor, outside any database transaction; the door then
+ * writes the plan by `statement`, alone or grouped with others of its kind (group commit).
+ * `plan` answers null when the row needs the rules inside a transaction (linked refunds, splits, …).
  */
 export interface CreateSteps<Plan = unknown> {
-  plan: (ctx: RuleContext & { collection: Collection }, body: Record<string, unknown>) => Promise<Plan | null>;
-  write: (ctx: RuleContext & { collection: Collection }, plan: Plan) => Promise<StoredObject>;
+  plan: (ctx: RuleContext & { collection: Collection }, decoded: StoredObject) => Promise<Plan | null>;
+  /**
+   * One statement storing one plan or a group of them, each audited with its own actor, with its
+   * events; answers the created rows in order. Default: the plan is the row, stored with its audit event.
+   */
+  statement?: (db: Db, items: Array<PlannedItem<Plan>>) => Promise<StoredObject[]>;
+}
+
+/** A plan to write, with its tenant and the actor that made it (its `settle.audit` setting). */
+export interface PlannedItem<Plan> {
+  tenant: Tenant;
+  plan: Plan;
+  audit: string | null;
 }
 
 export interface FamilyRules {
@@ -89,7 +108,7 @@ export interface FamilyRules {
    * from the rendered answer. The same for every path that creates the family's rows.
    */
   answerAsError?: (created: StoredObject) => ((rendered: Record<string, unknown>) => Error) | undefined;
-  /** A single create as explicit steps (see CreateSteps); the generic pipeline when absent or when it declines. */
+  /** A single create planned on the pool (see CreateSteps); the door runs the rules in a transaction when absent or when it declines. */
   createSteps?: CreateSteps<any>;
 }
 

@@ -5,7 +5,7 @@
 import { currentAuditSetting } from '../db/auditContext.ts';
 import { insertAuditedRows, type CreatedItem } from '../db/auditedRows.ts';
 import { auditRows } from '../db/auditStatement.ts';
-import type { Sql } from '../db/connection.ts';
+import type { Db, Sql } from '../db/connection.ts';
 import { recordEvents, type EventDraft } from '../db/events.ts';
 import { groupCommit, groupWriterOf } from '../db/groupWriter.ts';
 import * as objects from '../db/objects.ts';
@@ -15,7 +15,8 @@ import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES } from '../query/aggregates.ts';
 import { category } from '../query/functions.ts';
 import { SqlCompiler } from '../query/toSql.ts';
-import type { Collection, CreateSteps, Family, RuleContext, StoredObject, Version } from './family.ts';
+import type { Collection, CreateSteps, Family, PlannedItem, RuleContext, StoredObject, Version } from './family.ts';
+import { decidedOutside, ProcessorDecisions, voidingOnFailure } from '../processorDecisions.ts';
 import { acceptedValues, toApi } from '../schema/values.ts';
 import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
 
@@ -215,13 +216,20 @@ function typeForCreate(ctx: OperationContext, body: Json): string {
   return requested;
 }
 
+/** What a create is given: a client's body (`extra` sets stored values its version has no field for), or values typed as stored. */
+export type CreateInput = { body: unknown; extra?: Map<string, unknown> } | { type: string; values: Record<string, unknown> };
+
 /**
  * A new row from a create body, before the family's rules: type, decoded fields, a fresh id.
  * `created_at` is the domain clock's until the database stamps the stored row.
  */
-export function decodeCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): StoredObject {
-  if (!isPlainObject(body)) throw invalidAttributes({ body: 'Must be an object' });
-  return decodeTyped(ctx, typeForCreate(ctx, body), body, extra);
+function decodeCreate(ctx: OperationContext, input: CreateInput): StoredObject {
+  if ('values' in input) {
+    if (!ctx.collection.family.types.includes(input.type)) throw new Error(`${ctx.collection.family.name} has no type ${input.type}`);
+    return decodeTyped(ctx, input.type, {}, new Map(Object.entries(input.values)));
+  }
+  if (!isPlainObject(input.body)) throw invalidAttributes({ body: 'Must be an object' });
+  return decodeTyped(ctx, typeForCreate(ctx, input.body), input.body, input.extra);
 }
 
 /** `decodeCreate` for a type already stored-named (`withdraw`, never v1's `reversal`). */
@@ -232,10 +240,6 @@ function decodeTyped(ctx: OperationContext, type: string, body: Json, extra?: Ma
   const row = applyValues(blank, values);
   row.type = type;
   return row;
-}
-
-async function prepareCreate(ctx: OperationContext, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
-  return completeCreate(ctx, decodeCreate(ctx, body, extra));
 }
 
 /** The family's prepare and validate on a decoded new row. */
@@ -268,38 +272,175 @@ async function prepareAll<T, R>(items: T[], prepare: (item: T) => Promise<R>): P
   return results;
 }
 
+/** How a create is answered, and where. */
+export interface CreateOptions<T> {
+  /** a list body: each item's refusal is reported at its index, and none is written */
+  many?: boolean;
+  /** Renders (and stores) the answer; it joins the write's statement or transaction when `inWrite`. */
+  answer: (ctx: OperationContext, created: StoredObject[]) => Promise<T>;
+  /** the answer reads or stores and must commit with the write (`fields` asks for related rows, an idempotent response) */
+  inWrite?: boolean;
+  /** the create may commit only on the processor's real answers (ctx.decisions); false for a create nested in another that settles them */
+  settles?: boolean;
+}
+
 /**
- * Creates an object of another family inside the current request (a processing account's nested
- * payment methods) through the same pipeline as a create of its own: decode, prepare, validate,
- * insert, afterWrite and events, all in the caller's transaction. `extra` sets stored values the
- * client's version has no field for.
+ * The one create door: every create of a stored object passes here, whoever makes it (a request,
+ * a family's rule making a dependent object, a worker acting as `system`).
+ *
+ *   1. decode — each input into a row of the family: its type, decoded fields, a fresh id;
+ *   2. plan   — the family's rules complete the row. A family that plans on the pool
+ *               (`rules.createSteps`) plans a single create there, outside any transaction, asking
+ *               the processor as it goes; otherwise prepare and validate run inside the write's
+ *               transaction, and the cards they charge are decided outside it (`decidedOutside`);
+ *   3. write  — one statement, shared with creates of the same kind arriving meanwhile when it
+ *               commits on its own (group commit), or one transaction;
+ *   4. audit and events — from that same write (the statement's audit part and events, or the
+ *               family's afterWrite and events in the transaction), then the caller's answer.
+ *
+ * On the pool it opens the write itself; in a caller's transaction (a nested or worker create) the
+ * write joins it. Whatever fails after the processor approved a card voids the approval.
+ */
+export async function createObjects<T>(ctx: OperationContext, inputs: CreateInput[], options: CreateOptions<T>): Promise<T> {
+  const steps = ctx.collection.family.rules?.createSteps;
+  if (steps && !options.many && !ctx.tx.inTransaction) {
+    const decisions = new ProcessorDecisions(ctx.domain.processor, { direct: true });
+    const onPool: OperationContext = { ...ctx, decisions };
+    const row = decodeCreate(onPool, inputs[0]);
+    const planned = await voidingOnFailure(decisions, () => steps.plan(onPool, row));
+    if (planned !== null) return writePlanned(onPool, steps, planned, options);
+  }
+  if (ctx.tx.inTransaction) return planAndWrite(ctx, inputs, options);
+  // The door's own transaction commits only on the processor's real answers, whoever called it.
+  const decisions = new ProcessorDecisions(ctx.domain.processor);
+  return decidedOutside(decisions, () => ctx.tx.transaction((tx) => planAndWrite({ ...ctx, tx, decisions }, inputs, { ...options, settles: true })));
+}
+
+/** Steps 2–4 in one transaction: the family's rules, the insert, afterWrite, events, the answer. */
+async function planAndWrite<T>(ctx: OperationContext, inputs: CreateInput[], options: CreateOptions<T>): Promise<T> {
+  const plan = (input: CreateInput) => completeCreate(ctx, decodeCreate(ctx, input));
+  const rows = options.many ? await prepareAll(inputs, plan) : [await plan(inputs[0])];
+  const inserted = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, rows);
+  await afterWrite(ctx, inserted.map((row) => [row, null]));
+  await emit(ctx, inserted.map((row) => [row, null]));
+  if (options.settles !== false) ctx.decisions?.settle();
+  return options.answer(ctx, inserted);
+}
+
+/**
+ * Steps 3–4 for a plan made on the pool: the family's one statement (by default the planned row
+ * with its audit event), alone — grouped with others of its kind — or in a transaction with the answer.
+ */
+async function writePlanned<T>(ctx: OperationContext, steps: CreateSteps<unknown>, planned: unknown, options: CreateOptions<T>): Promise<T> {
+  const { family } = ctx.collection;
+  const statement = steps.statement ?? ((db: Db, items: PlannedItem<unknown>[]) => oneRowStatement(db, family, items));
+  const item: PlannedItem<unknown> = { tenant: ctx.tenant, plan: planned, audit: currentAuditSetting() };
+  const store = async (op: OperationContext) => {
+    // Creates that commit on their own and arrive together share one statement (group commit),
+    // which audits each row with its own request's actor; without that, one statement each.
+    const db = op.tx;
+    const grouped = groupCommit.enabled && !db.inTransaction && auditRows.inStatement;
+    const [created] = grouped
+      ? [await groupWriterOf(db, `create:${family.table}`, (items: PlannedItem<unknown>[]) => statement(db, items)).write(item)]
+      : await statement(db, [item]);
+    (ctx.createdNow ??= new Set()).add(created.id);
+    return created;
+  };
+  const decisions = ctx.decisions!;
+  if (!options.inWrite) {
+    const created = await voidingOnFailure(decisions, () => store(ctx));
+    return options.answer(ctx, [created]);
+  }
+  return voidingOnFailure(decisions, () => ctx.tx.transaction(async (tx) => {
+    const op = { ...ctx, tx };
+    return options.answer(op, [await store(op)]);
+  }));
+}
+
+/** A one-row plan's statement: the row and, in a group, each row's audit event with its own actor. */
+async function oneRowStatement(db: Db, family: Family, items: PlannedItem<unknown>[]): Promise<StoredObject[]> {
+  const created = items.map((item): CreatedItem => ({ tenant: item.tenant, row: item.plan as StoredObject, audit: item.audit }));
+  if (items.length > 1 || (!db.inTransaction && groupCommit.enabled && auditRows.inStatement)) return insertAuditedRows(db, family.table, family.name, created);
+  return objects.insertObjects(db, family.table, items[0].tenant, [created[0].row]);
+}
+
+/**
+ * Creates an object of another family inside the current change (a processing account's nested
+ * payment methods, a billing run's invoice) through the door, in the caller's transaction.
+ * `extra` sets stored values the client's version has no field for.
  */
 export async function createNested(ctx: RuleContext, family: Family, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  return writeCreated(op, await prepareCreate(op, body, extra));
+  return createObjects(op, [{ body, extra }], { answer: async (_, [row]) => row, settles: false });
 }
 
 /**
  * Creates an object the service makes on its own (an automatic payment) from stored values, typed
- * as stored (money in minor units), never an API body: decoded with the family's defaults, then
- * the same prepare, validate, insert, afterWrite and events as any create, in the caller's
+ * as stored (money in minor units), never an API body, through the door in the caller's
  * transaction. A card it charges is decided outside that transaction: the caller runs it under
  * `decidedOutside` with `ctx.decisions`.
  */
 export async function createFromValues(ctx: RuleContext, family: Family, type: string, values: Record<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  if (!family.types.includes(type)) throw new Error(`${family.name} has no type ${type}`);
-  const decoded = decodeTyped(op, type, {}, new Map(Object.entries(values)));
-  const created = await writeCreated(op, await completeCreate(op, decoded));
-  ctx.decisions?.settle();
-  return created;
+  return createObjects(op, [{ type, values }], { answer: async (_, [row]) => row });
 }
 
-async function writeCreated(op: OperationContext, row: StoredObject): Promise<StoredObject> {
-  const [inserted] = await objects.insertObjects(op.tx, op.collection.family.table, op.tenant, [row]);
-  await afterWrite(op, [[inserted, null]]);
-  await emit(op, [[inserted, null]]);
-  return inserted;
+/**
+ * Steps 1–2 of the door for a row another family's statement writes with its own (a payment's
+ * inline method): decoded, prepared and validated by its family's rules, with the events its
+ * creation causes. The family declines when its create needs an afterWrite (the caller checks).
+ */
+export async function planNested(ctx: RuleContext, family: Family, body: unknown): Promise<{ row: StoredObject; events: EventDraft[] }> {
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const row = await completeCreate(op, decodeCreate(op, { body }));
+  return { row, events: family.rules?.events?.(op, row, null) ?? [] };
+}
+
+/**
+ * Create steps for a family whose create, for the rows `plain` accepts, writes that one row and
+ * nothing else (no afterWrite work, no events): its rules run on the pool and the door's one-row
+ * statement stores it. `plain` sees the decoded row before the family's rules, so a rule that
+ * would write (an inline entity) never runs outside a transaction.
+ */
+export function rulesOnPool(plain: (row: StoredObject) => boolean): CreateSteps<StoredObject> {
+  return {
+    async plan(ctx, decoded) {
+      if (!plain(decoded)) return null;
+      const row = await completeCreate(ctx, decoded);
+      if (ctx.collection.family.rules?.events?.(ctx, row, null).length) return null;
+      return row;
+    },
+  };
+}
+
+/** A write's answer: the rendered body, and the error it is answered as although it committed (a stored decline). */
+export interface WriteAnswer {
+  body: Json;
+  error: Error | null;
+}
+
+/** The first created row the family answers as an error makes the whole answer that error. */
+export function answerOf(ctx: OperationContext, created: StoredObject[], body: Json): WriteAnswer {
+  const asError = ctx.collection.family.rules?.answerAsError;
+  const refusal = asError ? created.map(asError).find((build) => build !== undefined) : undefined;
+  return { body, error: refusal ? refusal(body) : null };
+}
+
+/** A request's create (`POST /c`, one object or a list) through the door, answered with the rendered rows. */
+export async function create(ctx: OperationContext, body: Json, query: ListQuery, store?: (ctx: OperationContext, answer: WriteAnswer) => Promise<void>): Promise<WriteAnswer> {
+  const many = body.object === 'list';
+  if (many && !Array.isArray(body.values)) throw invalidAttributes({ values: 'Must be a list' });
+  const inputs = many ? (body.values as unknown[]).map((item) => ({ body: item })) : [{ body }];
+  return createObjects(ctx, inputs, {
+    many,
+    inWrite: store !== undefined || query.fields !== null,
+    answer: async (op, created) => {
+      const shaped = await shape(op, created, query.fields);
+      const answered = answerOf(op, created, many ? { object: 'list', values: shaped } : shaped[0]);
+      await store?.(op, answered);
+      return answered;
+    },
+  });
 }
 
 /**
@@ -329,73 +470,6 @@ async function deleteRows(ctx: OperationContext, rows: StoredObject[]): Promise<
   await emit(ctx, rows.map((row) => [null, row]));
 }
 
-/**
- * A row of another family made ready to write (decoded, prepared, validated) by that family's own
- * rules, for a caller that writes it in its own statement (a payment's inline method). The caller
- * owes it the family's afterWrite, if any, once written.
- */
-export async function prepareNested(ctx: RuleContext, family: Family, body: unknown): Promise<{ row: StoredObject; events: EventDraft[] }> {
-  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  const row = await prepareCreate(op, body);
-  return { row, events: family.rules?.events?.(op, row, null) ?? [] };
-}
-
-/**
- * Create steps for a family whose create, for the rows `plain` accepts, writes that one row and
- * nothing else (no afterWrite work, no events): prepared on the pool, stored by one INSERT that
- * needs no BEGIN/COMMIT around it (shared with the family's other such creates arriving
- * meanwhile). `plain` sees the decoded row before the family's rules, so a rule that would write
- * (an inline entity) never runs outside a transaction.
- */
-export function oneRowCreate(plain: (row: StoredObject) => boolean): CreateSteps<StoredObject> {
-  return {
-    async plan(ctx, body) {
-      const decoded = decodeCreate(ctx, body);
-      if (!plain(decoded)) return null;
-      const row = await completeCreate(ctx, decoded);
-      if (ctx.collection.family.rules?.events?.(ctx, row, null).length) return null;
-      return row;
-    },
-    async write(ctx, row) {
-      const { table, name } = ctx.collection.family;
-      // Creates that commit on their own and arrive together share one statement (group commit),
-      // which audits each row with its own request's actor; without that, one statement each.
-      if (groupCommit.enabled && !ctx.tx.inTransaction && auditRows.inStatement) {
-        const db = ctx.tx;
-        const writer = groupWriterOf(db, `create:${table}`, (items: CreatedItem[]) => insertAuditedRows(db, table, name, items));
-        return writer.write({ tenant: ctx.tenant, row, audit: currentAuditSetting() });
-      }
-      const [inserted] = await objects.insertObjects(ctx.tx, table, ctx.tenant, [row]);
-      return inserted;
-    },
-  };
-}
-
-/** A write's answer: the rendered body, and the error it is answered as although it committed (a stored decline). */
-export interface WriteAnswer {
-  body: Json;
-  error: Error | null;
-}
-
-/** The first created row the family answers as an error makes the whole answer that error. */
-export function answerOf(ctx: OperationContext, created: StoredObject[], body: Json): WriteAnswer {
-  const asError = ctx.collection.family.rules?.answerAsError;
-  const refusal = asError ? created.map(asError).find((build) => build !== undefined) : undefined;
-  return { body, error: refusal ? refusal(body) : null };
-}
-
-export async function create(ctx: OperationContext, body: Json, query: ListQuery): Promise<WriteAnswer> {
-  const many = body.object === 'list';
-  if (many && !Array.isArray(body.values)) throw invalidAttributes({ values: 'Must be a list' });
-  const prepared = many ? await prepareAll(body.values as unknown[], (item) => prepareCreate(ctx, item)) : [await prepareCreate(ctx, body)];
-  const inserted = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, prepared);
-  await afterWrite(ctx, inserted.map((row) => [row, null]));
-  await emit(ctx, inserted.map((row) => [row, null]));
-  ctx.decisions?.settle();
-  const shaped = await shape(ctx, inserted, query.fields);
-  return answerOf(ctx, inserted, many ? { object: 'list', values: shaped } : shaped[0]);
-}
-
 function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extra?: Map<string, unknown>): StoredObject {
   const { values } = decodeInput(ctx.collection.family, ctx.version, row.type, body, 'update', extra);
   return applyValues(row, values);
@@ -403,17 +477,24 @@ function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extr
 
 async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>, extra?: Map<string, unknown>): Promise<StoredObject[]> {
   const rules = ctx.collection.family.rules;
-  const nextRows = await prepareAll(pairs, async ([row, body]) => {
-    let next = decodeUpdate(ctx, row, body, extra);
-    if (rules?.prepare) next = await rules.prepare(ctx, next, row);
-    await rules?.validate?.(ctx, next, row);
-    return next;
-  });
-  const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
-  const changes = updated.map((next, i): [StoredObject, StoredObject] => [next, pairs[i][0]]);
-  await afterWrite(ctx, changes);
-  await emit(ctx, changes);
-  return updated;
+  const changing = (ctx.changing ??= new Set());
+  const ids = pairs.map(([row]) => row.id).filter((id) => !changing.has(id));
+  for (const id of ids) changing.add(id);
+  try {
+    const nextRows = await prepareAll(pairs, async ([row, body]) => {
+      let next = decodeUpdate(ctx, row, body, extra);
+      if (rules?.prepare) next = await rules.prepare(ctx, next, row);
+      await rules?.validate?.(ctx, next, row);
+      return next;
+    });
+    const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
+    const changes = updated.map((next, i): [StoredObject, StoredObject] => [next, pairs[i][0]]);
+    await afterWrite(ctx, changes);
+    await emit(ctx, changes);
+    return updated;
+  } finally {
+    for (const id of ids) changing.delete(id);
+  }
 }
 
 export async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {

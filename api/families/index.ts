@@ -5,6 +5,8 @@
  */
 import type { ClientScopes, Collection, Family } from '../engine/family.ts';
 import { accounts } from './accounts/family.ts';
+import { followPayingDefault } from './accounts/payingPointer.ts';
+import { defaultFundingMethod, planRelease, postRelease } from './funding/release.ts';
 import { registerAuditedFamilies } from './audit_events/changes.ts';
 import { auditEvents } from './audit_events/family.ts';
 import { billingCharges } from './billing_schedules/charges.ts';
@@ -17,9 +19,11 @@ import { invoiceItems, lineItems, paymentAllocations } from './invoices/items.ts
 import { paymentLinks } from './payment_links/family.ts';
 import { paymentActivations } from './payment_activations/family.ts';
 import { paymentMethods } from './payment_methods/family.ts';
+import { registerPayingDefaultFollower } from './payment_methods/rules.ts';
 import { processingSettings } from './processing_settings/family.ts';
 import { profiles } from './profiles/family.ts';
 import { transactions } from './transactions/family.ts';
+import { registerReleaseRules } from './transactions/releases.ts';
 import { transferEntries } from './transfers/family.ts';
 import { transactionOperations } from './transaction_operations/family.ts';
 import { webhookLogs } from './webhook_logs/family.ts';
@@ -71,6 +75,8 @@ function clientScopesOf(family: Family): ClientScopes {
 export const webhookTriggers: string[] = [...new Set(families.flatMap(triggersOf))];
 registerTriggers(webhookTriggers);
 registerAuditedFamilies(families);
+registerPayingDefaultFollower(followPayingDefault);
+registerReleaseRules({ defaultFundingMethod, planRelease, postRelease });
 
 /**
  * What a client token may call, by its intent kind (`none`: made without an intent): `create` in a

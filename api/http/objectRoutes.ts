@@ -13,7 +13,6 @@ import { badRequest, errorResponse, forbidden, notFound } from '../errors.ts';
 import { collectionByPath } from '../families/index.ts';
 import type { ListQuery } from '../query/ast.ts';
 import { parseListQuery } from '../query/listQuery.ts';
-import { decidedOutside, ProcessorDecisions, voidingOnFailure } from '../processorDecisions.ts';
 import { completeInTransaction } from './idempotency.ts';
 import { aggregateAsCsv, listAsCsv } from './csvExport.ts';
 import { answeredByReporting, exportFromReporting, queryReporting } from './reportingProxy.ts';
@@ -79,38 +78,16 @@ function answer(ctx: Ctx, outcome: operations.WriteAnswer): void {
 }
 
 /**
- * The create service. A family with explicit steps (a payment) plans on the pool, outside any
- * transaction, asking the processor as it goes; then one write statement commits on its own unless
- * the answer must join it. Every other create runs the generic pipeline in one transaction, and
- * the cards it charges are decided outside it (`decidedOutside`).
+ * `POST /c` through the create door (operations.createObjects): it plans a payment on the pool and
+ * writes it in one statement, runs every other create in one transaction, and asks the processor
+ * outside any transaction either way. An idempotent response is stored with the write.
  */
 async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void> {
   // A client token acts once: a list would let one browser credential make many objects.
   if (ctx.state.principal?.kind === 'client' && input.object === 'list') throw forbidden('A client token creates one object per request, not a list');
-  const collection = collectionOf(ctx);
-  const steps = collection.family.rules?.createSteps;
-  const { db } = ctx.state.services;
-  const { processor } = ctx.state.services.domain;
-  const onPool = { ...operationContext(ctx, db), decisions: new ProcessorDecisions(processor, { direct: true }) };
-  const planned = steps && !collection.readOnly && input.object !== 'list' ? await voidingOnFailure(onPool.decisions, () => steps.plan(onPool, input)) : null;
-  if (!steps || !planned) {
-    const decisions = new ProcessorDecisions(processor);
-    return answer(ctx, await decidedOutside(decisions, () => committed(ctx, (op) => operations.create({ ...op, decisions }, input, query))));
-  }
-  // The answer is made after the write; when it may read (`fields` asks for related rows), or a
-  // response is stored, it shares the write's transaction, so a failed read undoes the write.
-  // Whatever fails after the processor's answer and before the write commits voids the card
-  // approvals the plan was given.
-  const alone = !ctx.state.idempotency && query.fields === null;
-  const store = async (tx: Db) => {
-    const op = operationContext(ctx, tx);
-    const created = await (alone ? voidingOnFailure(onPool.decisions, () => steps.write(op, planned)) : steps.write(op, planned));
-    const [rendered] = await operations.shape(op, [created], query.fields);
-    const outcome = operations.answerOf(op, [created], rendered);
-    await storeAnswer(ctx, tx, outcome);
-    return outcome;
-  };
-  answer(ctx, alone ? await store(db) : await voidingOnFailure(onPool.decisions, () => db.transaction(store)));
+  if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
+  const store = ctx.state.idempotency ? (op: OperationContext, answered: operations.WriteAnswer) => storeAnswer(ctx, op.tx, answered) : undefined;
+  answer(ctx, await operations.create(operationContext(ctx, ctx.state.services.db), input, query, store));
 }
 
 function body(ctx: Ctx): Json {

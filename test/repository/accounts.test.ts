@@ -6,7 +6,9 @@ import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
 import type { Tenant } from '../../api/engine/family.ts';
 import { openDefaultProcessingAccount } from '../../api/families/accounts/defaultAccount.ts';
-import { defaultProcessingAccount, findProcessingAccount } from '../../api/families/accounts/repository.ts';
+import '../../api/families/index.ts';
+import { followPayingDefault } from '../../api/families/accounts/payingPointer.ts';
+import { defaultProcessingAccount, findProcessingAccount, lockPayingCandidates } from '../../api/families/accounts/repository.ts';
 import { createDomainServices } from '../../api/domain.ts';
 import { loadConfig } from '../../api/config.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
@@ -77,6 +79,40 @@ t.test('openDefaultProcessingAccount writes an active processing account with it
     t.match(audit.data, { action: 'create', actor: { type: 'system', name: 'default_processing_account' } });
     const events = (await tx.raw(`select trigger, value from events where object_id = ?`, [made.id])).rows;
     t.match(events, [{ trigger: 'processing_status', value: { status: 'active', previous_status: null } }]);
+  });
+});
+
+async function insertMethod(tx: Db, tenant: Tenant, id: string, accountId: string, paying?: string): Promise<void> {
+  await tx.raw('insert into payment_methods (id, org_id, environment, type, data) values (?, ?, ?, ?, ?::jsonb)',
+    [id, tenant.orgId, tenant.environment, 'card', JSON.stringify({ account_id: accountId, account_defaults: paying ? { paying } : {} })]);
+}
+
+t.test('the paying default\'s candidates are the account\'s methods holding it and the one named, in its tenant only', async (t) => {
+  await withRollback(db, async (tx) => {
+    await insertMethod(tx, acme, 'pm_holds', 'acct_a', 'all');
+    await insertMethod(tx, acme, 'pm_named', 'acct_a');
+    await insertMethod(tx, acme, 'pm_plain', 'acct_a');
+    await insertMethod(tx, acme, 'pm_other_account', 'acct_b', 'all');
+    await insertMethod(tx, globex, 'pm_globex', 'acct_a', 'all');
+    t.same((await lockPayingCandidates(tx, acme, 'acct_a', 'pm_named')).map((m) => m.id), ['pm_holds', 'pm_named']);
+    t.same((await lockPayingCandidates(tx, acme, 'acct_a', null)).map((m) => m.id), ['pm_holds']);
+  });
+});
+
+t.test('a customer\'s pointer to a method that gave up its paying default is cleared through the account family, audited; another pointer stays', async (t) => {
+  const domain = createDomainServices(loadConfig());
+  await withRollback(db, async (tx) => {
+    const ctx = { tx, tenant: acme, version: 'v1' as const, principal: { kind: 'secret' as const, keyId: 'test', settings: {} }, domain };
+    await tx.raw(`insert into accounts (id, org_id, environment, type, data) values
+      ('acct_points', 'org_acme', 'test', 'customer', '{"name": "A", "default_payment_method": "pm_gone"}'),
+      ('acct_elsewhere', 'org_acme', 'test', 'customer', '{"name": "B", "default_payment_method": "pm_kept"}')`);
+    await followPayingDefault(ctx, 'acct_points', null, 'pm_gone');
+    await followPayingDefault(ctx, 'acct_elsewhere', null, 'pm_gone');
+    const data = async (id: string) => (await tx.raw('select data from accounts where id = ?', [id])).rows[0].data;
+    t.notOk('default_payment_method' in await data('acct_points'));
+    t.equal((await data('acct_elsewhere')).default_payment_method, 'pm_kept');
+    const audits = (await tx.raw(`select data->>'object_id' as id, data->>'action' as action from audit_events where data->>'object_id' in ('acct_points', 'acct_elsewhere') and data->>'action' <> 'create'`)).rows;
+    t.same(audits, [{ id: 'acct_points', action: 'update' }]);
   });
 });
 

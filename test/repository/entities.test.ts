@@ -1,13 +1,14 @@
 /**
- * Repository tier: the entity SQL beyond the generic operations (api/families/entities/repository.ts)
- * against a real database, each test in a transaction rolled back at its end.
+ * Repository tier: the entity and stakeholder SQL beyond the generic operations
+ * (api/families/entities/repository.ts, api/families/stakeholders/repository.ts) against a real database, each test in a transaction rolled back at its end.
  */
 import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { accountBackedBy, entitiesByIds, findEntity, otherOwnership, stakeholdersOf } from '../../api/families/entities/repository.ts';
+import { accountBackedBy, entitiesByIds, findEntity, stakeholdersOf } from '../../api/families/entities/repository.ts';
+import { lockEntity, otherOwnership } from '../../api/families/stakeholders/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -52,6 +53,14 @@ t.test('ownership of the other stakeholders sums the numeric percentages only', 
     await seed(tx);
     t.equal(await otherOwnership(tx, acme, 'ent_a', 'stk_1'), 45.5, 'the one excepted and a text percentage do not count');
     t.equal(await otherOwnership(tx, acme, 'ent_b', 'stk_4'), 0);
+  });
+});
+
+t.test('a stakeholder locks its entity in its own tenant only', async (t) => {
+  await withRollback(db, async (tx) => {
+    await seed(tx);
+    t.equal((await lockEntity(tx, acme, 'ent_a'))?.id, 'ent_a');
+    t.equal(await lockEntity(tx, { orgId: 'org_other', environment: 'test' }, 'ent_a'), null, 'not another tenant\'s');
   });
 });
 

@@ -8,7 +8,7 @@ import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { accountExists, clearAccountPointer, clearDefault } from '../../api/families/payment_methods/repository.ts';
+import { accountExists, clearDefault, methodsInsert } from '../../api/families/payment_methods/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -49,14 +49,15 @@ t.test('making a method the default clears that default on the account\'s other 
   });
 });
 
-t.test('deleting methods clears the customers\' pointers to exactly those methods', async (t) => {
+t.test('the method insert another statement composes stores each method in its own tenant, as sent', async (t) => {
   await withRollback(db, async (tx) => {
-    await insertObjects(tx, 'accounts', acme, [
-      row('acct_a', 'customer', { name: 'A', default_payment_method: 'pm_gone' }),
-      row('acct_b', 'customer', { name: 'B', default_payment_method: 'pm_kept' }),
+    const insert = methodsInsert([
+      { tenant: acme, row: method('pm_in_acme', 'acct_a', {}), audit: null },
+      { tenant: globex, row: method('pm_in_globex', 'acct_g', {}), audit: null },
     ]);
-    await clearAccountPointer(tx, [method('pm_gone', 'acct_a', {}), method('pm_gone_too', 'acct_b', {})]);
-    t.notOk('default_payment_method' in await dataOf(tx, 'accounts', 'acct_a'));
-    t.equal((await dataOf(tx, 'accounts', 'acct_b')).default_payment_method, 'pm_kept');
+    const stored = (await tx.raw(`with ${insert.ctes} select id from method order by id`, insert.bindings)).rows.map((r: { id: string }) => r.id);
+    t.same(stored, ['pm_in_acme', 'pm_in_globex']);
+    const found = (await tx.raw(`select id, org_id, type, data->>'account_id' as account from payment_methods where id like 'pm_in_%' order by id`)).rows;
+    t.same(found, [{ id: 'pm_in_acme', org_id: 'org_acme', type: 'card', account: 'acct_a' }, { id: 'pm_in_globex', org_id: 'org_globex', type: 'card', account: 'acct_g' }]);
   });
 });

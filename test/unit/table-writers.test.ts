@@ -1,12 +1,15 @@
 /**
  * Unit tier: who writes each table that holds a family's rows. A family's own folder (the one
  * whose declaration names the table) writes it; any other writer is data (./table-writers.json),
- * read by this test, not a comment, in two lists of table → file → why it writes there: `own`,
+ * read by this test, not a comment, in three lists of table → file → why it writes there: `own`,
  * the family's own writers that live outside its folder (the webhook family's delivery worker
- * recording its attempts), and `bypass`, writes that go past the family's door and are to move
- * behind it. A new file outside the folder that inserts into, updates or deletes from the table
- * fails here until it is entered with its reason, and an entry whose file no longer writes the
- * table fails too, so the bypass list shrinks as writes move behind their family's door. Read from the source text: SQL that names the table,
+ * recording its attempts); `composed`, another family's statement that runs the owning family's
+ * own insert (a CTE text and bindings exported by its folder) and has no SQL of its own on the
+ * table (a payment's statement storing its inline method); and `bypass`, writes that go past the
+ * family's door and are to move behind it. A new file outside the folder that inserts into,
+ * updates or deletes from the table fails here until it is entered with its reason, and an entry
+ * whose file no longer writes the table fails too, so the bypass list shrinks as writes move
+ * behind their family's door. Read from the source text: SQL that names the table,
  * the generic row writers (api/db/objects.ts, which writes the table it is given) called with
  * its name, and functions of the family's folder that write it, imported and called elsewhere.
  */
@@ -17,8 +20,8 @@ import { projectRoot } from '../../api/config.ts';
 import { families } from '../../api/families/index.ts';
 
 type Writers = Record<string, Record<string, string>>;
-const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; bypass: Writers };
-const listedFor = (table: string) => [...Object.keys(lists.own[table] ?? {}), ...Object.keys(lists.bypass[table] ?? {})];
+const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; composed: Writers; bypass: Writers };
+const listedFor = (table: string) => [lists.own, lists.composed, lists.bypass].flatMap((list) => Object.keys(list[table] ?? {}));
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(path.join(projectRoot, dir), { recursive: true, encoding: 'utf8' })
@@ -55,14 +58,18 @@ function exportedFunctions(text: string): Array<{ name: string; body: string }> 
  * writes invoice_items wherever it is called).
  */
 function writersOf(table: string, own: string): string[] {
-  const writerFunctions = sources.filter(({ file }) => file.startsWith(own))
-    .flatMap(({ file, text }) => exportedFunctions(text).filter(({ body }) => writesTable(body, table)).map(({ name }) => ({ file, name })));
-  const callsWriter = (file: string, text: string) => writerFunctions.some((writer) => {
+  return sources.filter(({ file, text }) => writesTable(text, table) || callsWriter(table, own, file, text)).map(({ file }) => file).sort();
+}
+
+/** True when `file` imports a function of the `own` folder that writes the table. */
+function callsWriter(table: string, own: string, file: string, text: string): boolean {
+  const writerFunctions = sources.filter(({ file: ownFile }) => ownFile.startsWith(own))
+    .flatMap(({ file: ownFile, text: ownText }) => exportedFunctions(ownText).filter(({ body }) => writesTable(body, table)).map(({ name }) => ({ file: ownFile, name })));
+  return writerFunctions.some((writer) => {
     const from = path.posix.relative(path.posix.dirname(file), writer.file).replace(/^(?!\.)/, './');
     const imported = new RegExp(`import\\s*\\{[^}]*\\b${writer.name}\\b[^}]*\\}\\s*from\\s*'${from.replace(/\./g, '\\.')}'`);
     return imported.test(text);
   });
-  return sources.filter(({ file, text }) => writesTable(text, table) || callsWriter(file, text)).map(({ file }) => file).sort();
 }
 
 const tables = [...new Set(families.map((family) => family.table))].sort();
@@ -76,7 +83,7 @@ function ownFolder(table: string): string {
 }
 
 t.test('the lists name only tables that hold a family\'s rows, and a file once per table', async (t) => {
-  t.same([...Object.keys(lists.own), ...Object.keys(lists.bypass)].filter((table) => !tables.includes(table)), []);
+  t.same([lists.own, lists.composed, lists.bypass].flatMap(Object.keys).filter((table) => !tables.includes(table)), []);
   for (const table of tables) t.same(listedFor(table).filter((file, i, all) => all.indexOf(file) !== i), [], table);
 });
 
@@ -87,6 +94,17 @@ for (const table of tables) {
     t.same(others, listedFor(table).sort());
   });
 }
+
+t.test('a composed write runs the owning family\'s insert and has no SQL of its own on the table', async (t) => {
+  for (const [table, files] of Object.entries(lists.composed)) {
+    const own = ownFolder(table);
+    for (const file of Object.keys(files)) {
+      const text = sources.find((source) => source.file === file)?.text ?? '';
+      t.notOk(writesTable(text, table), `${file} writes ${table} by its own SQL`);
+      t.ok(callsWriter(table, own, file, text), `${file} runs an insert of ${own}`);
+    }
+  }
+});
 
 t.test('operation rows are recorded by the transaction family only: every step is a transaction\'s, written with the change that makes it', async (t) => {
   const recorders = sources.filter(({ text }) => /import\s*\{[^}]*\brecordOperations\b[^}]*\}\s*from/.test(text)).map(({ file }) => file);

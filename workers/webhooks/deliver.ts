@@ -40,6 +40,8 @@ export interface DeliveryDeps {
   http: Outbound;
   oauth: OAuthTokens;
   vault: DomainServices['vault'];
+  /** the services a change of the webhook through its family needs (health: a streak, a disable) */
+  domain: DomainServices;
   schedule: number[];
   disableAfterMs: number;
   /** per-webhook rate limits, shared by every worker process */
@@ -343,8 +345,8 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       // A retry took the watch job's key over; a last answer leaves the watch job nothing to do.
       if (watched && !settled.retry) await dropWaitingDeliveryJob(deps.db, job.delivery_id);
       if (freed) await wakeDeferred(deps, job.org_id);
-      if (settled.gone) await disableWebhook(deps.db, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
-      else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
+      if (settled.gone) await disableWebhook(deps.db, deps.domain, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
+      else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, deps.domain, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
     };
     if (inLine || detached.size >= DETACHED_MAX) return finish(await sending);
     let timer: NodeJS.Timeout | undefined;

@@ -3,6 +3,7 @@ import { rows, type Db } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
+import { METHOD_ACCOUNT_SQL } from '../payment_methods/accountSql.ts';
 
 export async function findProcessingAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
   const result = await db.raw(
@@ -53,6 +54,23 @@ export async function ownsMethod(db: Db, tenant: Tenant, accountId: string, meth
   const owned = await rows(db, `select 1 from payment_methods where id = ? and org_id = ? and environment = ? and data->>'account_id' = ?`,
     [methodId, tenant.orgId, tenant.environment, accountId]);
   return owned.length > 0;
+}
+
+/** The account, locked until the transaction ends. */
+export async function lockAccount(db: Db, tenant: Tenant, id: string): Promise<StoredObject | null> {
+  const [found] = await rows<StoredObject>(db, `select ${STORED_ROW} from accounts where id = ? and org_id = ? and environment = ? for update`,
+    [id, tenant.orgId, tenant.environment]);
+  return found ?? null;
+}
+
+/** The account's methods that hold its paying default, and `methodId` (when the account's), locked, by id. */
+export async function lockPayingCandidates(db: Db, tenant: Tenant, accountId: string, methodId: string | null): Promise<StoredObject[]> {
+  const scope = tenantScan(tenant);
+  return rows<StoredObject>(db,
+    `select ${STORED_ROW} from payment_methods
+      where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and (data->'account_defaults'->>'paying' is not null or id = ?)
+      order by id for update`,
+    [...scope.bindings, accountId, methodId]);
 }
 
 /** The processing accounts an entity backs that still wait on its verification, locked, by id. */

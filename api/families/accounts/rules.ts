@@ -3,9 +3,9 @@ import { showBalances } from '../funding/balance.ts';
 import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
-import { createNested, oneRowCreate } from '../../engine/operations.ts';
+import { createNested, rulesOnPool } from '../../engine/operations.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
-import { setPayingDefault } from '../payment_methods/repository.ts';
+import { markPayingDefault } from './payingDefault.ts';
 import { findProcessingAccount, hasDependentCustomers, ownsMethod } from './repository.ts';
 import { reopenOnNewEntity, resolveInlineEntity, showEntities, validateEntityReference, verifyAttachedEntity } from './entityLink.ts';
 import { applySettingsTemplate, showSettingsIds } from './settingsLink.ts';
@@ -13,7 +13,7 @@ import { PROCESSING_STATUS_TRIGGER } from './triggers.ts';
 
 /**
  * v1 `default_payment_method` and v2 `account_defaults.paying` are one rule: setting either goes
- * through setPayingDefault, which marks the method and keeps the customer's pointer in step.
+ * through the paying default rule (payingDefault.ts): the method is marked and the customer's pointer kept in step.
  */
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
   next = holdNestedMethods(ctx, next, previous);
@@ -26,7 +26,7 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
     throw invalidAttributes({ default_payment_method: 'No payment method with this id belongs to this customer' });
   }
   // This row is being written by the caller; only the methods need changing here.
-  await setPayingDefault(ctx.tx, ctx.tenant, next.id, requested === null ? null : String(requested), { updateAccount: false });
+  await markPayingDefault(ctx, next.id, requested === null ? null : String(requested));
   return next;
 }
 
@@ -108,4 +108,4 @@ function isPlainCustomer(row: StoredObject): boolean {
   return row.type === 'customer' && linked.every((key) => row.data[key] === undefined);
 }
 
-export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events, createSteps: oneRowCreate(isPlainCustomer) };
+export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events, createSteps: rulesOnPool(isPlainCustomer) };

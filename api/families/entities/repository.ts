@@ -38,16 +38,6 @@ export async function accountBackedBy(db: Db, tenant: Tenant, entityIds: string[
   return found[0] ?? null;
 }
 
-/** Ownership percentages of an entity's other stakeholders, summed. */
-export async function otherOwnership(db: Db, tenant: Tenant, entityId: string, exceptId: string): Promise<number> {
-  const scope = tenantScan(tenant);
-  const found = await rows<{ total: string | null }>(db,
-    `select sum((data->'association'->'ownership'->>'percentage')::numeric) as total from stakeholders
-      where ${scope.sql} and data->>'entity_id' = ? and id <> ? and jsonb_typeof(data->'association'->'ownership'->'percentage') = 'number'`,
-    [...scope.bindings, entityId, exceptId]);
-  return Number(found[0]?.total ?? 0);
-}
-
 /** Enqueues a graphile-worker job in the caller's transaction; the key makes a repeat replace, not duplicate. */
 export async function scheduleJob(db: Db, task: string, payload: Record<string, unknown>, runAt: Date, jobKey: string): Promise<void> {
   await rows(db, 'select graphile_worker.add_job(?, ?::json, run_at => ?::timestamptz, job_key => ?, max_attempts => 25)',

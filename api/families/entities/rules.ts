@@ -4,7 +4,7 @@ import { createNested, deleteNested } from '../../engine/operations.ts';
 import { render } from '../../engine/view.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
 import { stakeholders } from '../stakeholders/family.ts';
-import { normaliseDateAt, sealNumberAt } from './numbers.ts';
+import { normaliseDateAt, sealNumberAt } from '../sealedNumbers.ts';
 import { accountBackedBy, stakeholdersOf } from './repository.ts';
 
 /** The API name of the nested stakeholder list in a version. */

@@ -15,10 +15,6 @@ import { fundingLegs, netOf } from './amounts.ts';
 import { fundHeld, recordFundingSteps, type FundingItem } from '../transactions/funding.ts';
 import { fundingMethod, lockHeldItems, lockProcessingAccount } from './repository.ts';
 
-export function isRelease(type: string): boolean {
-  return type === 'deposit' || type === 'withdraw';
-}
-
 export async function defaultFundingMethod(ctx: RuleContext, processingId: string | undefined): Promise<StoredObject | null> {
   return processingId ? fundingMethod(ctx.tx, ctx.tenant, processingId) : null;
 }

@@ -3,7 +3,7 @@ import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { applyClientAccount, spendClientTokenOnce } from '../clientIntent.ts';
-import { accountExists, clearAccountPointer, clearDefault, setPayingDefault } from './repository.ts';
+import { accountExists, clearDefault } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 import { METHOD_STATUSES, methodStatus, VERIFICATION_STATUSES } from './statuses.ts';
 
@@ -87,16 +87,40 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
   return withStatus({ ...next, data });
 }
 
-/** A method that becomes an account's paying (or funding) default takes it from the others. */
+/**
+ * Points a customer's `default_payment_method` at its paying default method (`methodId`; null:
+ * at none, and then only where it pointed at `from`) through the account family's update. The
+ * account family owns the pointer and registers this (api/families/index.ts), so this family
+ * needs no import of it.
+ */
+export type PayingDefaultFollower = (ctx: RuleContext, accountId: string, methodId: string | null, from?: string) => Promise<void>;
+
+let follower: PayingDefaultFollower | null = null;
+
+export function registerPayingDefaultFollower(follow: PayingDefaultFollower): void {
+  follower = follow;
+}
+
+function followPayingDefault(...args: Parameters<PayingDefaultFollower>): Promise<void> {
+  if (!follower) throw new Error('The account family registers its paying default follower: import api/families/index.ts first');
+  return follower(...args);
+}
+
+const coversPayments = (paying: unknown) => paying === 'payments' || paying === 'all';
+
+/** A method that becomes an account's paying (or funding) default takes it from the others; the customer's pointer follows. */
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const accountId = next.data.account_id;
   if (typeof accountId !== 'string') return;
   const paying = section(next, 'account_defaults').paying;
   const wasPaying = previous ? section(previous, 'account_defaults').paying : undefined;
   if (paying !== wasPaying) {
-    const covers = paying === 'payments' || paying === 'all';
-    if (covers) await setPayingDefault(ctx.tx, ctx.tenant, accountId, next.id, { updateAccount: true });
-    else if (wasPaying === 'payments' || wasPaying === 'all') await clearAccountPointer(ctx.tx, [next]);
+    if (coversPayments(paying)) {
+      await clearDefault(ctx.tx, ctx.tenant, accountId, 'paying', next.id);
+      await followPayingDefault(ctx, accountId, next.id);
+    } else if (coversPayments(wasPaying)) {
+      await followPayingDefault(ctx, accountId, null, next.id);
+    }
   }
   const funding = section(next, 'account_defaults').funding;
   if (funding && (!previous || section(previous, 'account_defaults').funding !== funding)) {
@@ -117,8 +141,11 @@ async function load(_ctx: RuleContext, rows: StoredObject[]): Promise<void> {
   }
 }
 
+/** A customer whose default was a deleted method has none now. */
 async function beforeDelete(ctx: RuleContext, deleted: StoredObject[]): Promise<void> {
-  await clearAccountPointer(ctx.tx, deleted);
+  for (const method of deleted) {
+    if (typeof method.data.account_id === 'string') await followPayingDefault(ctx, method.data.account_id, null, method.id);
+  }
 }
 
 export const paymentMethodRules: FamilyRules = { prepare, afterWrite, load, beforeDelete };

@@ -2,8 +2,8 @@
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { normaliseDateAt, sealNumberAt } from '../entities/numbers.ts';
-import { findEntity, otherOwnership } from '../entities/repository.ts';
+import { normaliseDateAt, sealNumberAt } from '../sealedNumbers.ts';
+import { lockEntity, otherOwnership } from './repository.ts';
 
 const ROLES = ['owner', 'principal_officer', 'director', 'beneficial_owner', 'authorized_signer', 'control_person'];
 
@@ -45,7 +45,7 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
   const entityId = String(data.entity_id);
   if (entityId !== previous?.data.entity_id) {
     // Locked: a delete of the entity either sees this stakeholder (and takes it along) or wins first.
-    const entity = await findEntity(ctx.tx, ctx.tenant, entityId, { forUpdate: true });
+    const entity = await lockEntity(ctx.tx, ctx.tenant, entityId);
     if (!entity) details[v1 ? 'legal_entity_id' : 'entity_id'] = 'No entity with this id';
     else if (entity.type !== 'business') details[v1 ? 'legal_entity_id' : 'entity_id'] = 'Stakeholders belong to business entities';
   }
@@ -62,7 +62,7 @@ async function validate(ctx: RuleContext, next: StoredObject): Promise<void> {
   const percentage = (next.data.association as { ownership?: { percentage?: unknown } } | undefined)?.ownership?.percentage;
   if (typeof percentage !== 'number') return;
   // The entity's row lock makes concurrent stakeholders of one entity add up one after another.
-  await findEntity(ctx.tx, ctx.tenant, String(next.data.entity_id), { forUpdate: true });
+  await lockEntity(ctx.tx, ctx.tenant, String(next.data.entity_id));
   const others = await otherOwnership(ctx.tx, ctx.tenant, String(next.data.entity_id), next.id);
   if (others + percentage > 100) {
     const reason = `Stakeholders of one entity own at most 100% together (others hold ${others}%)`;

@@ -1,28 +1,27 @@
 /**
- * A payment as explicit steps, the hot path of the API (issue: "a card payment as explicit
- * steps"):
+ * A payment's plan on the pool, the hot path of the API, run by the create door
+ * (api/engine/operations.ts: createObjects):
  *
  *   1. read   — the payer, the receiver (or the environment's default) and a saved method, in one
  *               round trip, outside any database transaction;
  *   2. decide — the inline method is checked and sealed by its own family's rules, and the
  *               processor decides from the number still held in memory (a real processor is
  *               called here, before anything is written);
- *   3. write  — the method, the transaction, its events and its timed jobs in one statement.
+ *   3. write  — the method, the transaction, its operation, its events and its timed jobs in one
+ *               statement, which the door shares with payments arriving at the same time.
  *
- * A payment that needs more (a client token, a split, a payment link, invoice allocations, a
- * default method of the payer that must be found first is fine) goes through the generic
- * pipeline in rules.ts instead: `plan` answers null. Both check their parties, choose the
- * processing account and finish the row with the same rules' functions (`requireAccount`,
- * `chosenProcessing`, `requireMethod`, `finishCreate`): only how the parties are read differs.
+ * A payment that needs more (a client token, a split, a payment link, invoice allocations) the
+ * door runs through the family's rules in one transaction instead: `plan` answers null. Both check
+ * their parties, choose the processing account and finish the row with the same rules' functions
+ * (`requireAccount`, `chosenProcessing`, `requireMethod`, `finishCreate`): only how the parties are
+ * read differs.
  */
-import type { Collection, CreateSteps, RuleContext, StoredObject } from '../../engine/family.ts';
-import { decodeCreate, prepareNested } from '../../engine/operations.ts';
+import type { Db } from '../../db/connection.ts';
+import type { Collection, CreateSteps, PlannedItem, RuleContext, StoredObject } from '../../engine/family.ts';
+import { planNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
-import { currentAuditSetting } from '../../db/auditContext.ts';
 import type { EventDraft } from '../../db/events.ts';
 import { statusOperation } from '../transaction_operations/operations.ts';
-import { groupCommit, groupWriterOf } from '../../db/groupWriter.ts';
-import { auditRows } from '../../db/auditStatement.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { creationEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
@@ -31,11 +30,7 @@ import {
   requireNamedMethod, requireProcessing, timedJobs, typedNumber,
 } from './rules.ts';
 
-interface PaymentPlan {
-  write: repo.PaymentWrite;
-}
-
-/** Stored fields that only the generic pipeline handles: links, splits, invoices, payment links. */
+/** Stored fields whose rules write in a transaction: links, splits, invoices, payment links. */
 const NEEDS_PIPELINE = ['transfers', 'ledger', 'allocations', 'payment_link_id'];
 
 /** Judged on the decoded row (stored names), so each version's spelling of a field counts. */
@@ -48,8 +43,7 @@ function isPlainPayment(ctx: RuleContext, row: StoredObject): boolean {
   return !(isPlainObject(method) && method.account_defaults !== undefined);
 }
 
-async function plan(ctx: RuleContext & { collection: Collection }, body: Json): Promise<PaymentPlan | null> {
-  const row = decodeCreate(ctx, body);
+async function plan(ctx: RuleContext & { collection: Collection }, row: StoredObject): Promise<repo.PaymentWrite | null> {
   if (!isPlainPayment(ctx, row)) return null;
   const data: Json = { ...row.data };
   const given = partiesFromInput(ctx, row.type, data);
@@ -75,7 +69,7 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   let newMethod: StoredObject | undefined;
   const events: EventDraft[] = [];
   if (inline) {
-    const prepared = await prepareNested(ctx, paymentMethods, inlineMethodBody(ctx, data.payment_method as Json, given.customerId, data.currency));
+    const prepared = await planNested(ctx, paymentMethods, inlineMethodBody(ctx, data.payment_method as Json, given.customerId, data.currency));
     method = newMethod = prepared.row;
     number = typedNumber(method, data.payment_method as Json);
     events.push(...prepared.events);
@@ -90,21 +84,12 @@ async function plan(ctx: RuleContext & { collection: Collection }, body: Json): 
   const transaction = await finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
   events.push(...creationEvents(transaction));
   const step = statusOperation(transaction, null);
-  return { write: { method: newMethod, transaction, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) } };
+  return { method: newMethod, transaction, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) };
 }
 
-// 3. write: one statement (shared with other payments arriving at the same time when it commits on its own)
-async function write(ctx: RuleContext, planned: PaymentPlan): Promise<StoredObject> {
-  const item: repo.PaymentItem = { tenant: ctx.tenant, write: planned.write, audit: currentAuditSetting() };
-  // Payments that commit on their own and arrive together share one statement (group commit); its
-  // rows are audited by the statement, each with its own actor (without that, one statement each).
-  const grouped = groupCommit.enabled && !ctx.tx.inTransaction && auditRows.inStatement;
-  const db = ctx.tx;
-  const row = grouped
-    ? await groupWriterOf(db, 'payments', (items: repo.PaymentItem[]) => repo.insertPayments(db, items)).write(item)
-    : (await repo.insertPayments(db, [item]))[0];
-  (ctx.createdNow ??= new Set()).add(row.id);
-  return row;
+// 3. write: one statement, for one payment or a group of them (the door groups payments that commit on their own)
+function statement(db: Db, items: Array<PlannedItem<repo.PaymentWrite>>): Promise<StoredObject[]> {
+  return repo.insertPayments(db, items.map((item) => ({ tenant: item.tenant, write: item.plan, audit: item.audit })));
 }
 
-export const paymentSteps: CreateSteps<PaymentPlan> = { plan, write };
+export const paymentSteps: CreateSteps<repo.PaymentWrite> = { plan, statement };

@@ -10,6 +10,7 @@ import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { operationEvents, type OperationDraft } from '../transaction_operations/operations.ts';
 import { operationsInsert } from '../transaction_operations/repository.ts';
 import { METHOD_ACCOUNT_SQL } from '../payment_methods/accountSql.ts';
+import { methodsInsert } from '../payment_methods/repository.ts';
 
 const ROW = STORED_ROW;
 
@@ -188,21 +189,13 @@ export interface PaymentItem {
 export async function insertPayments(db: Db, items: PaymentItem[]): Promise<StoredObject[]> {
   const audit = auditRows.inStatement;
   if (items.length > 1 && !audit) throw new Error('Payments are written together only when their statement audits them');
-  const withMethod = items.filter((item) => item.write.method);
-  const methodAudit = createdAudit('payment_method', withMethod.map((item) => ({ row: item.write.method!, audit: item.audit })), audit);
+  const methods = methodsInsert(items.filter((item) => item.write.method).map((item) => ({ tenant: item.tenant, row: item.write.method!, audit: item.audit })));
   const txnAudit = createdAudit('transaction', items.map((item) => ({ row: item.write.transaction, audit: item.audit })), audit);
   const events = tenantsEventsInsert(items.map((item) => ({ tenant: item.tenant, drafts: [...item.write.events, ...operationEvents(item.write.operations)] })));
   const operations = operationsInsert(items.map((item) => ({ tenant: item.tenant, operations: item.write.operations })));
   const jobs = items.flatMap((item) => item.write.jobs);
   const found = await rows<StoredObject>(db,
-    `with method_in as (
-       select *${audit ? `, ${ownAuditSql('payment_methods')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
-           as m(id, org_id, environment, type, data, built, keys, actor, event_id, event)),
-     method as (
-       insert into payment_methods (id, org_id, environment, type, data)
-       select id, org_id, environment, type, data from method_in
-       returning id${audit ? ', type, data' : ''}),
+    `with ${methods.ctes},
      txn_in as (
        select *${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}
          from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
@@ -216,8 +209,7 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
        select graphile_worker.add_job(task, payload, run_at => run_at, job_key => job_key, max_attempts => 25)
          from unnest(?::text[], ?::json[], ?::timestamptz[], ?::text[]) as j(task, payload, run_at, job_key))${audit ? `,
      audit as (${auditCreatedSql(`
-         select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor, m.type as stored_type, m.data as stored_data, i.event_id, i.event, i.built
-           from method_in i join method m using (id)
+         ${methods.audited}
          union all
          select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor, t.type, t.data, i.event_id, i.event, i.built
            from txn_in i join txn t using (id)`)})` : ''}
@@ -227,9 +219,7 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
      select ${ROW.split(', ').map((column) => `txn.${column}`).join(', ')}, (select count(*) from timed) as jobs, ${AUDIT_SETTING_SQL} as actor
        from txn`,
     [
-      withMethod.map((item) => item.write.method!.id), withMethod.map((item) => item.tenant.orgId), withMethod.map((item) => item.tenant.environment),
-      withMethod.map((item) => item.write.method!.type), withMethod.map((item) => JSON.stringify(item.write.method!.data)),
-      methodAudit.built, methodAudit.keys, withMethod.map((item) => item.audit), methodAudit.eventIds, methodAudit.events,
+      ...methods.bindings,
       items.map((item) => item.write.transaction.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
       items.map((item) => item.write.transaction.type), items.map((item) => JSON.stringify(item.write.transaction.data)),
       txnAudit.built, txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, txnAudit.events,

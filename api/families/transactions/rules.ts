@@ -15,10 +15,10 @@ import { newId } from '../../ids.ts';
 import { defaultProcessingAccount } from '../accounts/repository.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { isKept, NOT_KEPT } from '../payment_methods/statuses.ts';
-import { defaultFundingMethod, isRelease, planRelease, postRelease } from '../funding/release.ts';
 import { applyPaymentLink } from '../payment_links/payments.ts';
 import { applyClientIntent } from '../clientIntent.ts';
 import { authorizeCard } from './decide.ts';
+import { isRelease, releaseRules } from './releases.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
 import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
 import { canTransition, creationEvents, isSystemMade, statusCodeFor, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
@@ -370,7 +370,7 @@ async function partiesStep(ctx: RuleContext, draft: Draft): Promise<void> {
   const customer = await checkAccount(ctx, given.customerId, 'customer', fields.customer);
   await checkAccount(ctx, given.processingId, 'processing', fields.processing);
   let { method, number } = await resolveMethod(ctx, draft.type, draft.data, given);
-  if (!method && isRelease(draft.type)) method = await defaultFundingMethod(ctx, given.processingId);
+  if (!method && isRelease(draft.type)) method = await releaseRules().defaultFundingMethod(ctx, given.processingId);
   method = requireMethod(ctx, method);
   const processingId = requireProcessing(await resolveProcessing(ctx, given, customer));
   Object.assign(draft, { method, number, partiesBy: 'parties' });
@@ -400,7 +400,7 @@ export const DECIDE_STEPS: readonly DecideStep[] = [
   {
     name: 'release',
     run: async (ctx, draft) => {
-      if (draft.partiesBy === 'parties' && isRelease(draft.type)) await planRelease(ctx, draft.type, draft.data, draft.parties.processingId!, draft.method!);
+      if (draft.partiesBy === 'parties' && isRelease(draft.type)) await releaseRules().planRelease(ctx, draft.type, draft.data, draft.parties.processingId!, draft.method!);
     },
   },
 ];
@@ -479,7 +479,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   }
   await applyAllocations(ctx, next);
   // A funding run posts its own deposits' ledger legs; a requested release posts here.
-  if (isRelease(next.type) && !isSystemMade(next)) await postRelease(ctx, next);
+  if (isRelease(next.type) && !isSystemMade(next)) await releaseRules().postRelease(ctx, next);
   const plan = (Array.isArray(data.transfer_plan) ? data.transfer_plan : []) as Json[];
   await repo.insertTransfers(ctx.tx, ctx.tenant, plan.flatMap((entry): repo.TransferRow[] => {
     const own = { id: String(entry.id), transaction_id: next.id, account_id: (entry.account_id as string) ?? null, assoc_transaction_id: (entry.assoc_transaction_id as string) ?? null, entry_type: String(entry.entry_type), amount: Number(entry.amount) };

@@ -81,13 +81,15 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
     data.disabled_at = null;
     data.failing_since = null;
   } else if (previous && previous.data.status === WEBHOOK_STATUSES.active && data.status === WEBHOOK_STATUSES.disabled) {
-    data.disabled_reason = DISABLED_BY_REQUEST;
+    // A reason given with the change stands (the delivery worker's: a 410, retries running out);
+    // a client cannot give one (the field is read-only), so its disable is by request.
+    if (typeof data.disabled_reason !== 'string' || data.disabled_reason === previous.data.disabled_reason) data.disabled_reason = DISABLED_BY_REQUEST;
     data.disabled_at = ctx.domain.now().toISOString();
   }
   return { ...next, data };
 }
 
-/** `webhook:status` on every change of a webhook's status (the worker writes those it makes). */
+/** `webhook:status` on every change of a webhook's status, by request or by the delivery worker. */
 function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
   if (!next || !previous || next.data.status === previous.data.status) return [];
   return [webhookStatusEvent(next.id, String(next.data.status))];

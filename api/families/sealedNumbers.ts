@@ -2,10 +2,10 @@
  * Tax numbers (EIN, SSN, tax ids) at rest: sealed by the vault like card numbers, shown masked
  * (`xxxxx6789`). A masked value coming back unchanged is the stored number, not a new one.
  */
-import type { RuleContext } from '../../engine/family.ts';
-import { getPath, isPlainObject, setPath, type Json } from '../../engine/view.ts';
-import { parseDateTime } from '../../schema/values.ts';
-import { mask } from '../payment_methods/numbers.ts';
+import type { RuleContext } from '../engine/family.ts';
+import { getPath, isPlainObject, setPath, type Json } from '../engine/view.ts';
+import { parseDateTime } from '../schema/values.ts';
+import { mask } from './payment_methods/numbers.ts';
 
 /** A sealed number as stored: what the API shows, and the ciphertext. */
 export interface SealedNumber {
