@@ -294,8 +294,46 @@ function machineBusySeconds(): number {
 /** The embedded server's postmaster, when this run started one: its CPU and its backends' count. */
 let postmasterPid: number | null = null;
 
+/**
+ * With DATABASE_URL (a server on this machine), the bench database's own backends: their pids,
+ * listed every 100 ms from pg_stat_activity, and the CPU each had when last read (a backend that
+ * exits keeps its last reading). The server's shared processes (WAL writer, checkpointer) and
+ * other databases' backends are not counted.
+ */
+const backendCpu = new Map<number, number>();
+
+function trackBackends(url: string, database: string): () => Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  let stopping = false;
+  const loop = (async () => {
+    await client.connect();
+    while (!stopping) {
+      const found = await client.query('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]).catch(() => ({ rows: [] }));
+      for (const { pid } of found.rows as Array<{ pid: number }>) {
+        const used = cpuSeconds(pid);
+        if (!Number.isNaN(used)) backendCpu.set(pid, used);
+      }
+      await sleep(100);
+    }
+    await client.end();
+  })();
+  return async () => {
+    stopping = true;
+    await loop;
+  };
+}
+
 function postgresCpuSeconds(): number {
-  if (!postmasterPid) return NaN;
+  if (!postmasterPid) {
+    if (backendCpu.size === 0) return NaN;
+    let total = 0;
+    for (const [pid, last] of backendCpu) {
+      const now = cpuSeconds(pid);
+      if (!Number.isNaN(now) && now >= last) backendCpu.set(pid, now);
+      total += backendCpu.get(pid)!;
+    }
+    return total;
+  }
   let total = cpuSeconds(postmasterPid);
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -545,6 +583,8 @@ interface DefaultsResult {
   rows: number;
   latency: LatencyResult | null;
   drainPerSec: number;
+  /** CPU ms per delivery of the drain: the worker process, the bench database's backends */
+  drainCpu: { workerMs: number; postgresMs: number };
   barePerSec: number;
   scale: Awaited<ReturnType<typeof scalePhase>>;
   load: string;
@@ -747,6 +787,7 @@ async function main(): Promise<void> {
   cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
   const benchUrl = databaseUrl(serverUrl, database);
   await migrate(benchUrl);
+  if (!postmasterPid) cleanups.push(trackBackends(benchUrl, database));
 
   const db: Db = createDb(benchUrl, 4);
   cleanups.push(() => db.destroy());
@@ -880,14 +921,16 @@ async function main(): Promise<void> {
       const receivedBefore = received;
       const drain = await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
       if (stats) console.error(await stats.report(received - receivedBefore));
-      process.stderr.write(`${drain.donePerSec.toFixed(0)}/s; bare sender (${DEFAULT_CONCURRENCY} in flight): `);
+      const drainCpu = { workerMs: (drain.workerCpuCores / drain.donePerSec) * 1000, postgresMs: (drain.postgresCpuCores / drain.donePerSec) * 1000 };
+      process.stderr.write(`${drain.donePerSec.toFixed(0)}/s (CPU ms per delivery: worker ${drainCpu.workerMs.toFixed(2)}, postgres ${drainCpu.postgresMs.toFixed(2)});`
+        + ` bare sender (${DEFAULT_CONCURRENCY} in flight): `);
       const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
         { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
       const bareMeasured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
       await stopChild(bare);
       process.stderr.write(`${bareMeasured.donePerSec.toFixed(0)}/s\n`);
       const scale = SCALE_BACKLOG > 0 ? await scalePhase(defaultsContext, defaultsEnv, database) : [];
-      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
+      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
     }
 
     // ---- Settle ---------------------------------------------------------------------------------
@@ -988,7 +1031,7 @@ async function main(): Promise<void> {
         + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${d.latency.failed} payment requests failed; target p99 < 100 ms)`);
     }
     console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
-      + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3)`);
+      + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
     if (d.scale.length) {
       console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
         d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', s.duplicates, s.released, s.lockedBefore, s.waits])));
