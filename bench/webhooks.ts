@@ -32,11 +32,13 @@
  * default, BENCH_ONLY=defaults runs only these): `latency` (a web process and one worker, one org
  * with two webhooks, triggers `payment` and `processed`; card payments through the API at 200 a
  * second for BENCH_SECONDS after the warm-up; from each payment's 2xx to each of its two receipts,
- * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them) beside the bare
- * sender with the default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
+ * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them, with the CPU ms per
+ * delivery of the worker and of the bench database's backends) beside the bare sender with the
+ * default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
  * events, default 9,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
- * duplicates the receiver saw, the jobs they released from processes they found silent (beside the
+ * CPU ms per delivery of the workers and of the bench database's backends, the deliveries they
+ * deferred, the duplicates the receiver saw, the jobs they released from processes they found silent (beside the
  * jobs an earlier phase's stopped worker left locked, whose release is right), and where their
  * database backends waited). Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
  * connections: four workers need a server allowing that many beside its other clients.
@@ -733,7 +735,7 @@ function sampleWaits(db: Db, database: string): { stop: () => Promise<string> } 
  * they found silent (their log) beside the jobs left locked before they started, and where their
  * database backends waited (lock and I/O waits, mean backends per sample).
  */
-async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; waits: string }>> {
+async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; deferred: number; cpuMs: { worker: number; postgres: number }; waits: string }>> {
   const results = [];
   for (const count of SCALE_WORKERS) {
     for (let committed = 0; committed < SCALE_BACKLOG; committed += MAX_BATCH) await ctx.produceEvents(Math.min(MAX_BATCH, SCALE_BACKLOG - committed));
@@ -745,18 +747,26 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
     const onOutput = (text: string) => {
       for (const line of text.split('\n')) if (line.includes('released the jobs of silent worker processes')) released += Number(/jobs"?[:=]\s*(\d+)/.exec(line)?.[1] ?? 1);
     };
-    const workers = Array.from({ length: count }, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], env, false, onOutput));
+    const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
+    const workers = ports.map((port) => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], { ...env, WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1' }, false, onOutput));
     const until = Date.now() + 600_000;
     while (ctx.received() === baseline && Date.now() < until) await sleep(2);
     const waits = sampleWaits(ctx.db, database);
-    const first = { at: performance.now(), done: ctx.received() };
+    const workerCpu = () => workers.reduce((sum, worker) => sum + cpuSeconds(worker.pid), 0);
+    const first = { at: performance.now(), done: ctx.received(), worker: workerCpu(), postgres: postgresCpuSeconds() };
     while (ctx.received() - baseline < SCALE_BACKLOG && Date.now() < until) await sleep(2);
-    const perSec = (ctx.received() - first.done) / ((performance.now() - first.at) / 1000);
+    const delivered = ctx.received() - first.done;
+    const perSec = delivered / ((performance.now() - first.at) / 1000);
+    const cpuMs = { worker: ((workerCpu() - first.worker) / delivered) * 1000, postgres: ((postgresCpuSeconds() - first.postgres) / delivered) * 1000 };
     const waited = await waits.stop();
+    // Deliveries the workers put off (a later job) rather than sent when their turn came.
+    const deferred = (await Promise.all(ports.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => ''))))
+      .reduce((sum, text) => sum + [...text.matchAll(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0), 0);
     await Promise.all(workers.map(stopChild));
     if (ctx.received() - baseline < SCALE_BACKLOG) throw new Error(`scale ${count}: ${SCALE_BACKLOG - (ctx.received() - baseline)} still outstanding after 600 s`);
-    results.push({ workers: count, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, waits: waited });
-    process.stderr.write(`defaults: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s; lock/IO waits ${waited}\n`);
+    results.push({ workers: count, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, deferred, cpuMs, waits: waited });
+    process.stderr.write(`defaults: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s (CPU ms per delivery: workers ${cpuMs.worker.toFixed(2)},`
+      + ` postgres ${cpuMs.postgres.toFixed(2)}; ${deferred} deferred); lock/IO waits ${waited}\n`);
   }
   return results;
 }
@@ -1033,8 +1043,9 @@ async function main(): Promise<void> {
     console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
       + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
     if (d.scale.length) {
-      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
-        d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', s.duplicates, s.released, s.lockedBefore, s.waits])));
+      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'CPU ms/delivery (workers + postgres)', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
+        d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.deferred,
+          s.duplicates, s.released, s.lockedBefore, s.waits])));
     }
   }
   console.log(`\nwebhooks: one worker process, ${SECONDS} s per phase (after ${WARMUP_SECONDS} s warm-up), backlog ${BACKLOG} at max, Node ${process.version}, ${os.cpus().length} CPUs`);
