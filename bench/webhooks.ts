@@ -32,11 +32,13 @@
  * default, BENCH_ONLY=defaults runs only these): `latency` (a web process and one worker, one org
  * with two webhooks, triggers `payment` and `processed`; card payments through the API at 200 a
  * second for BENCH_SECONDS after the warm-up; from each payment's 2xx to each of its two receipts,
- * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them) beside the bare
- * sender with the default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
+ * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them, with the CPU ms per
+ * delivery of the worker and of the bench database's backends) beside the bare sender with the
+ * default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
  * events, default 9,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
- * duplicates the receiver saw, the jobs they released from processes they found silent (beside the
+ * CPU ms per delivery of the workers and of the bench database's backends, the deliveries they
+ * deferred, the duplicates the receiver saw, the jobs they released from processes they found silent (beside the
  * jobs an earlier phase's stopped worker left locked, whose release is right), and where their
  * database backends waited). Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
  * connections: four workers need a server allowing that many beside its other clients.
@@ -294,8 +296,46 @@ function machineBusySeconds(): number {
 /** The embedded server's postmaster, when this run started one: its CPU and its backends' count. */
 let postmasterPid: number | null = null;
 
+/**
+ * With DATABASE_URL (a server on this machine), the bench database's own backends: their pids,
+ * listed every 100 ms from pg_stat_activity, and the CPU each had when last read (a backend that
+ * exits keeps its last reading). The server's shared processes (WAL writer, checkpointer) and
+ * other databases' backends are not counted.
+ */
+const backendCpu = new Map<number, number>();
+
+function trackBackends(url: string, database: string): () => Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  let stopping = false;
+  const loop = (async () => {
+    await client.connect();
+    while (!stopping) {
+      const found = await client.query('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [database]).catch(() => ({ rows: [] }));
+      for (const { pid } of found.rows as Array<{ pid: number }>) {
+        const used = cpuSeconds(pid);
+        if (!Number.isNaN(used)) backendCpu.set(pid, used);
+      }
+      await sleep(100);
+    }
+    await client.end();
+  })();
+  return async () => {
+    stopping = true;
+    await loop;
+  };
+}
+
 function postgresCpuSeconds(): number {
-  if (!postmasterPid) return NaN;
+  if (!postmasterPid) {
+    if (backendCpu.size === 0) return NaN;
+    let total = 0;
+    for (const [pid, last] of backendCpu) {
+      const now = cpuSeconds(pid);
+      if (!Number.isNaN(now) && now >= last) backendCpu.set(pid, now);
+      total += backendCpu.get(pid)!;
+    }
+    return total;
+  }
   let total = cpuSeconds(postmasterPid);
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -545,6 +585,8 @@ interface DefaultsResult {
   rows: number;
   latency: LatencyResult | null;
   drainPerSec: number;
+  /** CPU ms per delivery of the drain: the worker process, the bench database's backends */
+  drainCpu: { workerMs: number; postgresMs: number };
   barePerSec: number;
   scale: Awaited<ReturnType<typeof scalePhase>>;
   load: string;
@@ -693,7 +735,7 @@ function sampleWaits(db: Db, database: string): { stop: () => Promise<string> } 
  * they found silent (their log) beside the jobs left locked before they started, and where their
  * database backends waited (lock and I/O waits, mean backends per sample).
  */
-async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; waits: string }>> {
+async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; deferred: number; cpuMs: { worker: number; postgres: number }; waits: string }>> {
   const results = [];
   for (const count of SCALE_WORKERS) {
     for (let committed = 0; committed < SCALE_BACKLOG; committed += MAX_BATCH) await ctx.produceEvents(Math.min(MAX_BATCH, SCALE_BACKLOG - committed));
@@ -705,18 +747,26 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
     const onOutput = (text: string) => {
       for (const line of text.split('\n')) if (line.includes('released the jobs of silent worker processes')) released += Number(/jobs"?[:=]\s*(\d+)/.exec(line)?.[1] ?? 1);
     };
-    const workers = Array.from({ length: count }, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], env, false, onOutput));
+    const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
+    const workers = ports.map((port) => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], { ...env, WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1' }, false, onOutput));
     const until = Date.now() + 600_000;
     while (ctx.received() === baseline && Date.now() < until) await sleep(2);
     const waits = sampleWaits(ctx.db, database);
-    const first = { at: performance.now(), done: ctx.received() };
+    const workerCpu = () => workers.reduce((sum, worker) => sum + cpuSeconds(worker.pid), 0);
+    const first = { at: performance.now(), done: ctx.received(), worker: workerCpu(), postgres: postgresCpuSeconds() };
     while (ctx.received() - baseline < SCALE_BACKLOG && Date.now() < until) await sleep(2);
-    const perSec = (ctx.received() - first.done) / ((performance.now() - first.at) / 1000);
+    const delivered = ctx.received() - first.done;
+    const perSec = delivered / ((performance.now() - first.at) / 1000);
+    const cpuMs = { worker: ((workerCpu() - first.worker) / delivered) * 1000, postgres: ((postgresCpuSeconds() - first.postgres) / delivered) * 1000 };
     const waited = await waits.stop();
+    // Deliveries the workers put off (a later job) rather than sent when their turn came.
+    const deferred = (await Promise.all(ports.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => ''))))
+      .reduce((sum, text) => sum + [...text.matchAll(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0), 0);
     await Promise.all(workers.map(stopChild));
     if (ctx.received() - baseline < SCALE_BACKLOG) throw new Error(`scale ${count}: ${SCALE_BACKLOG - (ctx.received() - baseline)} still outstanding after 600 s`);
-    results.push({ workers: count, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, waits: waited });
-    process.stderr.write(`defaults: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s; lock/IO waits ${waited}\n`);
+    results.push({ workers: count, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, deferred, cpuMs, waits: waited });
+    process.stderr.write(`defaults: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s (CPU ms per delivery: workers ${cpuMs.worker.toFixed(2)},`
+      + ` postgres ${cpuMs.postgres.toFixed(2)}; ${deferred} deferred); lock/IO waits ${waited}\n`);
   }
   return results;
 }
@@ -747,6 +797,7 @@ async function main(): Promise<void> {
   cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
   const benchUrl = databaseUrl(serverUrl, database);
   await migrate(benchUrl);
+  if (!postmasterPid) cleanups.push(trackBackends(benchUrl, database));
 
   const db: Db = createDb(benchUrl, 4);
   cleanups.push(() => db.destroy());
@@ -880,14 +931,16 @@ async function main(): Promise<void> {
       const receivedBefore = received;
       const drain = await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
       if (stats) console.error(await stats.report(received - receivedBefore));
-      process.stderr.write(`${drain.donePerSec.toFixed(0)}/s; bare sender (${DEFAULT_CONCURRENCY} in flight): `);
+      const drainCpu = { workerMs: (drain.workerCpuCores / drain.donePerSec) * 1000, postgresMs: (drain.postgresCpuCores / drain.donePerSec) * 1000 };
+      process.stderr.write(`${drain.donePerSec.toFixed(0)}/s (CPU ms per delivery: worker ${drainCpu.workerMs.toFixed(2)}, postgres ${drainCpu.postgresMs.toFixed(2)});`
+        + ` bare sender (${DEFAULT_CONCURRENCY} in flight): `);
       const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
         { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
       const bareMeasured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
       await stopChild(bare);
       process.stderr.write(`${bareMeasured.donePerSec.toFixed(0)}/s\n`);
       const scale = SCALE_BACKLOG > 0 ? await scalePhase(defaultsContext, defaultsEnv, database) : [];
-      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
+      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
     }
 
     // ---- Settle ---------------------------------------------------------------------------------
@@ -988,10 +1041,11 @@ async function main(): Promise<void> {
         + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${d.latency.failed} payment requests failed; target p99 < 100 ms)`);
     }
     console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
-      + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3)`);
+      + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
     if (d.scale.length) {
-      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
-        d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', s.duplicates, s.released, s.lockedBefore, s.waits])));
+      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'CPU ms/delivery (workers + postgres)', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
+        d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.deferred,
+          s.duplicates, s.released, s.lockedBefore, s.waits])));
     }
   }
   console.log(`\nwebhooks: one worker process, ${SECONDS} s per phase (after ${WARMUP_SECONDS} s warm-up), backlog ${BACKLOG} at max, Node ${process.version}, ${os.cpus().length} CPUs`);

@@ -17,22 +17,14 @@ export interface CompanionJob {
 
 /**
  * Locks up to `limit` delivery jobs of the tenant that are due and free, in the order
- * graphile-worker would take them (priority, then due time), for the worker `lockedBy`.
+ * graphile-worker would take them (priority, then due time), for the worker `lockedBy`: one call
+ * of `take_delivery_jobs` (migrations/20261202000510_delivery_job_claims.ts), which walks the
+ * queue's index instead of reading every waiting job.
  */
 export async function takeCompanionJobs(db: Db, tenant: { org: string; environment: string }, lockedBy: string, limit: number): Promise<CompanionJob[]> {
   return rows<CompanionJob>(db,
-    `with j as (
-       select jobs.id from graphile_worker._private_jobs jobs
-        where jobs.is_available and jobs.run_at <= now() and jobs.job_queue_id is null
-          and jobs.task_id = (select id from graphile_worker._private_tasks where identifier = '${DELIVER_WEBHOOK_TASK}')
-          and jobs.payload->>'org_id' = ? and jobs.payload->>'environment' = ?
-        order by jobs.priority, jobs.run_at
-        limit ?
-        for update skip locked)
-     update graphile_worker._private_jobs jobs set attempts = jobs.attempts + 1, locked_by = ?, locked_at = now()
-       from j, ${UNFLUSHED} where jobs.id = j.id
-     returning jobs.id::text as id, jobs.payload`,
-    [tenant.org, tenant.environment, limit, lockedBy]);
+    `select taken.id::text as id, taken.payload from take_delivery_jobs(?, ?, ?, ?, ?) taken, ${UNFLUSHED}`,
+    [tenant.org, tenant.environment, lockedBy, limit, DELIVER_WEBHOOK_TASK]);
 }
 
 /** Companion jobs done: deleted, as graphile-worker completes a job (only while still locked by `lockedBy`). */

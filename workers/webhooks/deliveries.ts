@@ -51,20 +51,21 @@ export const LOGGED_URL = `regexp_replace(w.data->>'url', '^([A-Za-z][A-Za-z0-9+
  * whose webhook is no longer active is cancelled, without an attempt, and logged `skipped`. Either way the delivery's
  * latest attempt, if still `in_flight` (its sender stopped before recording the answer), becomes
  * `unknown`. Returns the attempts opened; a delivery not among them is not to be sent. The
- * deliveries are named by an id array, as in recordAttempts.
+ * deliveries are named by an id array, as in recordAttempts. Attempts of one webhook share one
+ * object for it.
  */
 export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedAttempt[]> {
   const input = jobs.map((job) => ({
     delivery_id: job.delivery_id,
     log: { webhook_id: job.webhook_id, event_id: job.event_id, trigger: job.trigger, triggered_on: { id: job.object_id, object: job.object_type } },
   }));
-  return rows<OpenedAttempt>(db,
+  const opened = await rows<OpenedAttempt & { webhook_id: string; webhook: Record<string, unknown> | null }>(db,
     `with input as (select r.* from jsonb_to_recordset(?::jsonb) as r(delivery_id text, log jsonb), ${UNFLUSHED}),
      opened as (
        update webhook_deliveries d set attempts = d.attempts + 1
          from webhooks w, input i
         where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' = 'active'
-       returning d.id, d.org_id, d.environment, d.attempts, w.data as webhook, ${LOGGED_URL} as url, i.log),
+       returning d.id, d.org_id, d.environment, d.attempts, d.webhook_id, w.data as webhook, ${LOGGED_URL} as url, i.log),
      cancelled as (
        update webhook_deliveries d set state = 'cancelled', finished_at = now()
          from webhooks w, input i
@@ -90,9 +91,14 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
                                union all select ${attemptLogId('c.id', 'c.attempts')} from cancelled c where c.attempts > 0))
           and l.data->>'status' = ?
        returning 1)
-     select id as delivery_id, attempts as attempt, ${attemptLogId('id', 'attempts')} as log_id, webhook from opened`,
+     select id as delivery_id, attempts as attempt, ${attemptLogId('id', 'attempts')} as log_id, webhook_id,
+            case when row_number() over (partition by webhook_id) = 1 then webhook end as webhook
+       from opened`,
     [JSON.stringify(input), jobs.map((job) => job.delivery_id), jobs.map((job) => job.delivery_id), WEBHOOK_LOG_STATUSES.skipped,
       WEBHOOK_LOG_STATUSES.inFlight, WEBHOOK_LOG_STATUSES.unknown, WEBHOOK_LOG_STATUSES.inFlight]);
+  // Each webhook comes once (a backlog's batch is many deliveries of one webhook): the others share it.
+  const webhooks = new Map(opened.filter((row) => row.webhook !== null).map((row) => [row.webhook_id, row.webhook!]));
+  return opened.map(({ webhook_id: webhookId, ...row }) => ({ ...row, webhook: webhooks.get(webhookId)! }));
 }
 
 /**
@@ -108,7 +114,8 @@ export async function recordAttempts(db: Db, records: AttemptRecord[]): Promise<
   const input = records.map(({ job, opened, answer, state }) => {
     const nextAt = answer.nextAttemptAt?.toISOString() ?? null;
     return {
-      log_id: opened.log_id, delivery_id: job.delivery_id, webhook_id: job.webhook_id, attempt: opened.attempt, state, next_at: nextAt, payload: job,
+      // The payload is the next job's (a retry's): an answer that ends the delivery carries none.
+      log_id: opened.log_id, delivery_id: job.delivery_id, webhook_id: job.webhook_id, attempt: opened.attempt, state, next_at: nextAt, payload: state === 'pending' ? job : null,
       answer: {
         status: answer.status, http_status: answer.httpStatus, oauth_status: answer.oauthStatus, duration_ms: answer.durationMs,
         response: answer.response, error: answer.error, next_attempt_at: nextAt,
