@@ -23,6 +23,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** SETTLE_DATABASE_WAIT: how long a web, worker or reporting process starting while its database cannot be reached (no host of DATABASE_URL accepts writes: a failover under way) waits for it before exiting 1; `0s` asks once. Default 60s. */
   databaseWaitMs: number;
+  /** SETTLE_DATABASE_SILENCE: how long a database host may say nothing before a connection to it is taken for gone (a machine that died sends no reset): connecting must finish within it, an idle connection is probed by TCP keepalive after it, and a query waiting that long with nothing received has the host tried on a fresh connection, the waiting one dropped when that gets no answer either (a long query on a live host runs on). Default 10s. */
+  databaseSilenceMs: number;
   /** SETTLE_DATA_DIR: where embedded data and generated secrets live. Default `<project>/.data`. */
   dataDir: string;
   /** LOG_LEVEL: pino level. Default `info`. */
@@ -180,6 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST ?? '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
     databaseWaitMs: parseDurations(env.SETTLE_DATABASE_WAIT ?? '60s', 'SETTLE_DATABASE_WAIT')[0],
+    databaseSilenceMs: parseDurations(env.SETTLE_DATABASE_SILENCE ?? '10s', 'SETTLE_DATABASE_SILENCE')[0],
     dataDir: path.resolve(env.SETTLE_DATA_DIR ?? path.join(projectRoot, '.data')),
     logLevel: env.LOG_LEVEL ?? 'info',
     rateLimit: parseRateLimit(env.SETTLE_RATE_LIMIT),

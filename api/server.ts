@@ -14,6 +14,7 @@ import { withRandomSource } from './ids.ts';
 import { runUntilSignalled } from './process.ts';
 import { openVault, VaultKeyRefused } from './vaultKeys.ts';
 import type { Seams } from './seams.ts';
+import { setDatabaseSilence } from './db/silence.ts';
 import { applyWriteSettings } from './db/writeSettings.ts';
 
 export interface RunningWeb {
@@ -36,6 +37,7 @@ export async function startWeb(config: Config, options: WebOptions = {}): Promis
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'web');
   applyWriteSettings(config);
+  setDatabaseSilence(config.databaseSilenceMs);
   const db = createDb(config.databaseUrl, config.dbPoolSize);
   let draining = false;
   let vault;

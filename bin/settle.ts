@@ -12,6 +12,7 @@ import pg from 'pg';
 import { loadConfig, projectRoot, type Config } from '../api/config.ts';
 import { actingDatabaseUrl } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
+import { setDatabaseSilence } from '../api/db/silence.ts';
 import { startEmbeddedPair, startEmbeddedPostgres, type EmbeddedServer } from '../api/db/embedded.ts';
 import { countKeys, listKeys, revokeKey } from '../api/db/keys.ts';
 import { migrate } from '../api/db/migrate.ts';
@@ -403,6 +404,7 @@ async function triggerCommand(config: Config, args: string[]): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const [command, ...args] = argv;
   const config = loadConfig();
+  setDatabaseSilence(config.databaseSilenceMs);
   switch (command) {
     case 'up':
       return up(config, args);

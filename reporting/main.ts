@@ -34,6 +34,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../api/config.ts';
 import { createDb, rows, type Db } from '../api/db/connection.ts';
 import { DatabaseWaitOver, waitForDatabase } from '../api/db/health.ts';
+import { setDatabaseSilence } from '../api/db/silence.ts';
 import { createLogger } from '../api/logger.ts';
 import { gaugeOnScrape, initMetrics } from '../api/metrics.ts';
 import { runUntilSignalled } from '../api/process.ts';
@@ -114,6 +115,7 @@ function followDatabaseCase(db: Db, log: Logger): void {
 export async function startReporting(config: Config, options: ReportingOptions = {}): Promise<RunningReporting> {
   if (!config.databaseUrl) throw new StartupRefused('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const secret = requireSecret(config);
+  setDatabaseSilence(config.databaseSilenceMs);
   const log = options.log ?? createLogger(config.logLevel, 'reporting');
   const target = storeTarget(config);
   let store: ReportingStore | null = target.embedded ? null : openStore(config);

@@ -16,6 +16,7 @@
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { createDb } from '../api/db/connection.ts';
+import { setDatabaseSilence } from '../api/db/silence.ts';
 import { forgetWorkers, heartbeat, releaseDeadWorkers } from './liveness.ts';
 
 /** The main thread's event loop held this many times WORKER_DEAD_AFTER: the process is taken for stopped. */
@@ -23,6 +24,8 @@ const STALLED_BEATS = 10;
 
 export interface LivenessSettings {
   databaseUrl: string;
+  /** SETTLE_DATABASE_SILENCE: the thread's connections are its own, watched with the process's bound */
+  databaseSilenceMs: number;
   deadAfterMs: number;
   intervalMs: number;
 }
@@ -66,6 +69,7 @@ export function startLiveness(settings: LivenessSettings, onBeat: (report: BeatR
 }
 
 function runThread(settings: LivenessSettings): void {
+  setDatabaseSilence(settings.databaseSilenceMs);
   const db = createDb(settings.databaseUrl, 1);
   let workerIds: string[] = [];
   let beating: Promise<void> | null = null;

@@ -11,6 +11,7 @@ import { actingDatabaseUrl, runAudited } from '../api/db/auditContext.ts';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { DatabaseWaitOver, waitForDatabase } from '../api/db/health.ts';
 import { primaryPool } from '../api/db/primary.ts';
+import { setDatabaseSilence } from '../api/db/silence.ts';
 import { createLogger } from '../api/logger.ts';
 import { runUntilSignalled } from '../api/process.ts';
 import { startLiveness } from './livenessThread.ts';
@@ -116,6 +117,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   if (!config.databaseUrl) throw new Error('DATABASE_URL is not set (use `settle up` to run with an embedded database)');
   const log = createLogger(config.logLevel, 'worker');
   applyWriteSettings(config);
+  setDatabaseSilence(config.databaseSilenceMs);
   // What the worker changes outside a job (the dispatch loop disabling a webhook) is the worker's.
   const db = createDb(actingDatabaseUrl(config.databaseUrl, { actor: { type: 'system', name: 'worker' } }), config.workerConcurrency + 2);
   let vault: Vault;
@@ -140,7 +142,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   // process is never taken for a dead one); jobs held by a process that went silent (kill -9, lost
   // machine) are unlocked for others instead of waiting graphile-worker's 4 hours.
   const liveness = startLiveness(
-    { databaseUrl: config.databaseUrl, deadAfterMs: config.workerDeadAfterMs, intervalMs: Math.max(200, Math.floor(config.workerDeadAfterMs / 4)) },
+    { databaseUrl: config.databaseUrl, databaseSilenceMs: config.databaseSilenceMs, deadAfterMs: config.workerDeadAfterMs, intervalMs: Math.max(200, Math.floor(config.workerDeadAfterMs / 4)) },
     (report) => {
       if (!report.ok) log.warn({ err: report.error }, 'heartbeat failed');
       else if (report.released) log.warn({ jobs: report.released }, 'released the jobs of silent worker processes');

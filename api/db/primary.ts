@@ -5,9 +5,11 @@
  * and found again when it is lost: after a failover every process follows the promoted standby
  * without a restart. node-postgres takes one host; this module gives it the right one.
  *
- * With one host nothing is asked: the host is the database, whatever it says.
+ * With one host nothing is asked: the host is the database, whatever it says. Either way every
+ * connection notices a host that falls silent (silence.ts).
  */
 import pg from 'pg';
+import { connectWatched } from './silence.ts';
 
 interface SplitUrl {
   /** `postgres://` */
@@ -147,26 +149,27 @@ export function primaryLost(url: string): void {
 type ConnectCallback = (error: Error) => void;
 
 /**
- * A pg.Client for a multi-host URL: each connect() goes to the host accepting writes now, checks
- * it still does, and tells the locator when it does not or cannot be reached.
+ * The pg.Client every connection of `url` is made with: each connect() is watched for a silent
+ * host (silence.ts), and for a multi-host URL goes to the host accepting writes now, checks it
+ * still does, and tells the locator when it does not or cannot be reached.
  */
-function primaryClientClass(url: string): typeof pg.Client {
-  const locator = locatorFor(url);
-  const firstHost = hostUrls(url)[0];
-  return class PrimaryClient extends pg.Client {
+function clientClass(url: string): typeof pg.Client {
+  const hosts = hostUrls(url);
+  const locator = hosts.length > 1 ? locatorFor(url) : null;
+  return class SettleClient extends pg.Client {
     constructor(config: pg.ClientConfig = {}) {
-      super({ ...config, connectionString: firstHost });
+      super({ ...config, connectionString: hosts[0] });
     }
 
     override connect(): Promise<pg.Client>;
     override connect(callback: ConnectCallback): void;
     override connect(callback?: ConnectCallback): Promise<pg.Client> | void {
-      const connected = this.#connectToPrimary().then(() => this);
+      const connected = (locator ? this.#connectToPrimary(locator) : connectWatched(this, url, hostOf(url), () => super.connect())).then(() => this);
       if (!callback) return connected;
       connected.then(() => callback(undefined as unknown as Error), (error: Error) => callback(error));
     }
 
-    async #connectToPrimary(): Promise<void> {
+    async #connectToPrimary(locator: PrimaryLocator): Promise<void> {
       const host = await locator.primary();
       const target = new pg.Client({ connectionString: host });
       // The target's host and port, parsed as pg parses them, replace those of the first host.
@@ -175,7 +178,7 @@ function primaryClientClass(url: string): typeof pg.Client {
       Object.assign((this as unknown as { connectionParameters: object }).connectionParameters, { host: target.host, port: target.port });
       this.on('error', () => locator.lost(host));
       try {
-        await super.connect();
+        await connectWatched(this, host, hostOf(host), () => super.connect());
       } catch (error) {
         locator.lost(host);
         throw error;
@@ -191,13 +194,11 @@ function primaryClientClass(url: string): typeof pg.Client {
 
 /** `new pg.Client(config)` on the host of `url` that accepts writes. */
 export function primaryClient(url: string, config: Omit<pg.ClientConfig, 'connectionString'> = {}): pg.Client {
-  if (hostUrls(url).length < 2) return new pg.Client({ ...config, connectionString: url });
-  const PrimaryClient = primaryClientClass(url);
-  return new PrimaryClient(config);
+  const SettleClient = clientClass(url);
+  return new SettleClient(config);
 }
 
 /** `new pg.Pool(config)` whose connections go to the host of `url` that accepts writes. */
 export function primaryPool(url: string, config: Omit<pg.PoolConfig, 'connectionString'> = {}): pg.Pool {
-  if (hostUrls(url).length < 2) return new pg.Pool({ ...config, connectionString: url });
-  return new pg.Pool({ ...config, Client: primaryClientClass(url) });
+  return new pg.Pool({ ...config, Client: clientClass(url) });
 }

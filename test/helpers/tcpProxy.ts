@@ -3,7 +3,9 @@
  * away from a running process: `cut()` closes every open connection mid-stream (the server process died and its kernel closed the sockets),
  * `close()` refuses new ones (nothing listens any more), `open()` listens again on the same port.
  * `refuse()` cuts and drops each new connection as it arrives, counted in `refused()` (a server
- * that is going away), until `accept()`.
+ * that is going away), until `accept()`. `silence()` keeps every connection open and new ones
+ * accepted but forwards no byte either way, dropping them (the server's machine vanished without a
+ * reset), until `speak()`: connections opened from then on are forwarded again.
  */
 import net from 'node:net';
 import type { Test } from 'tap';
@@ -17,6 +19,8 @@ export interface TcpProxy {
   open: () => Promise<void>;
   refuse: () => void;
   accept: () => void;
+  silence: () => void;
+  speak: () => void;
   /** connections dropped since the last refuse() */
   refused: () => number;
 }
@@ -25,6 +29,7 @@ export async function startTcpProxy(t: Test, targetPort: number, targetHost = '1
   const sockets = new Set<net.Socket>();
   let refusing = false;
   let refused = 0;
+  let silent = false;
   const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -36,10 +41,12 @@ export async function startTcpProxy(t: Test, targetPort: number, targetHost = '1
       client.on('error', () => {});
       return void client.destroy();
     }
-    const upstream = net.connect(targetPort, targetHost);
     track(client);
+    if (silent) return;
+    const upstream = net.connect(targetPort, targetHost);
     track(upstream);
-    client.pipe(upstream).pipe(client);
+    client.on('data', (bytes) => silent || upstream.write(bytes));
+    upstream.on('data', (bytes) => silent || client.write(bytes));
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -76,5 +83,11 @@ export async function startTcpProxy(t: Test, targetPort: number, targetHost = '1
       refusing = false;
     },
     refused: () => refused,
+    silence: () => {
+      silent = true;
+    },
+    speak: () => {
+      silent = false;
+    },
   };
 }
