@@ -111,6 +111,27 @@ t.test('the standby takes over when the leader is killed, with nothing lost', as
   t.match(b.output.join(''), /mirror resuming/, 'B logged that it resumed');
 });
 
+t.test('settle reporting rebuild with no reporting process running rebuilds in the CLI itself', async (t) => {
+  const cli = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), 'reporting', 'rebuild'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_URL: `http://127.0.0.1:${await reservePort()}`, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  cli.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  cli.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => cli.once('exit', (c) => resolve(c)));
+  t.equal(code, 0, out);
+  t.match(out, /rebuild \[#+\] 100% 1,000\/1,000 rows/, 'a progress bar');
+  t.match(out, /rebuilt the reporting mirror: 1000 transactions/);
+  const store = openStore(loadConfig({ SETTLE_DATA_DIR: dataDir }));
+  try {
+    const [row] = await store.select<{ n: number }>(`SELECT count() AS n FROM ${store.table} FINAL`);
+    t.equal(Number(row.n), 1000, 'the rebuilt table holds every transaction');
+  } finally {
+    await store.close();
+  }
+});
+
 t.test('a leader whose lock connection is cut (its database restarting) beside a standby: one of the two leads again each time, with nothing lost', async (t) => {
   const a = startChild('A', await reservePort());
   await until('A to lead', () => health(a), (h) => h?.status === 200 && h.body.role === 'leader');
@@ -131,25 +152,4 @@ t.test('a leader whose lock connection is cut (its database restarting) beside a
     t.same(answered?.totals.body.values, [{ count: expected.count, 'sum(amount)': expected.sum }], `round ${round}: ${answered?.child === a ? 'A' : 'B'} leads and answers for every transaction`);
   }
   t.same([a.process.exitCode, b.process.exitCode], [null, null], 'neither process exited');
-});
-
-t.test('settle reporting rebuild with no reporting process running rebuilds in the CLI itself', async (t) => {
-  const cli = spawn(process.execPath, [path.join(projectRoot, 'bin/settle.ts'), 'reporting', 'rebuild'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: dataDir, REPORTING_URL: `http://127.0.0.1:${await reservePort()}`, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  cli.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  cli.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => cli.once('exit', (c) => resolve(c)));
-  t.equal(code, 0, out);
-  t.match(out, /rebuild \[#+\] 100% 1,000\/1,000 rows/, 'a progress bar');
-  t.match(out, /rebuilt the reporting mirror: 1000 transactions/);
-  const store = openStore(loadConfig({ SETTLE_DATA_DIR: dataDir }));
-  try {
-    const [row] = await store.select<{ n: number }>(`SELECT count() AS n FROM ${store.table} FINAL`);
-    t.equal(Number(row.n), 1000, 'the rebuilt table holds every transaction');
-  } finally {
-    await store.close();
-  }
 });
