@@ -236,7 +236,7 @@ export interface Measurement {
    * Null where /proc is not there.
    */
   cpuMsPerRequest: number | null;
-  /** PostgreSQL's CPU per request over the run (see postgresCpuMs); null where it cannot be seen. */
+  /** PostgreSQL's CPU per request over the run (see postgresCpuBetween); null where it cannot be seen. */
   postgresCpuMsPerRequest: number | null;
   /** the 1-minute load average when the timed run ended */
   load1: number;
@@ -254,25 +254,27 @@ let postmasterPid: number | undefined;
 let benchDatabaseName: string | undefined;
 
 /**
- * CPU ms of PostgreSQL's work for this run so far: the embedded server's postmaster and all its
- * children; on DATABASE_URL's server, when it runs on this machine, the backends connected to the
- * bench's database (their titles read `postgres: … <user> <database> <host> …`; shared processes
- * such as the WAL writer are not counted, and a backend that exits within a run takes its CPU
- * with it). Null when neither can be seen.
+ * CPU ms so far of each PostgreSQL process this run can see, by pid: the embedded server's
+ * postmaster and all its children; on DATABASE_URL's server, when it runs on this machine, the
+ * backends connected to the bench's database (their titles read `postgres: … <user> <database>
+ * <host> …`; shared processes such as the WAL writer are not counted). Null when neither can be seen.
  */
-function postgresCpuMs(): number | null {
+function postgresCpuByPid(): Map<number, number> | null {
   if (postmasterPid === undefined && benchDatabaseName === undefined) return null;
-  let total = cpuMs(postmasterPid) ?? 0;
+  const byPid = new Map<number, number>();
+  const postmasterCpu = cpuMs(postmasterPid);
+  if (postmasterPid !== undefined && postmasterCpu !== null) byPid.set(postmasterPid, postmasterCpu);
   let seen = postmasterPid !== undefined;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
+      const pid = Number(entry);
       if (postmasterPid !== undefined) {
-        if (Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmasterPid) total += cpuMs(Number(entry)) ?? 0;
+        if (Number(fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === postmasterPid) byPid.set(pid, cpuMs(pid) ?? 0);
       } else {
         const title = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
         if (title.startsWith('postgres: ') && title.includes(` ${benchDatabaseName} `)) {
-          total += cpuMs(Number(entry)) ?? 0;
+          byPid.set(pid, cpuMs(pid) ?? 0);
           seen = true;
         }
       }
@@ -280,7 +282,20 @@ function postgresCpuMs(): number | null {
       // gone meanwhile
     }
   }
-  return seen ? total : null;
+  return seen ? byPid : null;
+}
+
+/**
+ * PostgreSQL CPU ms between two readings: each process's growth, counting a process that started
+ * meanwhile from zero. A backend that exited meanwhile takes its CPU of the run with it (an
+ * undercount, never a negative figure, as a plain difference of totals gave when backends were
+ * replaced during a run).
+ */
+function postgresCpuBetween(before: Map<number, number> | null, after: Map<number, number> | null): number | null {
+  if (before === null || after === null) return null;
+  let total = 0;
+  for (const [pid, ms] of after) total += Math.max(0, ms - (before.get(pid) ?? 0));
+  return total;
 }
 
 /** CPU time the process has used so far, in ms (Linux /proc; null elsewhere). */
@@ -310,10 +325,10 @@ export async function measure(servers: Record<ServerName, string>, scenarios: Sc
       const url = servers[server] + target.path;
       if (WARMUP_SECONDS > 0) await run(url, target.options, WARMUP_SECONDS);
       const cpuBefore = cpuMs(serverPids[server]);
-      const postgresBefore = postgresCpuMs();
+      const postgresBefore = postgresCpuByPid();
       const result = await run(url, target.options, SECONDS);
       const cpuAfter = cpuMs(serverPids[server]);
-      const postgresAfter = postgresCpuMs();
+      const postgresUsed = postgresCpuBetween(postgresBefore, postgresCpuByPid());
       const perRequest = (before: number | null, after: number | null) =>
         before === null || after === null || result.requests.total === 0 ? null : Math.round(((after - before) / result.requests.total) * 1000) / 1000;
       const measurement: Measurement = {
@@ -323,7 +338,7 @@ export async function measure(servers: Record<ServerName, string>, scenarios: Sc
         p50Ms: result.latency.p50,
         p99Ms: result.latency.p99,
         cpuMsPerRequest: perRequest(cpuBefore, cpuAfter),
-        postgresCpuMsPerRequest: perRequest(postgresBefore, postgresAfter),
+        postgresCpuMsPerRequest: perRequest(postgresUsed === null ? null : 0, postgresUsed),
         load1: Math.round(os.loadavg()[0] * 100) / 100,
         requests: result.requests.total,
         non2xx: result.non2xx,
