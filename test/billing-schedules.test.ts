@@ -277,6 +277,33 @@ t.test('the billing run makes its invoices through the invoice service, as the s
   t.ok(history.every((event: { actor: { type: string } }) => event.actor.type === 'system'), 'its automatic payment\'s changes too');
 });
 
+t.test("the billing run marks a schedule billed through the schedule family's update, as the system: the family's rules hold, and no event", async (t) => {
+  const key = await api.newKey('run-schedule-org', 'test');
+  const runTenant = { orgId: (await api.db('orgs').where({ name: 'run-schedule-org' }).first()).id, environment: 'test' as const };
+  const payer = (await api.request('POST', '/customers', { key, json: { name: 'Run payer' } })).body.id;
+  const card = async () => (await api.request('POST', '/payment_methods', { key, version: 'v2', json: { type: 'card', account_id: payer, card: { card_number: '4242 4242 4242 4242', expiry: '12/35' } } })).body.id;
+  // Daily from today, its one charge active only from next month: today's run bills nothing and marks the schedule billed.
+  const scheduleFrom = async (method: string) => (await api.request('POST', '/billing_schedules', {
+    key, json: { customer_id: payer, payment_method_id: method, start_date: TODAY, recurring_frequency: 'daily', charges: [{ amount: 3, start_date: dateOf(Date.now() + 30 * DAY) }] },
+  })).body.id;
+  const kept = await scheduleFrom(await card());
+  const gone = await card();
+  const lapsed = await scheduleFrom(gone);
+  t.equal((await api.request('DELETE', `/payment_methods/${gone}`, { key })).status, 200);
+  t.equal((await api.request('PUT', `/billing_schedules/${lapsed}`, { key, json: { description: 'Renamed' } })).status, 400, 'a client cannot change a schedule whose method is gone');
+
+  const run = await runBillingDay(api.db, domain, runTenant, new Date());
+  t.same(run.invoices, []);
+  const historyOf = async (id: string) => (await api.request('GET', `/audit_events?object_id=${id}&order_by=asc(created_at)`, { key })).body.values;
+  t.match(await historyOf(kept), [
+    { action: 'create', object_type: 'billing_schedule' },
+    { action: 'update', object_type: 'billing_schedule', actor: { type: 'system', name: 'billing_run' }, changes: { billed_through: [null, TODAY] } },
+  ]);
+  t.equal((await historyOf(kept)).length, 2);
+  t.same((await historyOf(lapsed)).map((event: { action: string }) => event.action), ['create'], 'nor can the run: the family refuses the change, and the schedule is tried again next run');
+  t.equal((await api.db('events').whereIn('object_id', [kept, lapsed])).length, 0, 'marking a schedule billed is no client-facing event');
+});
+
 /** A tenant of its own whose test clock stands a day ahead. */
 async function clockADayAhead(name: string) {
   await api.newKey(name, 'test');

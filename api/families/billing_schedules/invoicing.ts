@@ -4,18 +4,20 @@
  * creation, holding the charges active on that date, due that day. Each schedule is handled in a
  * database transaction of its own under its row lock, remembers the last date it billed
  * (`billed_through`), and a unique index on (schedule, due date) refuses a second invoice for a
- * date. Invoices are made by the invoice family's create service.
+ * date. Invoices are made by the invoice family's create service, and the schedule's mark is changed
+ * by the schedule family's update; the schedule family emits no event for it.
  */
 import type { Db } from '../../db/connection.ts';
 import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
-import { createNested } from '../../engine/operations.ts';
+import { createNested, updateNested } from '../../engine/operations.ts';
 import type { Json } from '../../engine/view.ts';
 import { ApiError } from '../../errors.ts';
 import { formatMoney } from '../../schema/values.ts';
 import { invoices } from '../invoices/family.ts';
 import { calendarDate } from '../invoices/kinds.ts';
 import { billingDates } from './calendar.ts';
-import { chargesOfSchedules, lockSchedule, mergeScheduleData, schedulesToInvoice } from './repository.ts';
+import { billingSchedules } from './family.ts';
+import { chargesOfSchedules, lockSchedule, schedulesToInvoice } from './repository.ts';
 
 function activeOn(charge: StoredObject, date: string): boolean {
   const { start_date: start, end_date: end } = charge.data;
@@ -61,7 +63,9 @@ async function invoiceSchedule(ctx: RuleContext, scheduleId: string, today: stri
     const invoice = await createNested(ctx, invoices, invoiceBody(schedule, date, active), new Map([['billing_schedule_id', schedule.id]]));
     produced.push(invoice.id);
   }
-  await mergeScheduleData(tx, tenant, schedule.id, { billed_through: end });
+  // `billed_through` is the run's own mark, no client field: set through the family's update, whose
+  // rules refuse a schedule no client could change either (its method no longer its payer's).
+  await updateNested(ctx, billingSchedules, schedule, {}, new Map([['billed_through', end]]));
   return produced;
 }
 

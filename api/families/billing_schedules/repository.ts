@@ -83,11 +83,6 @@ export async function schedulesToInvoice(db: Db, tenant: Tenant, today: string):
     [...scope.bindings, today, today, today]);
 }
 
-export async function mergeScheduleData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
-  await rows(db, 'update billing_schedules set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
-    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
-}
-
 /** Invoices of a tenant due within [from, to] that may be charged automatically and were not tried on `today`. */
 export async function invoicesForAutopay(db: Db, tenant: Tenant, from: string, to: string, today: string): Promise<StoredObject[]> {
   const scope = tenantScan(tenant);
