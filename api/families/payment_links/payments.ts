@@ -4,13 +4,13 @@
  * locked while the payment is decided, so a one-time link is paid once; once the payment stands,
  * a one-time link becomes `completed` (with `transaction_id`) and emits `payment_link:status`.
  */
-import { recordEvents } from '../../db/events.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
+import { updateNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { fillPaymentParty } from '../invoices/paymentParties.ts';
-import { lockPaymentLink, mergeLinkData } from './repository.ts';
-import { linkStatusEvent } from './rules.ts';
+import { paymentLinks } from './family.ts';
+import { lockPaymentLink } from './repository.ts';
 
 function accountOf(data: Json, side: string): string | undefined {
   const party = data[side];
@@ -36,6 +36,7 @@ export async function completePaymentLink(ctx: RuleContext, payment: StoredObjec
   if (typeof linkId !== 'string' || ['declined', 'voided', 'rejected'].includes(String(payment.data.status))) return;
   const link = await lockPaymentLink(ctx.tx, ctx.tenant, linkId);
   if (!link || link.type !== 'one_time' || link.data.status !== 'active') return;
-  await mergeLinkData(ctx.tx, ctx.tenant, link.id, { status: 'completed', transaction_id: payment.id });
-  await recordEvents(ctx.tx, ctx.tenant, [linkStatusEvent(link.id, 'completed')]);
+  // Through the family's update: its rules accept `completed` with the paying transaction, and
+  // its events rule announces the new status.
+  await updateNested(ctx, paymentLinks, link, {}, new Map<string, unknown>([['status', 'completed'], ['transaction_id', payment.id]]));
 }

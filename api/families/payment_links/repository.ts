@@ -10,8 +10,3 @@ export async function lockPaymentLink(db: Db, tenant: Tenant, id: string): Promi
     [id, tenant.orgId, tenant.environment]);
   return found[0] ?? null;
 }
-
-export async function mergeLinkData(db: Db, tenant: Tenant, id: string, changes: Record<string, unknown>): Promise<void> {
-  await rows(db, 'update payment_links set data = data || ?::jsonb, modified_at = now() where id = ? and org_id = ? and environment = ?',
-    [JSON.stringify(changes), id, tenant.orgId, tenant.environment]);
-}

@@ -79,13 +79,14 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
   const to = String(data.status);
   if (from !== to) {
     if (from === 'completed') throw invalidAttributes({ status: 'A completed link is final' });
-    if (to === 'completed') throw invalidAttributes({ status: 'A link completes when it is paid' });
+    // `transaction_id` is read-only to clients: only the payment that pays the link sets it.
+    if (to === 'completed' && data.transaction_id === previous.data.transaction_id) throw invalidAttributes({ status: 'A link completes when it is paid' });
   }
   return { ...next, data };
 }
 
 /** `triggered_on.value` of a `<object>:status` trigger is the new status itself (CONTRACT §8). */
-export function linkStatusEvent(id: string, status: string): EventDraft {
+function linkStatusEvent(id: string, status: string): EventDraft {
   return { trigger: PAYMENT_LINK_STATUS_TRIGGER, objectType: 'payment_link', objectId: id, value: status as unknown as Record<string, unknown> };
 }
 
