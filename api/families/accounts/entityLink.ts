@@ -65,7 +65,7 @@ export async function validateEntityReference(ctx: RuleContext, next: StoredObje
 /** Attaching starts verification; the entity's row lock also orders this attach against its delete. */
 export async function verifyAttachedEntity(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const id = entityChanged(next, previous);
-  if (id && !(await startVerification(ctx.tx, ctx.tenant, id, ctx.domain.now()))) throw invalidAttributes({ [idKey(ctx)]: 'No entity with this id' });
+  if (id && !(await startVerification(ctx, id))) throw invalidAttributes({ [idKey(ctx)]: 'No entity with this id' });
 }
 
 /** Puts each account's entity, rendered for the caller's version, where that version shows it. */

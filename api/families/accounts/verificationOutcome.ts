@@ -15,10 +15,10 @@ import { lockPendingProcessingAccounts } from './repository.ts';
 export async function settleVerification(db: Db, domain: DomainServices, job: VerificationJob, delayMs: number): Promise<Date | null> {
   const tenant: Tenant = { orgId: job.org_id, environment: job.environment };
   return db.transaction(async (tx) => {
-    const outcome = await settleEntity(tx, tenant, job.entity_id, domain.now(), delayMs);
+    const ctx: RuleContext = { tx, tenant, version: 'v1', domain, principal: { kind: 'secret', keyId: 'verify_entity', settings: {} } };
+    const outcome = await settleEntity(ctx, job.entity_id, domain.now(), delayMs);
     if (outcome === null) return null;
     if (typeof outcome === 'object') return outcome.due;
-    const ctx: RuleContext = { tx, tenant, version: 'v1', domain, principal: { kind: 'secret', keyId: 'verify_entity', settings: {} } };
     for (const account of await lockPendingProcessingAccounts(tx, tenant, job.entity_id)) {
       await updateNested(ctx, accounts, account, { status: outcome });
     }

@@ -1,4 +1,5 @@
 /** Entity rules: sealed tax ids, dates, stakeholders created with the entity and shown inside it. */
+import type { EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested, deleteNested } from '../../engine/operations.ts';
 import { render } from '../../engine/view.ts';
@@ -6,6 +7,7 @@ import { ApiError, invalidAttributes } from '../../errors.ts';
 import { stakeholders } from '../stakeholders/family.ts';
 import { normaliseDateAt, sealNumberAt } from '../sealedNumbers.ts';
 import { accountBackedBy, stakeholdersOf } from './repository.ts';
+import { ENTITY_STATUS_TRIGGER } from './triggers.ts';
 
 /** The API name of the nested stakeholder list in a version. */
 const stakeholdersPath = (ctx: RuleContext) => (ctx.version === 'v1' ? 'owners' : 'business.stakeholders');
@@ -69,4 +71,16 @@ async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<voi
   await deleteNested(ctx, stakeholders, await stakeholdersOf(ctx.tx, ctx.tenant, ids));
 }
 
-export const entityRules: FamilyRules = { prepare, afterWrite, load, beforeDelete };
+/**
+ * `entity:status` when verification moves an entity on: `verification_status` is read-only to
+ * clients, so only the verification's own changes (./verification.ts) emit it.
+ */
+function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
+  if (!next || !previous || next.data.verification_status === previous.data.verification_status) return [];
+  return [{
+    trigger: ENTITY_STATUS_TRIGGER, objectType: 'entity', objectId: next.id,
+    value: { status: next.data.verification_status, previous_status: previous.data.verification_status ?? 'unverified' },
+  }];
+}
+
+export const entityRules: FamilyRules = { prepare, afterWrite, load, beforeDelete, events };

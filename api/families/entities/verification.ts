@@ -2,15 +2,15 @@
  * Sandbox verification (CONTRACT §13). Attaching an entity to an account starts it: the entity
  * goes `unverified → pending` and a `verify_entity` job is enqueued in the same transaction. The
  * worker settles it once the verification delay has passed: `verified`, or `rejected` when the
- * tax id ends in 0000, with its `entity:status` event; then the accounts the entity backs follow
- * (api/families/accounts/verificationOutcome.ts).
+ * tax id ends in 0000; then the accounts the entity backs follow
+ * (api/families/accounts/verificationOutcome.ts). Each step is a change through the entity
+ * family's update, whose events rule emits `entity:status`.
  */
 import type { Db } from '../../db/connection.ts';
-import { recordEvents, type EventDraft, type Trigger } from '../../db/events.ts';
-import type { StoredObject, Tenant } from '../../engine/family.ts';
+import type { RuleContext, StoredObject } from '../../engine/family.ts';
+import { updateNested } from '../../engine/operations.ts';
+import { entities } from './family.ts';
 import { findEntity, scheduleJob } from './repository.ts';
-import { writeEntityData } from './verificationRepository.ts';
-import { ENTITY_STATUS_TRIGGER } from './triggers.ts';
 
 export const VERIFY_TASK = 'verify_entity';
 
@@ -22,21 +22,17 @@ export interface VerificationJob {
 
 const jobKey = (entityId: string) => `${VERIFY_TASK}:${entityId}`;
 
-function statusEvent(trigger: Trigger, objectType: string, id: string, status: string, previous: unknown): EventDraft {
-  return { trigger, objectType, objectId: id, value: { status, previous_status: previous ?? null } };
-}
-
 /**
  * In the caller's transaction: the entity becomes pending (if it never was) and its job is
  * enqueued. False when the entity is gone (deleted by a request that committed first).
  */
-export async function startVerification(tx: Db, tenant: Tenant, entityId: string, now: Date): Promise<boolean> {
+export async function startVerification(ctx: RuleContext, entityId: string): Promise<boolean> {
+  const { tx, tenant } = ctx;
   const entity = await findEntity(tx, tenant, entityId, { forUpdate: true });
   if (!entity) return false;
-  const status = entity.data.verification_status ?? 'unverified';
-  if (status === 'unverified') {
-    await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: 'pending', verification_requested_at: now.toISOString() });
-    await recordEvents(tx, tenant, [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', entity.id, 'pending', status)]);
+  const now = ctx.domain.now();
+  if ((entity.data.verification_status ?? 'unverified') === 'unverified') {
+    await updateNested(ctx, entities, entity, {}, new Map([['verification_status', 'pending'], ['verification_requested_at', now.toISOString()]]));
   }
   // Already decided: the job only brings the newly attached accounts in line.
   const job: VerificationJob = { entity_id: entity.id, org_id: tenant.orgId, environment: tenant.environment };
@@ -58,16 +54,15 @@ export type AccountOutcome = 'active' | 'denied';
  * not passed yet, else the outcome its accounts follow (null when the entity is gone or not
  * settled). Idempotent: a settled entity only answers its outcome again.
  */
-export async function settleEntity(tx: Db, tenant: Tenant, entityId: string, now: Date, delayMs: number): Promise<{ due: Date } | AccountOutcome | null> {
-  const entity = await findEntity(tx, tenant, entityId, { forUpdate: true });
+export async function settleEntity(ctx: RuleContext, entityId: string, now: Date, delayMs: number): Promise<{ due: Date } | AccountOutcome | null> {
+  const entity = await findEntity(ctx.tx, ctx.tenant, entityId, { forUpdate: true });
   if (!entity) return null;
   let status = String(entity.data.verification_status);
   if (status === 'pending') {
     const due = new Date(Date.parse(String(entity.data.verification_requested_at ?? now.toISOString())) + delayMs);
     if (due > now) return { due };
     const decided = decide(entity);
-    await writeEntityData(tx, tenant, entity.id, { ...entity.data, verification_status: decided });
-    await recordEvents(tx, tenant, [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', entity.id, decided, status)]);
+    await updateNested(ctx, entities, entity, {}, new Map([['verification_status', decided]]));
     status = decided;
   }
   if (status === 'verified') return 'active';
