@@ -141,6 +141,13 @@ t.test('a hosted page is the actor of what its form changes: the page, and the l
   const [event] = (await api.request('GET', `/audit_events?request_id=${opened.requestId}&object_type=account`)).body.values;
   t.match(event, { action: 'create', actor: { type: 'client_token', key_prefix: token.slice(0, token.length - 24), name: 'page:processing_account' } });
   t.notOk(JSON.stringify(event).includes(token), 'not the token itself');
+
+  const intent = (await api.request('POST', '/intents', { version: 'v2', json: { type: 'processing_account_plugin', processing_account_plugin: {} } })).body;
+  const framed = await postForm(`/elements/processing-account/${intent.client_token}`, { name: 'Intent Shop', legal_name: 'Intent Shop LLC', tax_id: '361234568', routing_number: '036001808', account_number: '555123457' });
+  t.equal(framed.status, 200);
+  const recorded = (await api.request('GET', `/intents/${intent.id}`, { version: 'v2' })).body.account_id;
+  t.match(recorded, /^acct_/, 'the intent records the account its token opened');
+  t.match((await historyOf(intent.id)).at(-1), { action: 'update', actor: { type: 'client_token', name: 'page:processing_account' }, request_id: framed.requestId, changes: { account_id: [null, recorded] } });
 });
 
 t.test('a worker job is the actor of what it changes: an expired authorization is voided by expire_authorization', async (t) => {

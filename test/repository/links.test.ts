@@ -7,7 +7,7 @@ import t from 'tap';
 import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { findIntentIdByTokenHash, findLinkById, lockLink, markLinkExpired, markLinkFinished, setIntentAccount } from '../../api/families/intents/repository.ts';
+import { findIntentIdByTokenHash, findLinkById, lockLink, markLinkExpired, markLinkFinished } from '../../api/families/intents/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -54,7 +54,5 @@ t.test('the element intent behind a client token is found by the token hash with
     await seed(tx);
     t.equal(await findIntentIdByTokenHash(tx, acme, 'abc123'), 'int_element');
     t.equal(await findIntentIdByTokenHash(tx, acme, 'def456'), null, 'not another tenant\'s');
-    await setIntentAccount(tx, acme, 'int_element', 'acct_2');
-    t.equal((await statusOf(tx, 'int_element')).account_id, 'acct_2');
   });
 });

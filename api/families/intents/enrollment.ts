@@ -11,11 +11,12 @@
  */
 import { recordEvents } from '../../db/events.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
-import { createNested } from '../../engine/operations.ts';
+import { createNested, updateNested } from '../../engine/operations.ts';
 import { conflict, invalidAttributes, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
-import { findIntentIdByTokenHash, lockLink, markLinkFinished, setIntentAccount, type LinkTable } from './repository.ts';
+import { intents } from './family.ts';
+import { findIntentIdByTokenHash, lockLink, markLinkFinished, type LinkTable } from './repository.ts';
 import { spendClientToken } from './tokenSpend.ts';
 import { LINK_OBJECTS } from './triggers.ts';
 
@@ -105,6 +106,8 @@ export async function completeAccountPlugin(ctx: RuleContext, tokenHash: string,
   const intentId = await findIntentIdByTokenHash(ctx.tx, ctx.tenant, tokenHash);
   const service: RuleContext = { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `processing_account_plugin:${intentId ?? tokenHash.slice(0, 16)}`, settings: {} } };
   const accountId = await openProcessingAccount(service, {}, input);
-  if (intentId) await setIntentAccount(ctx.tx, ctx.tenant, intentId, accountId);
+  // `account_id` is read-only to clients: the intent records it through its family's update.
+  const intent = intentId ? await lockLink(ctx.tx, 'intents', ctx.tenant, intentId) : null;
+  if (intent) await updateNested(ctx, intents, intent, {}, new Map([['account_id', accountId]]));
   return accountId;
 }

@@ -74,12 +74,6 @@ export async function spendTokenOfIntent(tx: Db, tenant: Tenant, tokenHash: stri
   return { spent: found.spent > 0, finished: found.finished };
 }
 
-/** Records on an intent the account its token opened. */
-export async function setIntentAccount(tx: Db, tenant: Tenant, id: string, accountId: string): Promise<void> {
-  await rows(tx, `update intents set data = data || jsonb_build_object('account_id', ?::text), modified_at = now() where id = ? and org_id = ? and environment = ?`,
-    [accountId, id, tenant.orgId, tenant.environment]);
-}
-
 /**
  * Enqueues `task` at `runAt` in the caller's transaction; a job with the same key is replaced,
  * so enqueueing again never runs it twice.
