@@ -159,6 +159,11 @@ function clientClass(url: string): typeof pg.Client {
   return class SettleClient extends pg.Client {
     constructor(config: pg.ClientConfig = {}) {
       super({ ...config, connectionString: hosts[0] });
+      // connect() hands the connection over a few promise steps after pg has it, and a server
+      // shutting down may send its FATAL in the same packet as the ready-for-query: pg emits that
+      // as 'error' before the pool (or caller) has attached its listener, which would crash the
+      // process. The broken connection fails its next query instead, as any dropped one does.
+      this.on('error', () => {});
     }
 
     override connect(): Promise<pg.Client>;
