@@ -69,28 +69,28 @@ app.use(async (ctx) => {
       `update accounts set data = data || jsonb_build_object('name', $2::text), modified_at = now() where id = $1 returning *`,
       [updating[1], body.name],
     );
-    if (!result.rows[0]) {
-      ctx.status = 404;
-      ctx.body = { object: 'error', error_type: 'NotFound' };
-      return;
-    }
-    ctx.body = result.rows[0];
+    answerRow(ctx, result.rows[0]);
     return;
   }
   const match = ctx.method === 'GET' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
   if (match) {
     const result = await pool.query('select * from accounts where id = $1', [match[1]]);
-    if (!result.rows[0]) {
-      ctx.status = 404;
-      ctx.body = { object: 'error', error_type: 'NotFound' };
-      return;
-    }
-    ctx.body = result.rows[0];
+    answerRow(ctx, result.rows[0]);
     return;
   }
   ctx.status = 404;
   ctx.body = { object: 'error', error_type: 'NotFound' };
 });
+
+/** The row found, or the API's 404 when there is none. */
+function answerRow(ctx: Koa.Context, row: unknown): void {
+  if (row) {
+    ctx.body = row;
+    return;
+  }
+  ctx.status = 404;
+  ctx.body = { object: 'error', error_type: 'NotFound' };
+}
 
 const server = app.listen(port, '127.0.0.1');
 server.keepAliveTimeout = 65_000;

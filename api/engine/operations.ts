@@ -339,8 +339,7 @@ async function writePlanned<T>(ctx: OperationContext, steps: CreateSteps<unknown
     // Creates that commit on their own and arrive together share one statement (group commit),
     // which audits each row with its own request's actor; without that, one statement each.
     const db = op.tx;
-    const grouped = groupCommit.enabled && !db.inTransaction && auditRows.inStatement;
-    const [created] = grouped
+    const [created] = writesGrouped(db)
       ? [await groupWriterOf(db, `create:${family.table}`, (items: PlannedItem<unknown>[]) => statement(db, items)).write(item)]
       : await statement(db, [item]);
     (ctx.createdNow ??= new Set()).add(created.id);
@@ -357,10 +356,15 @@ async function writePlanned<T>(ctx: OperationContext, steps: CreateSteps<unknown
   }));
 }
 
+/** Whether a create committing on `db` shares a statement with others of its kind (and audits in it). */
+function writesGrouped(db: Db): boolean {
+  return groupCommit.enabled && !db.inTransaction && auditRows.inStatement;
+}
+
 /** A one-row plan's statement: the row and, in a group, each row's audit event with its own actor. */
 async function oneRowStatement(db: Db, family: Family, items: PlannedItem<unknown>[]): Promise<StoredObject[]> {
   const created = items.map((item): CreatedItem => ({ tenant: item.tenant, row: item.plan as StoredObject, audit: item.audit }));
-  if (items.length > 1 || (!db.inTransaction && groupCommit.enabled && auditRows.inStatement)) return insertAuditedRows(db, family.table, family.name, created);
+  if (items.length > 1 || writesGrouped(db)) return insertAuditedRows(db, family.table, family.name, created);
   return objects.insertObjects(db, family.table, items[0].tenant, [created[0].row]);
 }
 
