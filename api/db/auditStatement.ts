@@ -99,12 +99,12 @@ function fieldByField(fields: Record<string, unknown>): BuiltChanges | null {
 }
 
 /**
- * A condition that `table` (an SQL text expression naming it) is audited: its audit trigger on
- * inserts is enabled. Disabling the trigger turns off the audit of created rows of the table
- * whichever writes them, the trigger or the statement.
+ * A condition that `table` (an SQL text expression naming it) is audited for `change`: its audit
+ * trigger on inserts (updates, deletes) is enabled. Disabling the trigger turns off the audit of
+ * those changes to the table's rows whichever writes them, the trigger or the statement.
  */
-export function auditedTableSql(table: string): string {
-  return `exists (select from pg_trigger where tgrelid = ${table}::regclass and tgname = ${table} || '_audit_insert' and tgenabled <> 'D')`;
+export function auditedTableSql(table: string, change: 'insert' | 'update' | 'delete' = 'insert'): string {
+  return `exists (select from pg_trigger where tgrelid = ${table}::regclass and tgname = ${table} || '_audit_${change}' and tgenabled <> 'D')`;
 }
 
 /**

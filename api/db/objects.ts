@@ -138,21 +138,3 @@ export async function insertObjects(db: Db, table: string, tenant: Tenant, rows:
   const byId = new Map<string, StoredObject>(found.map((r) => [r.id, r]));
   return rows.map((r) => byId.get(r.id)!);
 }
-
-export async function updateObjects(db: Db, table: string, rows: StoredObject[]): Promise<StoredObject[]> {
-  if (rows.length === 0) return [];
-  const found = await query<StoredObject>(db,
-    `update ${table} t set data = u.data, modified_at = now()
-       from unnest(?::text[], ?::jsonb[]) as u(id, data)
-      where t.id = u.id
-      returning t.id, t.type, t.data, t.created_at, t.modified_at`,
-    [rows.map((r) => r.id), rows.map((r) => JSON.stringify(r.data))],
-  );
-  const byId = new Map<string, StoredObject>(found.map((r) => [r.id, r]));
-  return rows.map((r) => byId.get(r.id)!);
-}
-
-export async function deleteObjects(db: Db, table: string, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await query(db, `delete from ${table} where id = any(?::text[])`, [ids]);
-}

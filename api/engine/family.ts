@@ -110,6 +110,13 @@ export interface FamilyRules {
   answerAsError?: (created: StoredObject) => ((rendered: Record<string, unknown>) => Error) | undefined;
   /** A single create planned on the pool (see CreateSteps); the door runs the rules in a transaction when absent or when it declines. */
   createSteps?: CreateSteps<any>;
+  /**
+   * Whether a change of one row, decoded onto the row it replaces (before the family's rules),
+   * writes that row and nothing else: prepare and validate only read, and the change has no
+   * afterWrite work. The update door then plans it on the pool and writes it by one statement
+   * (group commit); otherwise, or when absent, the change runs in a transaction.
+   */
+  plainChange?: (next: StoredObject, previous: StoredObject) => boolean;
 }
 
 export interface Family extends FieldSchema {

@@ -3,6 +3,7 @@
  * transaction it is given: rows, family rules and outbox events commit together.
  */
 import { currentAuditSetting } from '../db/auditContext.ts';
+import { deleteAuditedRows, selectVersioned, updateAuditedRows, type ChangedItem } from '../db/auditedChanges.ts';
 import { insertAuditedRows, type CreatedItem } from '../db/auditedRows.ts';
 import { auditRows } from '../db/auditStatement.ts';
 import type { Db, Sql } from '../db/connection.ts';
@@ -447,30 +448,39 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
   });
 }
 
+// ---------- changing and deleting ----------
+
 /**
  * Changes a stored row of a family on the service's own behalf (a worker's decision, a secret's
- * rotation) through the same pipeline as a client's update of it: decode, prepare, validate,
+ * rotation) through the update door, as a client's update of it: decode, prepare, validate,
  * write, afterWrite and events, in the caller's transaction, which holds the row's lock. `extra`
  * sets stored values the client's version has no field for, for the family's rules to read.
  */
 export async function updateNested(ctx: RuleContext, family: Family, row: StoredObject, body: Json, extra?: Map<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
-  const [updated] = await applyUpdates(op, [[row, body]], extra);
+  const [updated] = await changeRows(op, [[row, body]], extra);
   return updated;
 }
 
 /**
  * Deletes stored rows of a family that go with another object (an entity's stakeholders) through
- * the same steps as a client's delete of them: the family's beforeDelete, the delete, and events,
- * in the caller's transaction.
+ * the delete door, as a client's delete of them, in the caller's transaction.
  */
 export async function deleteNested(ctx: RuleContext, family: Family, rows: StoredObject[]): Promise<void> {
   if (rows.length > 0) await deleteRows({ ...ctx, collection: { path: family.table, family } }, rows);
 }
 
+/**
+ * The one delete door: the family's beforeDelete, one statement deleting the rows with their
+ * audit events (api/db/auditedChanges.ts), then their events, in the transaction it is given,
+ * which holds the rows' locks.
+ */
 async function deleteRows(ctx: OperationContext, rows: StoredObject[]): Promise<void> {
-  await ctx.collection.family.rules?.beforeDelete?.(ctx, rows);
-  await objects.deleteObjects(ctx.tx, ctx.collection.family.table, rows.map((r) => r.id));
+  const { family } = ctx.collection;
+  await family.rules?.beforeDelete?.(ctx, rows);
+  const audit = currentAuditSetting();
+  const deleted = await deleteAuditedRows(ctx.tx, family.table, family.name, rows.map((row) => ({ tenant: ctx.tenant, id: row.id, version: null, audit })));
+  if (deleted.some((row) => row === null)) throw new Error(`${family.name}: a row to delete is not the tenant's`);
   await emit(ctx, rows.map((row) => [null, row]));
 }
 
@@ -479,26 +489,101 @@ function decodeUpdate(ctx: OperationContext, row: StoredObject, body: Json, extr
   return applyValues(row, values);
 }
 
-async function applyUpdates(ctx: OperationContext, pairs: Array<[StoredObject, Json]>, extra?: Map<string, unknown>): Promise<StoredObject[]> {
+/** The family's prepare and validate on a change decoded onto the row it replaces. */
+async function completeChange(ctx: OperationContext, decoded: StoredObject, previous: StoredObject): Promise<StoredObject> {
   const rules = ctx.collection.family.rules;
+  const next = rules?.prepare ? await rules.prepare(ctx, decoded, previous) : decoded;
+  await rules?.validate?.(ctx, next, previous);
+  return next;
+}
+
+/** Runs `work` with the rows of `ids` marked as changing through the door (`RuleContext.changing`). */
+async function whileChanging<T>(ctx: OperationContext, ids: string[], work: () => Promise<T>): Promise<T> {
   const changing = (ctx.changing ??= new Set());
-  const ids = pairs.map(([row]) => row.id).filter((id) => !changing.has(id));
-  for (const id of ids) changing.add(id);
+  const marked = ids.filter((id) => !changing.has(id));
+  for (const id of marked) changing.add(id);
   try {
-    const nextRows = await prepareAll(pairs, async ([row, body]) => {
-      let next = decodeUpdate(ctx, row, body, extra);
-      if (rules?.prepare) next = await rules.prepare(ctx, next, row);
-      await rules?.validate?.(ctx, next, row);
-      return next;
+    return await work();
+  } finally {
+    for (const id of marked) changing.delete(id);
+  }
+}
+
+/**
+ * The one update door, in the transaction it is given (the caller's, which holds the rows' locks):
+ *
+ *   1. decode — each body onto the row it replaces;
+ *   2. plan   — the family's prepare and validate, the rows marked as changing;
+ *   3. write  — one statement storing every changed row with its audit event
+ *               (api/db/auditedChanges.ts);
+ *   4. afterWrite and events, in the same transaction.
+ *
+ * A single change of a request may instead be planned on the pool and written alone (`update`).
+ */
+async function changeRows(ctx: OperationContext, pairs: Array<[StoredObject, Json]>, extra?: Map<string, unknown>): Promise<StoredObject[]> {
+  const { family } = ctx.collection;
+  return whileChanging(ctx, pairs.map(([row]) => row.id), async () => {
+    const nextRows = await prepareAll(pairs, ([row, body]) => completeChange(ctx, decodeUpdate(ctx, row, body, extra), row));
+    const audit = currentAuditSetting();
+    const stored = await updateAuditedRows(ctx.tx, family.table, family.name, nextRows.map((next) => ({ tenant: ctx.tenant, next, version: null, audit })));
+    const updated = stored.map((row) => {
+      if (!row) throw new Error(`${family.name}: a row to change is not the tenant's`);
+      return row;
     });
-    const updated = await objects.updateObjects(ctx.tx, ctx.collection.family.table, nextRows);
     const changes = updated.map((next, i): [StoredObject, StoredObject] => [next, pairs[i][0]]);
     await afterWrite(ctx, changes);
     await emit(ctx, changes);
     return updated;
-  } finally {
-    for (const id of ids) changing.delete(id);
+  });
+}
+
+/** A change planned on the pool that the family's rules leave to a transaction. */
+const DECLINED = Symbol('declined');
+/** A change planned on the pool whose row changed before it was written. */
+const LOST = Symbol('lost');
+/** Races a change on the pool may lose before it takes its row's lock instead, so a change of a busy row ends. */
+const RACES_ON_POOL = 3;
+
+/**
+ * `PUT /c/{id}` through the update door. A plain change (`rules.plainChange`) whose answer needs
+ * nothing from its write (no `fields`, no idempotent response) is planned on the pool from the row
+ * as read, and written by one statement over that row's version with its audit event, grouped
+ * with changes arriving meanwhile (group commit); when the row changed meanwhile, the change is
+ * planned again from the row as it is now. Any other change, and one that keeps losing to others,
+ * runs in one transaction that locks the row first, with the idempotent response.
+ */
+export async function update(ctx: OperationContext, id: string, body: Json, query: ListQuery, store?: (ctx: OperationContext, answer: WriteAnswer) => Promise<void>): Promise<WriteAnswer> {
+  if (store === undefined && query.fields === null && !ctx.tx.inTransaction && ctx.collection.family.rules?.plainChange) {
+    for (let race = 0; race < RACES_ON_POOL; race += 1) {
+      const changed = await changeOnPool(ctx, id, body);
+      if (changed === DECLINED) break;
+      if (changed !== LOST) return { body: (await shape(ctx, [changed], null))[0], error: null };
+    }
   }
+  return ctx.tx.transaction(async (tx) => {
+    const op = { ...ctx, tx };
+    const answered = { body: await updateOne(op, id, body, query), error: null };
+    await store?.(op, answered);
+    return answered;
+  });
+}
+
+/** Steps 1–3 of a single change on the pool: the stored row, or why the change was not written. */
+async function changeOnPool(ctx: OperationContext, id: string, body: Json): Promise<StoredObject | typeof DECLINED | typeof LOST> {
+  const { family, fixedType } = ctx.collection;
+  const read = await selectVersioned(ctx.tx, family.table, ctx.tenant, id, fixedType);
+  if (!read) throw notFound(`No ${family.name} with id ${id}`);
+  const decoded = decodeUpdate(ctx, read.row, body);
+  if (!family.rules?.plainChange?.(decoded, read.row)) return DECLINED;
+  const next = await whileChanging(ctx, [id], () => completeChange(ctx, decoded, read.row));
+  if (family.rules.events?.(ctx, next, read.row).length) return DECLINED;
+  const item: ChangedItem = { tenant: ctx.tenant, next, version: read.version, audit: currentAuditSetting() };
+  // Changes that commit on their own and arrive together share one statement (group commit).
+  const db = ctx.tx;
+  const [stored] = writesGrouped(db)
+    ? [await groupWriterOf(db, `update:${family.table}`, (items: ChangedItem[]) => updateAuditedRows(db, family.table, family.name, items)).write(item)]
+    : await updateAuditedRows(db, family.table, family.name, [item]);
+  return stored ?? LOST;
 }
 
 export async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {
@@ -506,7 +591,7 @@ export async function updateOne(ctx: OperationContext, id: string, body: Json, q
   const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType, forUpdate: true });
   if (!row) throw notFound(`No ${family.name} with id ${id}`);
   try {
-    const [updated] = await applyUpdates(ctx, [[row, body]]);
+    const [updated] = await changeRows(ctx, [[row, body]]);
     return (await shape(ctx, [updated], query.fields))[0];
   } catch (error) {
     // A single update reports its fields directly, not as a one-item list.
@@ -525,7 +610,7 @@ export async function updateMany(ctx: OperationContext, values: unknown[], query
     const { id: _id, ...changes } = v as Json;
     return [rows.get(ids[i]!)!, changes];
   });
-  const updated = await applyUpdates(ctx, pairs);
+  const updated = await changeRows(ctx, pairs);
   return { object: 'list', values: await shape(ctx, updated, query.fields) };
 }
 
@@ -551,7 +636,7 @@ async function lockRows(ctx: OperationContext, ids: Array<string | null>): Promi
 export async function updateByQuery(ctx: OperationContext, query: ListQuery, body: Json): Promise<ApiList> {
   const rows = await selectMatching(ctx, query, true);
   if (rows.length === 0) return { object: 'list', values: [] };
-  const updated = await applyUpdates(ctx, rows.map((row): [StoredObject, Json] => [row, body]));
+  const updated = await changeRows(ctx, rows.map((row): [StoredObject, Json] => [row, body]));
   return { object: 'list', values: await shape(ctx, updated, query.fields) };
 }
 

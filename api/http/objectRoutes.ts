@@ -53,12 +53,21 @@ async function write(ctx: Ctx, work: (op: OperationContext) => Promise<operation
 
 /** The write's transaction, with its idempotent response: rejects only when it did not commit. */
 async function committed(ctx: Ctx, work: (op: OperationContext) => Promise<operations.WriteAnswer>): Promise<operations.WriteAnswer> {
-  if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
+  refuseReadOnly(ctx);
   return ctx.state.services.db.transaction(async (tx) => {
     const answered = await work(operationContext(ctx, tx));
     await storeAnswer(ctx, tx, answered);
     return answered;
   });
+}
+
+function refuseReadOnly(ctx: Ctx): void {
+  if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
+}
+
+/** The idempotent response's store for a write that opens its own transaction, when the request has a key. */
+function answerStore(ctx: Ctx): ((op: OperationContext, answered: operations.WriteAnswer) => Promise<void>) | undefined {
+  return ctx.state.idempotency ? (op, answered) => storeAnswer(ctx, op.tx, answered) : undefined;
 }
 
 /** A change answered with what it rendered. */
@@ -85,9 +94,17 @@ function answer(ctx: Ctx, outcome: operations.WriteAnswer): void {
 async function createOne(ctx: Ctx, input: Json, query: ListQuery): Promise<void> {
   // A client token acts once: a list would let one browser credential make many objects.
   if (ctx.state.principal?.kind === 'client' && input.object === 'list') throw forbidden('A client token creates one object per request, not a list');
-  if (collectionOf(ctx).readOnly) throw badRequest(`/${ctx.params.collection} is read-only`, { method: `${ctx.method} is not allowed here` });
-  const store = ctx.state.idempotency ? (op: OperationContext, answered: operations.WriteAnswer) => storeAnswer(ctx, op.tx, answered) : undefined;
-  answer(ctx, await operations.create(operationContext(ctx, ctx.state.services.db), input, query, store));
+  refuseReadOnly(ctx);
+  answer(ctx, await operations.create(operationContext(ctx, ctx.state.services.db), input, query, answerStore(ctx)));
+}
+
+/**
+ * `PUT /c/{id}` through the update door (operations.update): it writes a plain change in one
+ * statement on the pool and any other in one transaction, the idempotent response with it.
+ */
+async function updateById(ctx: Ctx, id: string, changes: Json, query: ListQuery): Promise<void> {
+  refuseReadOnly(ctx);
+  answer(ctx, await operations.update(operationContext(ctx, ctx.state.services.db), id, changes, query, answerStore(ctx)));
 }
 
 function body(ctx: Ctx): Json {
@@ -133,7 +150,7 @@ export function objectRoutes(): Router {
   });
   router.get('/:collection/:id', (ctx) => read(ctx as Ctx, (op) => operations.getOne(op, ctx.params.id, listQueryOf(ctx as Ctx))));
   router.post('/:collection', (ctx) => createOne(ctx as Ctx, body(ctx as Ctx), listQueryOf(ctx as Ctx)));
-  router.put('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => plainly(operations.updateOne(op, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx)))));
+  router.put('/:collection/:id', (ctx) => updateById(ctx as Ctx, ctx.params.id, body(ctx as Ctx), listQueryOf(ctx as Ctx)));
   router.put('/:collection', (ctx) => {
     const c = ctx as Ctx;
     const query = listQueryOf(c);

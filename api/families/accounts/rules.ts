@@ -102,10 +102,21 @@ async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>
   if (include.has('balance')) await showBalances(ctx, rows);
 }
 
+/** The fields whose rules write or look up other rows: an entity, nested methods, the default method, a settings template. */
+const LINKED = ['entity', 'legal_entity', 'entity_id', 'payment_methods', 'default_payment_method', 'processing_settings_id'];
+
 /** A customer with only its own fields is one row: no entity, nested methods, default method or settings template to write. */
 function isPlainCustomer(row: StoredObject): boolean {
-  const linked = ['entity', 'legal_entity', 'entity_id', 'payment_methods', 'default_payment_method', 'processing_settings_id'];
-  return row.type === 'customer' && linked.every((key) => row.data[key] === undefined);
+  return row.type === 'customer' && LINKED.every((key) => row.data[key] === undefined);
 }
 
-export const accountRules: FamilyRules = { prepare, validate, afterWrite, load, beforeDelete, events, createSteps: rulesOnPool(isPlainCustomer) };
+/** A change of a customer that leaves its linked fields as they were writes the customer's row alone. */
+function isPlainCustomerChange(next: StoredObject, previous: StoredObject): boolean {
+  return next.type === 'customer' && LINKED.every((key) => JSON.stringify(next.data[key]) === JSON.stringify(previous.data[key]));
+}
+
+export const accountRules: FamilyRules = {
+  prepare, validate, afterWrite, load, beforeDelete, events,
+  createSteps: rulesOnPool(isPlainCustomer),
+  plainChange: isPlainCustomerChange,
+};
