@@ -1,12 +1,13 @@
 /**
  * `npm run bench:audit`: what the audit history and the request log cost, each beside the same
  * Settle without the feature, in the same run:
- * - create customer and a card payment (POST /transactions with an inline card) audited, and with
- *   the audit triggers disabled (which turns off the audit of created rows however they are
- *   written), on the same web process (goal: at most 10 % slower), rounds alternated so the
+ * - create customer, a card payment (POST /transactions with an inline card) and update customer
+ *   (PUT /customers/:id renaming it) audited, and with the audit triggers disabled (which turns
+ *   off the audit of those changes however they are written), on the same web process (goal: at
+ *   most 10 % slower), rounds alternated so the
  *   neighbours' load falls on all alike, with the CPU per request of the web process plus
  *   Postgres (where the audit rows are built), which moves less with the neighbours than req/s.
- *   The card payment is also measured audited by the trigger instead of its own statement, on a
+ *   The card payment and the update are also measured audited by the trigger instead of their own statement, on a
  *   second web process (SETTLE_AUDIT_BY=trigger). The web process builds the events on both sides
  *   (the trigger being disabled is the database's to know): that work is timed apart and counted
  *   against the audit beside the CPU figures;
@@ -167,6 +168,15 @@ const rows: Row[] = [];
 const post = (body: unknown) => ({ method: 'POST', headers, body: JSON.stringify(body) });
 const card = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
 const customer = await (await fetch(`${plain}/customers`, post({ name: 'Bench payer' }))).json() as { id: string };
+/**
+ * Customers renamed in turn, each request to a name of its own (autocannon's `[<id>]`), so every
+ * update changes a field and is audited; the connections start on different customers.
+ */
+const renamed = await Promise.all(Array.from({ length: CONNECTIONS * 2 }, async () => (await (await fetch(`${plain}/customers`, post({ name: 'Bench renamed' }))).json() as { id: string }).id));
+const renames = {
+  requests: renamed.map((id) => ({ method: 'PUT', path: `/customers/${id}`, headers, body: JSON.stringify({ name: 'Renamed [<id>]' }) })),
+  idReplacement: true,
+};
 const backend = Number((await db.raw('select pg_backend_pid() as pid')).rows[0].pid);
 const postmaster = Number(statFields(backend)[1]);
 /** CPU ms per request of the web process plus Postgres, where the audit rows are built: audited, and not. */
@@ -223,6 +233,7 @@ async function growAudited(size: number): Promise<void> {
 for (const [size, scenario, path, options, modes] of !PARTS.has('audit') ? [] : dataSizes().flatMap((size) => [
   [size, 'create customer', '/customers', post({ name: 'Bench customer', email: 'bench@example.com' }), [off, audited]],
   [size, 'card payment', '/transactions', post({ type: 'payment', amount: 10, customer_id: customer.id, payment_method: card }), [off, audited, triggerOnly]],
+  [size, 'update customer', '', renames, [off, audited, triggerOnly]],
 ] as const)) {
   if (scenario === 'create customer') {
     const started = Date.now();

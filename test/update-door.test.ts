@@ -10,19 +10,10 @@
 import t from 'tap';
 import { auditRows } from '../api/db/auditStatement.ts';
 import { startTestApi } from './helpers/api.ts';
+import { BY_STATEMENT, BY_TRIGGER, noteAuditWriters } from './helpers/auditWriters.ts';
 
 const api = await startTestApi(t);
-await api.db.raw(`
-  create table test_audit_writers (event_id text, depth int);
-  create function test_note_audit_writer() returns trigger language plpgsql as $$
-  begin
-    insert into test_audit_writers values (new.id, pg_trigger_depth());
-    return new;
-  end $$;
-  create trigger test_note_audit_writer before insert on audit_events for each row execute function test_note_audit_writer();`);
-
-const BY_STATEMENT = 1;
-const BY_TRIGGER = 2;
+await noteAuditWriters(api.db);
 const keyPrefix = api.key.slice(0, api.key.length - 24);
 
 interface Written {
