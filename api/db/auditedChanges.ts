@@ -5,52 +5,64 @@
  * triggers leave the statement's rows to it (migration 20261204000100), as they leave a create
  * statement's (auditedRows.ts).
  *
+ * A change is sent as what it changes, field by field (`changesBetween`: the values set and the
+ * fields removed, at their paths in the data), not as a whole row: the statement locks each row,
+ * reads it as it is then and applies the change to it (`data_with_changes`), so a change planned
+ * from a row read earlier, without its lock, applies over any change that landed meanwhile and
+ * loses none. Rows are locked in id order, so statements that run at once never deadlock.
+ *
  * The event is the trigger's to the byte: the statement computes it in the database from the row
- * it replaced and the row as stored (after any BEFORE trigger), with the trigger's own functions
+ * as locked and the row as stored (after any BEFORE trigger), with the trigger's own functions
  * (`audit_changes` over `audit_fields`, a changed secret named with its values redacted by
  * `audit_secret_changes`, the step named by `audit_action`), and writes none for a change that
- * changed no field.
- *
- * A change computed from a row read without its lock names the version it read (`xmin`): the
- * statement writes it only over that version, and answers null for it otherwise (the row changed
- * meanwhile: the caller reads it again), so no concurrent change is lost. A change made under the
- * row's lock names none. With SETTLE_AUDIT_BY=trigger (`auditRows.inStatement` false) the
- * statement writes no event and the triggers audit it, with the first change's actor.
+ * changed no field. With SETTLE_AUDIT_BY=trigger (`auditRows.inStatement` false) the statement
+ * writes no event and the triggers audit it, with the first change's actor.
  */
 import { AUDIT_SETTING_SQL } from './auditContext.ts';
 import { auditedTableSql, auditRows, ownAuditSql } from './auditStatement.ts';
 import { rows, type Db } from './connection.ts';
 import { STORED_ROW, type StoredObject } from './storedRow.ts';
-import { tenantCheck, type Tenant } from './tenant.ts';
+import type { Tenant } from './tenant.ts';
 import { newId } from '../ids.ts';
 
-/** A stored row and the version it was read at. */
-export interface VersionedRow {
-  row: StoredObject;
-  version: string;
-}
+/** What a change sets (`[path, value]`) and removes (`[path]`) in a row's data. */
+export type PathChange = [path: string[], value?: unknown];
 
-/** A change to write: the row as changed, the version it was computed from, and its request's actor setting. */
+/** A change to write: the row's id and what the change does to it, and its request's actor setting. */
 export interface ChangedItem {
   tenant: Tenant;
-  next: StoredObject;
-  /** the `xmin` of the row the change was computed from; null when the caller holds the row's lock */
-  version: string | null;
+  id: string;
+  changes: PathChange[];
   audit: string | null;
 }
 
-/** A row to delete, as `ChangedItem` names it. */
-export type DeletedItem = Omit<ChangedItem, 'next'> & { id: string };
+/** A row to delete, with its request's actor setting. */
+export interface DeletedItem {
+  tenant: Tenant;
+  id: string;
+  audit: string | null;
+}
 
-/** The row of `id` in the tenant (and of `type`), with its version, read without a lock. */
-export async function selectVersioned(db: Db, table: string, tenant: Tenant, id: string, type?: string): Promise<VersionedRow | null> {
-  const where = tenantCheck(tenant);
-  const found = await rows<StoredObject & { version: string }>(db,
-    `select ${STORED_ROW}, xmin::text as version from ${table} where id = ? and ${where.sql}${type ? ' and type = ?' : ''}`,
-    [id, ...where.bindings, ...(type ? [type] : [])]);
-  if (!found[0]) return null;
-  const { version, ...row } = found[0];
-  return { row, version };
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * What turns `before` into `after`, field by field: nested objects are compared key by key, any
+ * other value is set whole when its JSON differs; a key with no value (absent or undefined) in
+ * `after` is removed.
+ */
+export function changesBetween(before: Record<string, unknown>, after: Record<string, unknown>, path: string[] = [], out: PathChange[] = []): PathChange[] {
+  for (const key of Object.keys(before)) {
+    if (before[key] !== undefined && after[key] === undefined) out.push([[...path, key]]);
+  }
+  for (const [key, value] of Object.entries(after)) {
+    if (value === undefined) continue;
+    const prior = before[key];
+    if (isObject(prior) && isObject(value)) changesBetween(prior, value, [...path, key], out);
+    else if (JSON.stringify(prior) !== JSON.stringify(value)) out.push([[...path, key], value]);
+  }
+  return out;
 }
 
 /** The event of each changed row whose fields changed: the trigger's update branch over `changed`. */
@@ -85,7 +97,7 @@ function auditDeletedSql(table: string, objectType: string): string {
  */
 function itemsSql(table: string, audited: boolean, columns: string[]): string {
   const marks = [`${AUDIT_SETTING_SQL} as acting`, ...(audited ? [`${ownAuditSql(table)} as own_audit`] : [])];
-  const types = columns.map((column) => (column === 'data' ? '?::jsonb[]' : '?::text[]'));
+  const types = columns.map((column) => (column === 'changes' ? '?::jsonb[]' : '?::text[]'));
   return `select *, ${marks.join(', ')}
        from unnest(${types.join(', ')}) with ordinality as u(${columns.join(', ')}, n)`;
 }
@@ -104,51 +116,74 @@ function answerInOrder<T>(items: T[], sorted: T[], found: Array<StoredObject & {
   return items.map((item) => byItem.get(item) ?? null);
 }
 
+/** The items in rounds that each name a row once: a statement changes a row at most once. */
+function roundsOf(items: ChangedItem[]): ChangedItem[][] {
+  const rounds: Array<{ ids: Set<string>; items: ChangedItem[] }> = [];
+  for (const item of items) {
+    let round = rounds.find((r) => !r.ids.has(item.id));
+    if (!round) rounds.push(round = { ids: new Set(), items: [] });
+    round.ids.add(item.id);
+    round.items.push(item);
+  }
+  return rounds.map((r) => r.items);
+}
+
 /**
- * Writes each change over the row it replaces, with its audit event; answers the stored rows in
- * order, null for a change whose row is gone or no longer at its version. `table` and
- * `objectType` are a family's own names (never input).
+ * Applies each change to its row as the statement finds it, with its audit event; answers the
+ * stored rows in order, null for a row that is not there (or not the tenant's). Changes of one
+ * row go one statement after another, in the order given. `table` and `objectType` are a
+ * family's own names (never input).
  */
 export async function updateAuditedRows(db: Db, table: string, objectType: string, items: ChangedItem[]): Promise<Array<StoredObject | null>> {
-  if (items.length === 0) return [];
+  const stored = new Map<ChangedItem, StoredObject | null>();
+  for (const round of roundsOf(items)) {
+    const written = await updateOnce(db, table, objectType, round);
+    round.forEach((item, i) => stored.set(item, written[i]));
+  }
+  return items.map((item) => stored.get(item)!);
+}
+
+async function updateOnce(db: Db, table: string, objectType: string, items: ChangedItem[]): Promise<Array<StoredObject | null>> {
   const audited = auditRows.inStatement;
-  const sorted = inIdOrder(items, (item) => item.next.id);
+  const sorted = inIdOrder(items, (item) => item.id);
   const found = await rows<StoredObject & { n: string }>(db,
-    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'version', 'data', 'event_id', 'actor'])}),
+    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'changes', 'event_id', 'actor'])}),
+     prior as (
+       select t.id, t.type, t.data from ${table} t join u on t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
+        order by t.id for update of t),
      changed as (
-       update ${table} t set data = u.data, modified_at = now()
-         from u join ${table} o on o.id = u.id
-        where t.id = u.id and t.org_id = u.org_id and t.environment = u.environment and (u.version is null or t.xmin = u.version::xid)
+       update ${table} t set data = data_with_changes(prior.data, u.changes), modified_at = now()
+         from u join prior on prior.id = u.id
+        where t.id = u.id
         returning ${STORED_ROW.split(', ').map((column) => `t.${column}`).join(', ')}, t.org_id, t.environment,
-                  o.type as prior_type, o.data as prior_data, u.event_id, u.actor, u.n)${audited ? `,
+                  prior.type as prior_type, prior.data as prior_data, u.event_id, u.actor, u.n)${audited ? `,
      audit as (${auditChangedSql(table, objectType)})` : ''}
      select ${STORED_ROW}, n from changed`,
     [
       items[0].audit,
-      sorted.map((item) => item.next.id), sorted.map((item) => item.tenant.orgId), sorted.map((item) => item.tenant.environment),
-      sorted.map((item) => item.version), sorted.map((item) => JSON.stringify(item.next.data)),
-      sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
+      sorted.map((item) => item.id), sorted.map((item) => item.tenant.orgId), sorted.map((item) => item.tenant.environment),
+      sorted.map((item) => JSON.stringify(item.changes)), sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
     ]);
   return answerInOrder(items, sorted, found);
 }
 
-/** Deletes each row (at its version, when it names one) with its audit event; answers the deleted rows in order, null for one gone or changed. */
+/** Deletes each row with its audit event; answers the deleted rows in order, null for one not there (or not the tenant's). */
 export async function deleteAuditedRows(db: Db, table: string, objectType: string, items: DeletedItem[]): Promise<Array<StoredObject | null>> {
   if (items.length === 0) return [];
   const audited = auditRows.inStatement;
   const sorted = inIdOrder(items, (item) => item.id);
   const found = await rows<StoredObject & { n: string }>(db,
-    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'version', 'event_id', 'actor'])}),
+    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'event_id', 'actor'])}),
      deleted as (
        delete from ${table} t using u
-        where t.id = u.id and t.org_id = u.org_id and t.environment = u.environment and (u.version is null or t.xmin = u.version::xid)
+        where t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
         returning ${STORED_ROW.split(', ').map((column) => `t.${column}`).join(', ')}, t.org_id, t.environment, u.event_id, u.actor, u.n)${audited ? `,
      audit as (${auditDeletedSql(table, objectType)})` : ''}
      select ${STORED_ROW}, n from deleted`,
     [
       items[0].audit,
       sorted.map((item) => item.id), sorted.map((item) => item.tenant.orgId), sorted.map((item) => item.tenant.environment),
-      sorted.map((item) => item.version), sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
+      sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
     ]);
   return answerInOrder(items, sorted, found);
 }

@@ -112,8 +112,9 @@ export interface FamilyRules {
   createSteps?: CreateSteps<any>;
   /**
    * Whether a change of one row, decoded onto the row it replaces (before the family's rules),
-   * writes that row and nothing else: prepare and validate only read, and the change has no
-   * afterWrite work. The update door then plans it on the pool and writes it by one statement
+   * writes that row and nothing else: prepare and validate only read, what they decide does not
+   * depend on fields the change leaves alone, and the change has no afterWrite work. The update
+   * door then plans it on the pool and its one statement applies it to the row as it finds it
    * (group commit); otherwise, or when absent, the change runs in a transaction.
    */
   plainChange?: (next: StoredObject, previous: StoredObject) => boolean;

@@ -3,7 +3,7 @@
  * transaction it is given: rows, family rules and outbox events commit together.
  */
 import { currentAuditSetting } from '../db/auditContext.ts';
-import { deleteAuditedRows, selectVersioned, updateAuditedRows, type ChangedItem } from '../db/auditedChanges.ts';
+import { changesBetween, deleteAuditedRows, updateAuditedRows, type ChangedItem } from '../db/auditedChanges.ts';
 import { insertAuditedRows, type CreatedItem } from '../db/auditedRows.ts';
 import { auditRows } from '../db/auditStatement.ts';
 import type { Db, Sql } from '../db/connection.ts';
@@ -479,7 +479,7 @@ async function deleteRows(ctx: OperationContext, rows: StoredObject[]): Promise<
   const { family } = ctx.collection;
   await family.rules?.beforeDelete?.(ctx, rows);
   const audit = currentAuditSetting();
-  const deleted = await deleteAuditedRows(ctx.tx, family.table, family.name, rows.map((row) => ({ tenant: ctx.tenant, id: row.id, version: null, audit })));
+  const deleted = await deleteAuditedRows(ctx.tx, family.table, family.name, rows.map((row) => ({ tenant: ctx.tenant, id: row.id, audit })));
   if (deleted.some((row) => row === null)) throw new Error(`${family.name}: a row to delete is not the tenant's`);
   await emit(ctx, rows.map((row) => [null, row]));
 }
@@ -524,8 +524,7 @@ async function changeRows(ctx: OperationContext, pairs: Array<[StoredObject, Jso
   const { family } = ctx.collection;
   return whileChanging(ctx, pairs.map(([row]) => row.id), async () => {
     const nextRows = await prepareAll(pairs, ([row, body]) => completeChange(ctx, decodeUpdate(ctx, row, body, extra), row));
-    const audit = currentAuditSetting();
-    const stored = await updateAuditedRows(ctx.tx, family.table, family.name, nextRows.map((next) => ({ tenant: ctx.tenant, next, version: null, audit })));
+    const stored = await updateAuditedRows(ctx.tx, family.table, family.name, nextRows.map((next, i) => changeOf(ctx, pairs[i][0], next)));
     const updated = stored.map((row) => {
       if (!row) throw new Error(`${family.name}: a row to change is not the tenant's`);
       return row;
@@ -537,28 +536,26 @@ async function changeRows(ctx: OperationContext, pairs: Array<[StoredObject, Jso
   });
 }
 
+/** What the door's statement writes for a change of `previous` into `next`: what it sets and removes, field by field. */
+function changeOf(ctx: OperationContext, previous: StoredObject, next: StoredObject): ChangedItem {
+  return { tenant: ctx.tenant, id: previous.id, changes: changesBetween(previous.data, next.data), audit: currentAuditSetting() };
+}
+
 /** A change planned on the pool that the family's rules leave to a transaction. */
 const DECLINED = Symbol('declined');
-/** A change planned on the pool whose row changed before it was written. */
-const LOST = Symbol('lost');
-/** Races a change on the pool may lose before it takes its row's lock instead, so a change of a busy row ends. */
-const RACES_ON_POOL = 3;
 
 /**
  * `PUT /c/{id}` through the update door. A plain change (`rules.plainChange`) whose answer needs
  * nothing from its write (no `fields`, no idempotent response) is planned on the pool from the row
- * as read, and written by one statement over that row's version with its audit event, grouped
- * with changes arriving meanwhile (group commit); when the row changed meanwhile, the change is
- * planned again from the row as it is now. Any other change, and one that keeps losing to others,
- * runs in one transaction that locks the row first, with the idempotent response.
+ * as read, and written by one statement with its audit event, grouped with changes arriving
+ * meanwhile (group commit); the statement applies it, field by field, to the row as it finds it
+ * under its lock, so a change that landed in between stands. Any other change runs in one
+ * transaction that locks the row first, with the idempotent response.
  */
 export async function update(ctx: OperationContext, id: string, body: Json, query: ListQuery, store?: (ctx: OperationContext, answer: WriteAnswer) => Promise<void>): Promise<WriteAnswer> {
   if (store === undefined && query.fields === null && !ctx.tx.inTransaction && ctx.collection.family.rules?.plainChange) {
-    for (let race = 0; race < RACES_ON_POOL; race += 1) {
-      const changed = await changeOnPool(ctx, id, body);
-      if (changed === DECLINED) break;
-      if (changed !== LOST) return { body: (await shape(ctx, [changed], null))[0], error: null };
-    }
+    const changed = await changeOnPool(ctx, id, body);
+    if (changed !== DECLINED) return { body: (await shape(ctx, [changed], null))[0], error: null };
   }
   return ctx.tx.transaction(async (tx) => {
     const op = { ...ctx, tx };
@@ -568,22 +565,24 @@ export async function update(ctx: OperationContext, id: string, body: Json, quer
   });
 }
 
-/** Steps 1–3 of a single change on the pool: the stored row, or why the change was not written. */
-async function changeOnPool(ctx: OperationContext, id: string, body: Json): Promise<StoredObject | typeof DECLINED | typeof LOST> {
+/** Steps 1–3 of a single change on the pool: the stored row, or DECLINED for a change the family's rules run in a transaction. */
+async function changeOnPool(ctx: OperationContext, id: string, body: Json): Promise<StoredObject | typeof DECLINED> {
   const { family, fixedType } = ctx.collection;
-  const read = await selectVersioned(ctx.tx, family.table, ctx.tenant, id, fixedType);
-  if (!read) throw notFound(`No ${family.name} with id ${id}`);
-  const decoded = decodeUpdate(ctx, read.row, body);
-  if (!family.rules?.plainChange?.(decoded, read.row)) return DECLINED;
-  const next = await whileChanging(ctx, [id], () => completeChange(ctx, decoded, read.row));
-  if (family.rules.events?.(ctx, next, read.row).length) return DECLINED;
-  const item: ChangedItem = { tenant: ctx.tenant, next, version: read.version, audit: currentAuditSetting() };
+  const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType });
+  if (!row) throw notFound(`No ${family.name} with id ${id}`);
+  const decoded = decodeUpdate(ctx, row, body);
+  if (decoded.type !== row.type || !family.rules?.plainChange?.(decoded, row)) return DECLINED;
+  const next = await whileChanging(ctx, [id], () => completeChange(ctx, decoded, row));
+  if (family.rules.events?.(ctx, next, row).length) return DECLINED;
+  const item = changeOf(ctx, row, next);
   // Changes that commit on their own and arrive together share one statement (group commit).
   const db = ctx.tx;
   const [stored] = writesGrouped(db)
     ? [await groupWriterOf(db, `update:${family.table}`, (items: ChangedItem[]) => updateAuditedRows(db, family.table, family.name, items)).write(item)]
     : await updateAuditedRows(db, family.table, family.name, [item]);
-  return stored ?? LOST;
+  // Deleted since it was read.
+  if (!stored) throw notFound(`No ${family.name} with id ${id}`);
+  return stored;
 }
 
 export async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {
