@@ -585,7 +585,8 @@ async function changeOnPool(ctx: OperationContext, id: string, body: Json): Prom
   return stored;
 }
 
-export async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {
+/** A single change in the transaction it is given, its row locked first. */
+async function updateOne(ctx: OperationContext, id: string, body: Json, query: ListQuery): Promise<Json> {
   const { family, fixedType } = ctx.collection;
   const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType, forUpdate: true });
   if (!row) throw notFound(`No ${family.name} with id ${id}`);
