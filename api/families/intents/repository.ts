@@ -53,6 +53,16 @@ export async function findIntentIdByTokenHash(tx: Db, tenant: Tenant, tokenHash:
   return intent?.id ?? null;
 }
 
+/** Whether a client token still has its one use, locking its row until the caller's transaction ends. */
+export async function lockUnspentToken(tx: Db, tokenHash: string): Promise<boolean> {
+  const found = await rows(tx,
+    `select 1 from access_tokens
+      where token_hash = decode(?, 'hex') and uses = 0 and status = 'active' and expires_at > now()
+        for update`,
+    [tokenHash]);
+  return found.length > 0;
+}
+
 /**
  * Spends a client token's one use (by its hash, hex) and finishes the pending element intent
  * behind it, in one statement: whether the token was spent, and the intent that finished.
