@@ -32,20 +32,6 @@ export async function lockLink(tx: Db, table: LinkTable, tenant: Tenant, id: str
   return found ?? null;
 }
 
-/** The link becomes `finished`, recording the account it opened. */
-export async function markLinkFinished(tx: Db, table: LinkTable, tenant: Tenant, id: string, accountId: string): Promise<void> {
-  await rows(tx,
-    `update ${table} set data = data || jsonb_build_object('status', 'finished', 'account_id', ?::text), modified_at = now()
-      where id = ? and org_id = ? and environment = ?`,
-    [accountId, id, tenant.orgId, tenant.environment]);
-}
-
-/** The link becomes `expired`. */
-export async function markLinkExpired(tx: Db, table: LinkTable, tenant: Tenant, id: string): Promise<void> {
-  await rows(tx, `update ${table} set data = jsonb_set(data, '{status}', '"expired"'), modified_at = now() where id = ? and org_id = ? and environment = ?`,
-    [id, tenant.orgId, tenant.environment]);
-}
-
 /** The id of the tenant's element intent behind a client token (by the token's hash, hex), or null. */
 export async function findIntentIdByTokenHash(tx: Db, tenant: Tenant, tokenHash: string): Promise<string | null> {
   const scope = tenantScan(tenant);
