@@ -140,6 +140,21 @@ t.test('a client token\'s payment is decided outside the transaction that spends
   t.equal(again.status, 403, 'the token was spent once, by the payment that committed');
 });
 
+t.test('a card typed into a payment that becomes the payer\'s default is written, with its default, after the processor answers', async (t) => {
+  const holder = (await api.request('POST', '/customers', { json: { name: 'Holder' } })).body;
+  let res: any;
+  const questions = await asking(async () => {
+    res = await api.request('POST', '/transactions', {
+      version: 'v2',
+      json: { type: 'payment', amount: 6, sender: { account_id: holder.id, method: { ...card('4000056655665556'), account_defaults: { paying: 'all' } } }, receiver: { account_id: shop.id } },
+    });
+  });
+  t.equal(res.status, 200, JSON.stringify(res.body));
+  t.same(questions, [{ number: '4000056655665556', openTransactions: 0, written: 0 }]);
+  const method = (await api.request('GET', `/payment_methods/${res.body.sender.method_id}`, { version: 'v2' })).body;
+  t.equal(method.account_defaults.paying, 'all', 'the method\'s own rules ran with its write');
+});
+
 t.test('a list of card payments is decided card by card, outside the one transaction, and answered in order', async (t) => {
   let res: any;
   const questions = await asking(async () => {
