@@ -2,13 +2,16 @@
  * The processor's answers for one create, asked outside any database transaction: a networked
  * processor is never waited on while the create holds locks or an open transaction.
  *
- * A create's rules ask for a card's answer while they build its rows. Planned on the pool (the
+ * A create's rules ask for a card's answer while they plan its rows. Planned on the pool (the
  * one-statement payment), the question goes straight to the processor. Inside a transaction, an
- * answer not yet known is noted and a provisional approval stands in for it; the transaction then
- * refuses to commit (`settle`), the create service rolls it back, asks the processor every noted
- * question at once, outside the transaction, and runs the create again (`decidedOutside`). The
- * rules ask in the same order the second time, so the n-th question gets the n-th answer; a
- * question that differs (the payer's default method changed in between) is asked anew.
+ * answer not yet known is noted and a provisional approval stands in for it, and the plan goes on
+ * reading (a list's later items may ask more). Every write of the create comes after its
+ * questions (the door's write step, `beforeWrite`): the first write that finds a question
+ * unanswered refuses, so the transaction rolls back having only read; the create service then asks
+ * the processor every noted question at once, outside the transaction, and runs the create again,
+ * which plans on the real answers and writes once (`decidedOutside`). The rules ask in the same
+ * order the second time, so the n-th question gets the n-th answer; a question that differs (the
+ * payer's default method changed in between) is asked anew.
  */
 import { ApiError, conflict } from './errors.ts';
 import type { CardAuthorization, PaymentProcessor } from './processor.ts';
@@ -18,7 +21,7 @@ interface Answered {
   answer: CardAuthorization;
 }
 
-/** Thrown by `settle` inside a create's transaction, so that it rolls back undecided. */
+/** Thrown by `beforeWrite` (and `settle`) inside a create's transaction, so that it rolls back undecided, before writing. */
 export class DecisionsPending extends Error {
   constructor() {
     super('The processor has not yet decided every card of this create');
@@ -59,9 +62,17 @@ export class ProcessorDecisions {
     return PROVISIONAL;
   }
 
+  /**
+   * Called before each write of a create in a transaction: nothing is written on a provisional
+   * answer, so a plan that asked a question the processor has not answered stops at its first write.
+   */
+  beforeWrite(): void {
+    if (this.#pending.size) throw new DecisionsPending();
+  }
+
   /** Called last inside the create's transaction: it may commit only on real answers. */
   settle(): void {
-    if (this.#pending.size) throw new DecisionsPending();
+    this.beforeWrite();
   }
 
   beginAttempt(): void {
@@ -108,10 +119,10 @@ export async function voidingOnFailure<T>(decisions: ProcessorDecisions, write: 
 }
 
 /**
- * Runs `attempt` (which opens, fills and commits a create's transaction, calling `settle` before
- * the commit, and rejects only when it did not commit) until it commits on real answers: after a
- * rollback for undecided cards, the processor is asked outside any transaction and the attempt
- * runs again. A refusal (an ApiError) reached on a provisional answer is decided and run again
+ * Runs `attempt` (which opens, plans, writes and commits a create's transaction, calling
+ * `beforeWrite` before each write and `settle` before the commit, and rejects only when it did not
+ * commit) until it commits on real answers: after a rollback for undecided cards (a plan that
+ * wrote nothing), the processor is asked outside any transaction and the attempt runs again. A refusal (an ApiError) reached on a provisional answer is decided and run again
  * too, since the real answer (a decline) may change it; one reached before any card question is
  * answered at once. When it fails for good, the approvals it was given are voided.
  */

@@ -4,11 +4,14 @@
  * link kinds, status events, expiry, tenant scope, all-or-nothing on bad input.
  */
 import t from 'tap';
+import { loadConfig } from '../api/config.ts';
+import { createDomainServices } from '../api/domain.ts';
 import { expireLink } from '../api/families/intents/expiry.ts';
 import { startTestApi } from './helpers/api.ts';
 
 process.env.SETTLE_PUBLIC_URL = 'https://pay.example.test/';
 const api = await startTestApi(t);
+const domain = createDomainServices(loadConfig({ DATABASE_URL: api.databaseUrl }));
 const V2 = { version: 'v2' };
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35' } };
 // The payments made through the tokens below need a processing account to land on.
@@ -112,8 +115,8 @@ t.test('link intents have a hosted page, checked recipients and a 7-day life', a
 t.test('a pending intent expires at its time with an intent:status event; a finished one stays', async (t) => {
   const link = (await api.request('POST', '/intents', { ...V2, json: { type: 'checkout_link', checkout_link: { amount: 5, description: 'Late' } } })).body;
   const job = { table: 'intents' as const, id: link.id, org_id: (await api.db('intents').where({ id: link.id }).first()).org_id, environment: 'test' as const };
-  t.equal(await expireLink(api.db, job, new Date()), false, 'not before its time');
-  t.equal(await expireLink(api.db, job, new Date(Date.now() + 8 * 24 * 3600 * 1000)), true);
+  t.equal(await expireLink(api.db, domain, job, new Date()), false, 'not before its time');
+  t.equal(await expireLink(api.db, domain, job, new Date(Date.now() + 8 * 24 * 3600 * 1000)), true);
   t.equal((await api.request('GET', `/intents/${link.id}`, V2)).body.status, 'expired');
   t.same(await statusEvents(link.id), ['intent:status expired']);
   const queued = await api.db.raw(`select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks k on k.id = j.task_id
@@ -122,7 +125,7 @@ t.test('a pending intent expires at its time with an intent:status event; a fini
   const element = (await api.request('POST', '/intents', { ...V2, json: { type: 'payment_method_form' } })).body;
   const saved = await api.request('POST', '/payment_methods', { key: element.client_token, json: CARD });
   t.equal(saved.status, 200, JSON.stringify(saved.body));
-  t.equal(await expireLink(api.db, { ...job, id: element.id }, new Date(Date.now() + 3600 * 1000)), false, 'finished before it expired');
+  t.equal(await expireLink(api.db, domain, { ...job, id: element.id }, new Date(Date.now() + 3600 * 1000)), false, 'finished before it expired');
   t.equal((await api.request('GET', `/intents/${element.id}`)).body.status, 'finished');
 });
 
@@ -143,7 +146,7 @@ t.test('payment activations: v1 links with send_to (or sent_to), pending, expiri
   t.equal(bad.status, 400);
   t.match(bad.body.details, { intent: { type: String } });
   const org = (await api.db('payment_activations').where({ id: res.body.id }).first()).org_id;
-  t.equal(await expireLink(api.db, { table: 'payment_activations', id: res.body.id, org_id: org, environment: 'test' }, new Date(Date.now() + 8 * 24 * 3600 * 1000)), true);
+  t.equal(await expireLink(api.db, domain, { table: 'payment_activations', id: res.body.id, org_id: org, environment: 'test' }, new Date(Date.now() + 8 * 24 * 3600 * 1000)), true);
   t.equal((await api.request('GET', `/payment_activations/${res.body.id}`)).body.status, 'expired');
   t.same(await statusEvents(res.body.id), ['payment_activation:status expired']);
 });
@@ -170,7 +173,7 @@ t.test('intents and payment activations belong to one tenant', async (t) => {
   t.equal((await api.request('GET', `/payment_activations/${activation.id}`, { key: other })).status, 404);
   t.same((await api.request('GET', '/intents', { ...V2, key: other })).body.values, []);
   const org = (await api.db('intents').where({ id: intent.id }).first()).org_id;
-  t.equal(await expireLink(api.db, { table: 'intents', id: intent.id, org_id: `${org}x`, environment: 'test' }, new Date(Date.now() + 9e8)), false, 'the expiry job names its tenant');
+  t.equal(await expireLink(api.db, domain, { table: 'intents', id: intent.id, org_id: `${org}x`, environment: 'test' }, new Date(Date.now() + 9e8)), false, 'the expiry job names its tenant');
   const token = (await api.request('POST', '/access_tokens', { json: { type: 'client' } })).body.id;
   t.equal((await api.request('GET', '/intents', { key: token })).status, 403, 'a client token cannot read intents');
 });

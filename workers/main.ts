@@ -85,7 +85,7 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
     bank_reject: bankReject(db),
     expire_authorization: expireAuthorization(db),
     verify_entity: verifyEntity(db, domain, config.verificationDelayMs),
-    expire_intent: expireIntent(db, clock),
+    expire_intent: expireIntent(db, domain, clock),
     send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker'), { clock }),
     retention: retentionTask(db, config),
     funding_day: fundingDay(db, domain, clock),

@@ -35,6 +35,16 @@ export interface DomainServices {
   processingDelayMs: number;
 }
 
+/**
+ * Writes a create's rules plan while they complete its rows (a client token's use, a method typed
+ * into a payment): the door runs them in order at its write step, after every question to the
+ * processor is answered and before the created rows; once it has (`open` false), they run at once.
+ */
+export interface PlannedWrites {
+  open: boolean;
+  writes: Array<() => Promise<unknown>>;
+}
+
 export interface RuleContext {
   tx: Db;
   tenant: Tenant;
@@ -63,6 +73,8 @@ export interface RuleContext {
   createdNow?: Set<string>;
   /** The processor's answers for the cards this create charges, asked outside any database transaction. */
   decisions?: ProcessorDecisions;
+  /** Writes the rules of a create being planned put off to the door's write step (operations.ts `atWrite`). */
+  plannedWrites?: PlannedWrites;
   /** Set when the caller e-mails the customer itself (an invoice's e-mail names the link made for it): a payment link made here sends none of its own. */
   callerEmailsCustomer?: boolean;
 }

@@ -16,7 +16,7 @@ import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES } from '../query/aggregates.ts';
 import { category } from '../query/functions.ts';
 import { SqlCompiler } from '../query/toSql.ts';
-import type { Collection, CreateSteps, Family, PlannedItem, RuleContext, StoredObject, Version } from './family.ts';
+import type { Collection, CreateSteps, Family, PlannedItem, PlannedWrites, RuleContext, StoredObject, Version } from './family.ts';
 import { decidedOutside, ProcessorDecisions, voidingOnFailure } from '../processorDecisions.ts';
 import { acceptedValues, toApi } from '../schema/values.ts';
 import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
@@ -290,12 +290,15 @@ export interface CreateOptions<T> {
  * a family's rule making a dependent object, a worker acting as `system`).
  *
  *   1. decode — each input into a row of the family: its type, decoded fields, a fresh id;
- *   2. plan   — the family's rules complete the row. A family that plans on the pool
- *               (`rules.createSteps`) plans a single create there, outside any transaction, asking
- *               the processor as it goes; otherwise prepare and validate run inside the write's
- *               transaction, and the cards they charge are decided outside it (`decidedOutside`);
+ *   2. plan   — the family's rules complete the row, reading and asking only. A family that
+ *               plans on the pool (`rules.createSteps`) plans a single create there, outside any
+ *               transaction, asking the processor as it goes; otherwise prepare and validate run
+ *               inside the write's transaction, putting their writes off to step 3 (`atWrite`,
+ *               `createNestedAtWrite`), and the cards they charge are decided outside it: a plan
+ *               with a question unanswered stops before writing, rolls back, and runs again on the
+ *               processor's answers (`decidedOutside`);
  *   3. write  — one statement, shared with creates of the same kind arriving meanwhile when it
- *               commits on its own (group commit), or one transaction;
+ *               commits on its own (group commit), or one transaction's writes, after the plan;
  *   4. audit and events — from that same write (the statement's audit part and events, or the
  *               family's afterWrite and events in the transaction), then the caller's answer.
  *
@@ -317,15 +320,54 @@ export async function createObjects<T>(ctx: OperationContext, inputs: CreateInpu
   return decidedOutside(decisions, () => ctx.tx.transaction((tx) => planAndWrite({ ...ctx, tx, decisions }, inputs, { ...options, settles: true })));
 }
 
-/** Steps 2–4 in one transaction: the family's rules, the insert, afterWrite, events, the answer. */
+/** Steps 2–4 in one transaction: the family's rules, then the write (the insert, afterWrite, events), the answer. */
 async function planAndWrite<T>(ctx: OperationContext, inputs: CreateInput[], options: CreateOptions<T>): Promise<T> {
-  const plan = (input: CreateInput) => completeCreate(ctx, decodeCreate(ctx, input));
-  const rows = options.many ? await prepareAll(inputs, plan) : [await plan(inputs[0])];
+  const planned = await planCreate(ctx, inputs, options.many ?? false);
+  const inserted = await writeCreate(planned);
+  if (options.settles !== false) planned.ctx.decisions?.settle();
+  return options.answer(planned.ctx, inserted);
+}
+
+/** A create planned in a transaction: its completed rows, and the writes its rules put off to the write step. */
+interface PlannedCreate {
+  ctx: OperationContext;
+  rows: StoredObject[];
+  writes: PlannedWrites;
+}
+
+/** Step 2 in a transaction: the family's rules complete each row, reading (and asking) only; their writes wait for step 3. */
+async function planCreate(ctx: OperationContext, inputs: CreateInput[], many: boolean): Promise<PlannedCreate> {
+  const writes: PlannedWrites = { open: true, writes: [] };
+  const planning: OperationContext = { ...ctx, plannedWrites: writes };
+  const plan = (input: CreateInput) => completeCreate(planning, decodeCreate(planning, input));
+  const rows = many ? await prepareAll(inputs, plan) : [await plan(inputs[0])];
+  return { ctx: planning, rows, writes };
+}
+
+/**
+ * Step 3 in a transaction, once every card the plan charges is decided (else it refuses before
+ * writing anything): the writes the rules put off, the insert, afterWrite and events.
+ */
+async function writeCreate({ ctx, rows, writes }: PlannedCreate): Promise<StoredObject[]> {
+  ctx.decisions?.beforeWrite();
+  writes.open = false;
+  for (const write of writes.writes) await write();
   const inserted = await objects.insertObjects(ctx.tx, ctx.collection.family.table, ctx.tenant, rows);
   await afterWrite(ctx, inserted.map((row) => [row, null]));
   await emit(ctx, inserted.map((row) => [row, null]));
-  if (options.settles !== false) ctx.decisions?.settle();
-  return options.answer(ctx, inserted);
+  return inserted;
+}
+
+/**
+ * Runs a write a create's rules make while planning (a client token's use) at the door's write
+ * step, after the processor has answered every card of the create; outside a plan, at once.
+ */
+export async function atWrite(ctx: RuleContext, write: () => Promise<unknown>): Promise<void> {
+  if (ctx.plannedWrites?.open) ctx.plannedWrites.writes.push(write);
+  else {
+    ctx.decisions?.beforeWrite();
+    await write();
+  }
 }
 
 /**
@@ -377,6 +419,20 @@ async function oneRowStatement(db: Db, family: Family, items: PlannedItem<unknow
 export async function createNested(ctx: RuleContext, family: Family, body: unknown, extra?: Map<string, unknown>): Promise<StoredObject> {
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
   return createObjects(op, [{ body, extra }], { answer: async (_, [row]) => row, settles: false });
+}
+
+/**
+ * `createNested` for an object the caller's plan needs before its processor is answered (a method
+ * typed into a payment): its family's rules complete it now, reading only, and it is written (with
+ * its afterWrite and events) at the caller's write step, before the caller's rows. The planned row
+ * is returned; outside a plan it is created at once.
+ */
+export async function createNestedAtWrite(ctx: RuleContext, family: Family, body: unknown): Promise<StoredObject> {
+  const outer = ctx.plannedWrites;
+  if (!outer?.open) return createNested(ctx, family, body);
+  const planned = await planCreate({ ...ctx, collection: { path: family.table, family } }, [{ body }], false);
+  outer.writes.push(() => writeCreate(planned));
+  return planned.rows[0];
 }
 
 /**
@@ -457,6 +513,7 @@ export async function create(ctx: OperationContext, body: Json, query: ListQuery
  * sets stored values the client's version has no field for, for the family's rules to read.
  */
 export async function updateNested(ctx: RuleContext, family: Family, row: StoredObject, body: Json, extra?: Map<string, unknown>): Promise<StoredObject> {
+  ctx.decisions?.beforeWrite();
   const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
   const [updated] = await changeRows(op, [[row, body]], extra);
   return updated;

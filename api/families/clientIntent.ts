@@ -10,6 +10,8 @@ import type { RuleContext } from '../engine/family.ts';
 import { isPlainObject, setPath, type Json } from '../engine/view.ts';
 import { parseMoney } from '../schema/values.ts';
 import { forbidden, invalidAttributes, type ErrorDetails } from '../errors.ts';
+import { atWrite } from '../engine/operations.ts';
+import { lockUnspentToken } from './intents/repository.ts';
 import { spendClientToken } from './intents/tokenSpend.ts';
 
 /** Kinds that may create a payment; `none` is a token made without an intent (CONTRACT §13). */
@@ -24,8 +26,14 @@ export function intentOf(intent: Record<string, unknown>): [string, Json] {
 /** A client token has one use; a payment and the method typed into it are that one use. */
 export async function spendClientTokenOnce(ctx: RuleContext): Promise<void> {
   if (ctx.principal.kind !== 'client' || ctx.clientTokenSpent) return;
-  if (!(await spendClientToken(ctx.tx, ctx.tenant, ctx.principal.tokenId))) throw forbidden('This client token has already been used');
+  const { tokenId } = ctx.principal;
+  // Checked (and its row locked) while the create plans; spent at the create's write step, once
+  // the processor has answered the card the token pays with.
+  if (!(await lockUnspentToken(ctx.tx, tokenId))) throw forbidden('This client token has already been used');
   ctx.clientTokenSpent = true;
+  await atWrite(ctx, async () => {
+    if (!(await spendClientToken(ctx.tx, ctx.tenant, tokenId))) throw forbidden('This client token has already been used');
+  });
 }
 /** Preset keys an intent may carry at its top level as well as inside `payment`. */
 const TOP_LEVEL_PRESETS = ['amount', 'description', 'order_number', 'customer_id', 'processing_id', 'status'];

@@ -88,3 +88,19 @@ t.test('planned on the pool (direct), questions go straight to the processor', a
   t.doesNotThrow(() => decisions.settle());
   t.ok(new DecisionsPending() instanceof Error);
 });
+
+t.test('a plan that asked a question writes nothing until the processor has answered: the run that writes is the one on real answers', async (t) => {
+  const processor = countingProcessor(new Set(['2']));
+  const decisions = new ProcessorDecisions(processor);
+  const written: string[][] = [];
+  await decidedOutside(decisions, async () => {
+    const seen = [await decisions.authorizeCard('1'), await decisions.authorizeCard('2')].map((a) => a.statusCode);
+    decisions.beforeWrite();
+    written.push(seen);
+    decisions.settle();
+  });
+  t.same(written, [['approved', 'card_declined']], 'one write, on the answers the processor gave');
+  t.same(processor.asked, ['1', '2']);
+  const before = new ProcessorDecisions(processor);
+  t.doesNotThrow(() => before.beforeWrite(), 'a write before any question is not held back');
+});

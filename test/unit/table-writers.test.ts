@@ -110,3 +110,8 @@ t.test('operation rows are recorded by the transaction family only: every step i
   const recorders = sources.filter(({ text }) => /import\s*\{[^}]*\brecordOperations\b[^}]*\}\s*from/.test(text)).map(({ file }) => file);
   t.same(recorders.filter((file) => !file.startsWith('api/families/transactions/')), []);
 });
+
+t.test('no family folder writes a table named by a template: such a write could reach any family\'s rows past its door, unseen by these lists', async (t) => {
+  const templated = /\b(insert\s+into|update|delete\s+from)\s+\$\{/i;
+  t.same(sources.filter(({ file, text }) => file.startsWith('api/families/') && templated.test(text)).map(({ file }) => file), []);
+});

@@ -1,6 +1,7 @@
 /** Expires intents and payment activations still pending at their `expires_at` (api/families/intents/expiry.ts). */
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
+import type { DomainServices } from '../../api/engine/family.ts';
 import { expireLink, type ExpiryJob } from '../../api/families/intents/expiry.ts';
 
 function jobOf(payload: unknown): ExpiryJob {
@@ -12,8 +13,8 @@ function jobOf(payload: unknown): ExpiryJob {
   return job as ExpiryJob;
 }
 
-export function expireIntent(db: Db, clock: () => Date): Task {
+export function expireIntent(db: Db, domain: DomainServices, clock: () => Date): Task {
   return async (payload) => {
-    await expireLink(db, jobOf(payload), clock());
+    await expireLink(db, domain, jobOf(payload), clock());
   };
 }

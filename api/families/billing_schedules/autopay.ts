@@ -4,7 +4,7 @@
  * the payer's default paying method, through the same payment pipeline as a client's payment
  * (allocation included). The payment carries `trigger: automatic` and emits `automatic_payment`
  * (and `payment`). A declined attempt stores a zero-amount payment item on the invoice; the next
- * day's run tries again. One attempt per invoice per day, recorded before it is made.
+ * day's run tries again. One attempt per invoice per day, recorded with it.
  */
 import type { Db } from '../../db/connection.ts';
 import { recordEvents } from '../../db/events.ts';
@@ -29,12 +29,23 @@ function party(invoice: StoredObject, side: 'payer' | 'biller'): Json {
   return isPlainObject(invoice.data[side]) ? (invoice.data[side] as Json) : {};
 }
 
-/** One attempt on one invoice, in the caller's transaction; the payment id, or null when nothing was tried. */
+/**
+ * One attempt on one invoice, in the caller's transaction; the payment id, or null when nothing was
+ * tried. The day's attempt is noted through the invoice family's update after the payment is
+ * created, whatever came of it: every write follows the processor's answer.
+ */
 async function attempt(ctx: RuleContext, invoiceId: string, today: string): Promise<string | null> {
   const invoice = await lockInvoice(ctx.tx, ctx.tenant, invoiceId);
   if (!invoice || !OPEN_TO_PAYMENTS.has(String(invoice.data.status)) || String(invoice.data.last_autopay_on ?? '') >= today) return null;
-  // The day's attempt, noted through the invoice family's update before it is made.
-  await updateNested(ctx, invoices, invoice, {}, new Map([['last_autopay_on', today]]));
+  const payment = await charge(ctx, invoice);
+  // The payment may have changed the invoice (its balance, its status): the mark goes on the row as it now stands.
+  const current = payment ? await lockInvoice(ctx.tx, ctx.tenant, invoiceId) : invoice;
+  await updateNested(ctx, invoices, current!, {}, new Map([['last_autopay_on', today]]));
+  return payment?.id ?? null;
+}
+
+/** The invoice's balance charged to its payer's method; null when there is none to charge, or the create refused. */
+async function charge(ctx: RuleContext, invoice: StoredObject): Promise<StoredObject | null> {
   const payer = String(party(invoice, 'payer').account_id);
   const methodId = party(invoice, 'payer').method_id ?? (await defaultPayingMethod(ctx.tx, ctx.tenant, payer))?.id;
   const balance = Number((invoice.data.totals as Json).balance_due);
@@ -46,7 +57,7 @@ async function attempt(ctx: RuleContext, invoiceId: string, today: string): Prom
   };
   let payment: StoredObject;
   try {
-    // A savepoint: a refused attempt (an expired method) leaves the day's mark in place.
+    // A savepoint: a refused attempt (an expired method) is rolled back alone, and the day's mark still follows.
     payment = await ctx.tx.transaction((sp) => createFromValues({ ...ctx, tx: sp }, transactions, 'payment', values));
   } catch (error) {
     if (error instanceof ApiError && error.status === 400) return null;
@@ -60,7 +71,7 @@ async function attempt(ctx: RuleContext, invoiceId: string, today: string): Prom
       value: { type: 'payment', status: payment.data.status, amount: Number(payment.data.amount) / 100, invoice_id: invoice.id },
     }]);
   }
-  return payment.id;
+  return payment;
 }
 
 /** The automatic payments of one tenant as of `asOf`; returns the ids of the payments attempted. */

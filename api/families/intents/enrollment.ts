@@ -9,14 +9,14 @@
  * A processing_account_plugin client token (Payload.ProcessingAccount's hosted frame) opens a
  * processing account the same way: its one use is spent, which finishes its intent.
  */
-import { recordEvents } from '../../db/events.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested, updateNested } from '../../engine/operations.ts';
 import { conflict, invalidAttributes, notFound } from '../../errors.ts';
 import { accounts } from '../accounts/family.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
 import { intents } from './family.ts';
-import { findIntentIdByTokenHash, lockLink, markLinkFinished, type LinkTable } from './repository.ts';
+import { finishLink } from '../linkEnd.ts';
+import { findIntentIdByTokenHash, lockLink, type LinkTable } from './repository.ts';
 import { spendClientToken } from './tokenSpend.ts';
 import { LINK_OBJECTS } from './triggers.ts';
 
@@ -52,12 +52,6 @@ async function lockPendingLink(ctx: RuleContext, target: EnrollmentTarget): Prom
   return link;
 }
 
-async function finish(ctx: RuleContext, target: EnrollmentTarget, accountId: string): Promise<void> {
-  await markLinkFinished(ctx.tx, target.table, ctx.tenant, target.id, accountId);
-  const object = LINK_OBJECTS[target.table];
-  await recordEvents(ctx.tx, ctx.tenant, [{ trigger: object.trigger, objectType: object.name, objectId: target.id, value: { status: 'finished', previous_status: 'pending' } }]);
-}
-
 /** The enrollment acts for the link's owner, in the v2 shapes, whoever opened the page. */
 function asService(ctx: RuleContext, target: EnrollmentTarget): RuleContext {
   return { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `enrollment:${target.id}`, settings: {} } };
@@ -75,7 +69,7 @@ export async function completePayoutEnrollment(ctx: RuleContext, target: Enrollm
   const customer = await createNested(service, accounts, { type: 'customer', name: input.name, contact_details: { email: input.email ?? null } });
   await createNested(service, paymentMethods, { ...bankMethod(input.bank_account, input.name), account_id: customer.id },
     new Map([['account_defaults.funding', 'all']]));
-  await finish(ctx, target, customer.id);
+  await finishLink(ctx, target.table, link, customer.id);
   return customer.id;
 }
 
@@ -92,7 +86,7 @@ export async function completeAccountEnrollment(ctx: RuleContext, target: Enroll
   if (target.table !== 'intents' || link.type !== 'account_enrollment_link') throw invalidAttributes({ type: 'Not an account enrollment link' });
   const template = ((link.data.account_enrollment_link as { entity?: Record<string, unknown> } | undefined)?.entity) ?? {};
   const accountId = await openProcessingAccount(asService(ctx, target), template, input);
-  await finish(ctx, target, accountId);
+  await finishLink(ctx, target.table, link, accountId);
   return accountId;
 }
 

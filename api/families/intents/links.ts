@@ -3,6 +3,7 @@
  * link is sent to, its lifetime and the job that expires it.
  */
 import { loadConfig } from '../../config.ts';
+import type { EventDraft, Trigger } from '../../db/events.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
@@ -11,6 +12,17 @@ import { enqueueLinkJob, type LinkTable } from './repository.ts';
 export const LINK_LIFETIME_MS = 7 * 24 * 60 * 60 * 1000;
 export const STATUSES = ['pending', 'finished', 'expired'];
 export const EXPIRE_TASK = 'expire_intent';
+
+/**
+ * A link family's events rule: its `<object>:status` event when the service ends it (finished or
+ * expired through the family's update; clients cannot change the status).
+ */
+export function linkStatusEvents(object: { name: string; trigger: Trigger }) {
+  return (_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] => {
+    if (!next || !previous || next.data.status === previous.data.status) return [];
+    return [{ trigger: object.trigger, objectType: object.name, objectId: next.id, value: { status: next.data.status, previous_status: previous.data.status } }];
+  };
+}
 
 let base: string | undefined;
 

@@ -32,25 +32,21 @@ export async function lockLink(tx: Db, table: LinkTable, tenant: Tenant, id: str
   return found ?? null;
 }
 
-/** The link becomes `finished`, recording the account it opened. */
-export async function markLinkFinished(tx: Db, table: LinkTable, tenant: Tenant, id: string, accountId: string): Promise<void> {
-  await rows(tx,
-    `update ${table} set data = data || jsonb_build_object('status', 'finished', 'account_id', ?::text), modified_at = now()
-      where id = ? and org_id = ? and environment = ?`,
-    [accountId, id, tenant.orgId, tenant.environment]);
-}
-
-/** The link becomes `expired`. */
-export async function markLinkExpired(tx: Db, table: LinkTable, tenant: Tenant, id: string): Promise<void> {
-  await rows(tx, `update ${table} set data = jsonb_set(data, '{status}', '"expired"'), modified_at = now() where id = ? and org_id = ? and environment = ?`,
-    [id, tenant.orgId, tenant.environment]);
-}
-
 /** The id of the tenant's element intent behind a client token (by the token's hash, hex), or null. */
 export async function findIntentIdByTokenHash(tx: Db, tenant: Tenant, tokenHash: string): Promise<string | null> {
   const scope = tenantScan(tenant);
   const [intent] = await rows<{ id: string }>(tx, `select id from intents where ${scope.sql} and data->>'token_hash' = ?`, [...scope.bindings, tokenHash]);
   return intent?.id ?? null;
+}
+
+/** Whether a client token still has its one use, locking its row until the caller's transaction ends. */
+export async function lockUnspentToken(tx: Db, tokenHash: string): Promise<boolean> {
+  const found = await rows(tx,
+    `select 1 from access_tokens
+      where token_hash = decode(?, 'hex') and uses = 0 and status = 'active' and expires_at > now()
+        for update`,
+    [tokenHash]);
+  return found.length > 0;
 }
 
 /**

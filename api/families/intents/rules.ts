@@ -10,8 +10,9 @@ import { ApiError, invalidAttributes } from '../../errors.ts';
 import { hashKey } from '../../keys.ts';
 import { isLinkKind, type LinkKind } from './kinds.ts';
 import { checkLinkOptions } from './linkOptions.ts';
-import { checkRecipients, hostedPageUrl, LINK_LIFETIME_MS, refuseChanges, scheduleExpiry } from './links.ts';
+import { checkRecipients, hostedPageUrl, LINK_LIFETIME_MS, linkStatusEvents, refuseChanges, scheduleExpiry } from './links.ts';
 import { queueLinkEmails } from './outbox.ts';
+import { LINK_OBJECTS } from './triggers.ts';
 
 /** validateIntent names its fields under `intent`; here the options are top-level. */
 function withoutIntentPrefix(error: unknown): unknown {
@@ -59,4 +60,4 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   await queueLinkEmails(ctx, 'intent', next);
 }
 
-export const intentRules: FamilyRules = { prepare, afterWrite };
+export const intentRules: FamilyRules = { prepare, afterWrite, events: linkStatusEvents(LINK_OBJECTS.intents) };

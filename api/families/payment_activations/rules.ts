@@ -1,7 +1,8 @@
-/** Payment activation rules: checked recipients, the enrollment page, the expiry job. */
+/** Payment activation rules: checked recipients, the enrollment page, the expiry job, the status event. */
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
-import { checkRecipients, hostedPageUrl, LINK_LIFETIME_MS, refuseChanges, scheduleExpiry } from '../intents/links.ts';
+import { checkRecipients, hostedPageUrl, LINK_LIFETIME_MS, linkStatusEvents, refuseChanges, scheduleExpiry } from '../intents/links.ts';
 import { queueLinkEmails } from '../intents/outbox.ts';
+import { LINK_OBJECTS } from '../intents/triggers.ts';
 
 async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<StoredObject> {
   if (previous) {
@@ -21,4 +22,4 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   await queueLinkEmails(ctx, 'payment_activation', next);
 }
 
-export const paymentActivationRules: FamilyRules = { prepare, afterWrite };
+export const paymentActivationRules: FamilyRules = { prepare, afterWrite, events: linkStatusEvents(LINK_OBJECTS.payment_activations) };

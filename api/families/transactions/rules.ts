@@ -7,7 +7,7 @@ import type { EventDraft } from '../../db/events.ts';
 import { statusOperation } from '../transaction_operations/operations.ts';
 import { recordOperations } from '../transaction_operations/repository.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
-import { createNested } from '../../engine/operations.ts';
+import { createNestedAtWrite } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { formatTimestamp, MUST_BE_POSITIVE, parseMoney } from '../../schema/values.ts';
 import { invalidAttributes, transactionDeclined } from '../../errors.ts';
@@ -93,9 +93,12 @@ export function typedNumber(method: StoredObject, input: Json): string {
   return String((method.type === 'card' ? section.card_number : section.account_number) ?? '').replace(/[\s-]/g, '');
 }
 
-/** A method typed into the payment, created through its own family's pipeline (rules, afterWrite, events). */
+/**
+ * A method typed into the payment, created through its own family's pipeline (rules, afterWrite,
+ * events): planned now, written with the payment once the processor has answered its card.
+ */
 async function createInlineMethod(ctx: RuleContext, input: Json, accountId: string | undefined, currency: unknown): Promise<Resolved> {
-  const method = await createNested(ctx, paymentMethods, inlineMethodBody(ctx, input, accountId, currency));
+  const method = await createNestedAtWrite(ctx, paymentMethods, inlineMethodBody(ctx, input, accountId, currency));
   return { method, number: typedNumber(method, input) };
 }
 
