@@ -152,35 +152,41 @@ export async function readPaymentParties(db: Db, tenant: Tenant, wanted: Parties
  * The parties of several payments in one round trip (payments that arrive together read together:
  * api/families/transactions/payment.ts), each payment's within its own tenant: one row per role
  * found, tagged with the payment's place in `asks`. Answers the parties in the order asked.
+ *
+ * The asks go as one JSON document: a set-returning function over it is estimated at the same
+ * rows whatever it holds, so the prepared statement's generic plan costs what its custom plans
+ * cost and is kept (over arrays, each group size costs differently and every execution was
+ * planned again, several times the cost of running it).
  */
 export async function readManyPaymentParties(db: Db, asks: PartiesAsked[]): Promise<PaymentParties[]> {
   const inTenant = (alias: string) => `${alias}.org_id = w.org_id and ${alias}.environment = w.environment`;
   const scan = (alias: string) => `tenant_key(${alias}.org_id, ${alias}.environment) = w.tenant_key and ${inTenant(alias)}`;
   const columns = ROW.split(', ').map((column) => `r.${column}`).join(', ');
   const found = await rows<StoredObject & { role: keyof PaymentParties; ask: number }>(db,
-    `select w.ask::int as ask, p.*
-       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[]) with ordinality
-         as w(org_id, environment, tenant_key, customer_id, processing_id, method_id, default_processing, paying_method_of, ask)
+    `select w.ask, p.*
+       from json_to_recordset(?::json)
+         as w(ask int, org_id text, environment text, tenant_key text, customer_id text, processing_id text, method_id text,
+              default_processing boolean, paying_method_of text)
        cross join lateral (
-         (select 'customer' as role, ${columns} from accounts r where r.id = w.customer_id and ${inTenant('r')})
+         (select 'customer' as role, ${columns} from accounts r where w.customer_id is not null and r.id = w.customer_id and ${inTenant('r')})
          union all
-         (select 'processing' as role, ${columns} from accounts r where r.id = w.processing_id and ${inTenant('r')})
+         (select 'processing' as role, ${columns} from accounts r where w.processing_id is not null and r.id = w.processing_id and ${inTenant('r')})
          union all
-         (select 'method' as role, ${columns} from payment_methods r where r.id = w.method_id and ${inTenant('r')})
+         (select 'method' as role, ${columns} from payment_methods r where w.method_id is not null and r.id = w.method_id and ${inTenant('r')})
          union all
          (select 'defaultProcessing' as role, ${columns} from accounts r
            where w.default_processing and ${scan('r')} and r.type = 'processing' order by r.created_at, r.id limit 1)
          union all
          (select 'payingMethod' as role, ${columns} from payment_methods r
-           where ${scan('r')} and r.${METHOD_ACCOUNT_SQL} = w.paying_method_of and ${PAYING_METHOD_SQL('r')}
+           where w.paying_method_of is not null and ${scan('r')} and r.${METHOD_ACCOUNT_SQL} = w.paying_method_of and ${PAYING_METHOD_SQL('r')}
            order by r.created_at, r.id limit 1)) p`,
-    [
-      asks.map((a) => a.tenant.orgId), asks.map((a) => a.tenant.environment), asks.map((a) => tenantScan(a.tenant).bindings[0]),
-      asks.map((a) => a.wanted.customerId ?? null), asks.map((a) => a.wanted.processingId ?? null), asks.map((a) => a.wanted.methodId ?? null),
-      asks.map((a) => a.wanted.defaultProcessing), asks.map((a) => a.wanted.payingMethodOf ?? null),
-    ]);
+    [JSON.stringify(asks.map(({ tenant, wanted }, ask) => ({
+      ask, org_id: tenant.orgId, environment: tenant.environment, tenant_key: tenantScan(tenant).bindings[0],
+      customer_id: wanted.customerId, processing_id: wanted.processingId, method_id: wanted.methodId,
+      default_processing: wanted.defaultProcessing, paying_method_of: wanted.payingMethodOf,
+    })))]);
   const parties = asks.map((): PaymentParties => ({}));
-  for (const { role, ask, ...row } of found) parties[ask - 1][role] = row;
+  for (const { role, ask, ...row } of found) parties[ask][role] = row;
   return parties;
 }
 
