@@ -4,7 +4,7 @@ import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../../db/
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
-import { tenantCheck, tenantScan } from '../../db/tenant.ts';
+import { tenantScan } from '../../db/tenant.ts';
 import type { Sql } from '../../db/connection.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
 import { operationEvents, type OperationDraft } from '../transaction_operations/operations.ts';
@@ -155,8 +155,9 @@ export async function readPaymentParties(db: Db, tenant: Tenant, wanted: Parties
  *
  * The asks go as one JSON document: a set-returning function over it is estimated at the same
  * rows whatever it holds, so the prepared statement's generic plan costs what its custom plans
- * cost and is kept (over arrays, each group size costs differently and every execution was
- * planned again, several times the cost of running it).
+ * cost and Postgres keeps it. Over arrays the planner sees each group's size, judges the generic
+ * plan dearer than a one-payment custom plan and plans every execution again, which costs several
+ * times what running it does.
  */
 export async function readManyPaymentParties(db: Db, asks: PartiesAsked[]): Promise<PaymentParties[]> {
   const inTenant = (alias: string) => `${alias}.org_id = w.org_id and ${alias}.environment = w.environment`;
