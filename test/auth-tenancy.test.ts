@@ -366,3 +366,22 @@ t.test('rate limit: a refused write creates nothing', async (t) => {
   const stored = (await limited.db('accounts').where({ type: 'customer' }).select('id')).map((r: any) => r.id).sort();
   t.same(stored, created, 'exactly the accepted creates are stored');
 });
+
+t.test('requests arriving together with an uncached key look it up once, and an unknown key is refused', async (t) => {
+  const databaseUrl = await freshDatabase(t);
+  const web = await startWeb(loadConfig({ LOG_LEVEL: 'silent', SETTLE_RATE_LIMIT: 'off', DATABASE_URL: databaseUrl, PORT: '0' }), { keyCacheMs: 60_000 });
+  t.teardown(() => web.stop());
+  const { secret } = await createTestKey(web.db, 'acme', 'test');
+  let lookups = 0;
+  web.db.on('query', ({ sql }) => {
+    if (/from api_keys k join orgs/.test(sql)) lookups += 1;
+  });
+  const get = () => fetch(`${web.url}/customers`, { headers: { Authorization: `Bearer ${secret}` } });
+  const answers = await Promise.all(Array.from({ length: 12 }, get));
+  t.same(answers.map((res) => res.status), Array(12).fill(200));
+  await Promise.all(answers.map((res) => res.arrayBuffer()));
+  t.equal(lookups, 1, 'one lookup for the twelve requests');
+  const unknown = await fetch(`${web.url}/customers`, { headers: { Authorization: `Bearer ${secret.slice(0, -4)}zzzz` } });
+  t.equal(unknown.status, 401);
+  await unknown.arrayBuffer();
+});

@@ -23,8 +23,9 @@ export function credentialFrom(header: string | undefined): string | null {
   return colon === -1 ? decoded : decoded.slice(0, colon);
 }
 
+/** A key's lookup, shared by the requests that arrive while it runs (one query when an entry expires under load). */
 interface CacheEntry {
-  key: KeyRecord | null;
+  key: Promise<KeyRecord | null>;
   expires: number;
 }
 
@@ -40,18 +41,24 @@ export function createAuthenticator(cacheMs: number) {
     const now = Date.now();
     let entry = cache.get(cacheKey);
     if (!entry || entry.expires < now) {
-      entry = { key: await findActiveKeyByHash(ctx.state.services.db, Buffer.from(cacheKey, 'hex')), expires: now + cacheMs };
+      const made: CacheEntry = { key: findActiveKeyByHash(ctx.state.services.db, Buffer.from(cacheKey, 'hex')), expires: now + cacheMs };
+      entry = made;
       if (cacheMs > 0) {
         if (cache.size > 10000) cache.clear();
-        cache.set(cacheKey, entry);
+        cache.set(cacheKey, made);
+        // A failed lookup is not kept: the next request asks again.
+        made.key.catch(() => {
+          if (cache.get(cacheKey) === made) cache.delete(cacheKey);
+        });
       }
     }
+    const key = await entry.key;
     // A rolled key's grace ends on time, cached or not.
-    if (!entry.key || (entry.key.expires_at && new Date(entry.key.expires_at).getTime() <= now)) throw unauthorized('Invalid or revoked API key');
-    ctx.state.key = entry.key;
-    ctx.state.tenant = { orgId: entry.key.org_id, environment: entry.key.environment };
-    ctx.state.principal = { kind: 'secret', keyId: entry.key.id, settings: entry.key.settings };
-    ctx.state.bindLog({ org: entry.key.org_id, env: entry.key.environment });
+    if (!key || (key.expires_at && new Date(key.expires_at).getTime() <= now)) throw unauthorized('Invalid or revoked API key');
+    ctx.state.key = key;
+    ctx.state.tenant = { orgId: key.org_id, environment: key.environment };
+    ctx.state.principal = { kind: 'secret', keyId: key.id, settings: key.settings };
+    ctx.state.bindLog({ org: key.org_id, env: key.environment });
     await next();
   };
 }

@@ -10,7 +10,7 @@ import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
 import { defaultProcessingAccount } from '../../api/families/accounts/repository.ts';
-import { defaultPayingMethod, findAccount, findMethod, readPaymentParties } from '../../api/families/transactions/repository.ts';
+import { defaultPayingMethod, findAccount, findMethod, readManyPaymentParties, readPaymentParties } from '../../api/families/transactions/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -71,6 +71,30 @@ t.test('neither read finds another tenant\'s rows', async (t) => {
     t.equal(globexParties.defaultProcessing?.id, 'acct_globex');
     t.equal(globexParties.payingMethod?.id, 'pm_globex', 'globex\'s own method of an account id that acme uses too');
     t.equal((await defaultPayingMethod(tx, globex, 'acct_ann'))?.id, 'pm_globex');
+  });
+});
+
+t.test('payments read together each find their own parties, in the order asked', async (t) => {
+  await withRollback(db, async (tx) => {
+    await seed(tx);
+    const asks = [
+      { tenant: acme, wanted: { customerId: 'acct_ann', processingId: 'acct_shop1', methodId: 'pm_later', defaultProcessing: true, payingMethodOf: 'acct_ann' } },
+      { tenant: globex, wanted: { customerId: 'acct_ann', methodId: 'pm_later', defaultProcessing: true, payingMethodOf: 'acct_ann' } },
+      { tenant: acme, wanted: { defaultProcessing: false } },
+      { tenant: acme, wanted: { customerId: 'acct_globex', methodId: 'pm_globex', defaultProcessing: false } },
+      { tenant: acme, wanted: { processingId: 'acct_shop2', methodId: 'pm_funding', defaultProcessing: false } },
+    ];
+    const together = await readManyPaymentParties(tx, asks);
+    const alone = [];
+    for (const ask of asks) alone.push(await readPaymentParties(tx, ask.tenant, ask.wanted));
+    t.same(together, alone, 'the same parties as each read alone');
+    t.same(together.map((p) => Object.fromEntries(Object.entries(p).map(([role, row]) => [role, row.id]))), [
+      { customer: 'acct_ann', processing: 'acct_shop1', method: 'pm_later', defaultProcessing: 'acct_shop2', payingMethod: 'pm_first' },
+      { defaultProcessing: 'acct_globex', payingMethod: 'pm_globex' },
+      {},
+      {},
+      { processing: 'acct_shop2', method: 'pm_funding' },
+    ]);
   });
 });
 

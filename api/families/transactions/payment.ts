@@ -17,6 +17,7 @@
  * read differs.
  */
 import type { Db } from '../../db/connection.ts';
+import { groupCommit, groupWriterOf } from '../../db/groupWriter.ts';
 import type { Collection, CreateSteps, PlannedItem, RuleContext, StoredObject } from '../../engine/family.ts';
 import { planNested } from '../../engine/operations.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
@@ -51,12 +52,15 @@ async function plan(ctx: RuleContext & { collection: Collection }, row: StoredOb
   const methodId = inline ? given.methodId : namedMethodId(given, data);
 
   // 1. read: every party in one round trip
-  const read = await repo.readPaymentParties(ctx.tx, ctx.tenant, {
-    customerId: given.customerId,
-    processingId: given.processingId,
-    methodId: inline ? undefined : methodId,
-    defaultProcessing: !given.processingId,
-    payingMethodOf: !inline && !methodId ? given.customerId : undefined,
+  const read = await readParties(ctx.tx, {
+    tenant: ctx.tenant,
+    wanted: {
+      customerId: given.customerId,
+      processingId: given.processingId,
+      methodId: inline ? undefined : methodId,
+      defaultProcessing: !given.processingId,
+      payingMethodOf: !inline && !methodId ? given.customerId : undefined,
+    },
   });
   const fields = partyFields(ctx);
   const customer = given.customerId ? requireAccount(read.customer, 'customer', fields.customer) : undefined;
@@ -85,6 +89,16 @@ async function plan(ctx: RuleContext & { collection: Collection }, row: StoredOb
   events.push(...creationEvents(transaction));
   const step = statusOperation(transaction, null);
   return { method: newMethod, transaction, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) };
+}
+
+/**
+ * A plan reads on the pool: payments whose reads arrive while one is running read together in one
+ * statement, as their writes do (api/db/groupWriter.ts), so under load the round trip is paid once
+ * per group; a lone read goes at once.
+ */
+function readParties(db: Db, asked: repo.PartiesAsked): Promise<repo.PaymentParties> {
+  if (!groupCommit.enabled || db.inTransaction) return repo.readPaymentParties(db, asked.tenant, asked.wanted);
+  return groupWriterOf(db, 'read:payment-parties', (asks: repo.PartiesAsked[]) => repo.readManyPaymentParties(db, asks)).write(asked);
 }
 
 // 3. write: one statement, for one payment or a group of them (the door groups payments that commit on their own)
