@@ -346,7 +346,8 @@ t.test('tenant slots: an org alone in the worker whose receivers have answered g
   alone.pop()!.release();
   t.equal(alone.pop()!.release(), false, 'back under its limit, an ended attempt hands its slot to the waiting one');
   t.ok(await waiting);
-  now = 1050;
+  // Its last answer more than a second ago (ANSWERS_FLOWING_MS): its requests out are judged by their age again.
+  now = 1100;
   other!.release();
   t.equal(await slots.acquire('org_a'), null, 'alone again, but its attempt in flight is old (a slow receiver): defer');
 });

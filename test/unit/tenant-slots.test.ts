@@ -60,3 +60,72 @@ t.test('without a capacity, only the per-org limit applies', async (t) => {
   t.ok(taken.every(Boolean));
   t.ok(await slots.acquire('org_20'), 'no shared budget');
 });
+
+/**
+ * Many requests of one org out at once (two worker processes' companions and jobs on a loaded
+ * machine) are answered one after another: each waited in line behind those ahead of it, so each
+ * takes long, and the oldest request out is old, while the receiver answers all the time.
+ */
+function burstOfAnswers(slots: TenantSlots, clock: { now: number }) {
+  const probe = slots.acquire('org_a');
+  return probe.then(async (first) => {
+    first!.sending();
+    clock.now = 20;
+    first!.release(); // answered in 20 ms: the org's receivers answer
+    const leaders = [await slots.acquire('org_a'), await slots.acquire('org_a')];
+    for (const slot of leaders) slot!.sending();
+    const companions = Array.from({ length: 40 }, () => slots.accompany('org_a'));
+    for (const slot of companions) slot!.sending();
+    // Another org has an attempt here, so org_a is held to its limit of 2.
+    await slots.acquire('org_b');
+    // The line's answers, 10 ms apart from 250 ms on, each after 230 ms and more.
+    for (const slot of companions.slice(0, 20)) {
+      clock.now += clock.now < 250 ? 250 - clock.now : 10;
+      slot!.release();
+    }
+    return { leaders, companions };
+  });
+}
+
+t.test('an org whose answers keep coming is not judged slow by the time its requests wait in line: an attempt over its limit waits, none is deferred', async (t) => {
+  const clock = { now: 0 };
+  const slots = new TenantSlots(2, () => clock.now, 10);
+  const { leaders } = await burstOfAnswers(slots, clock);
+  t.ok(clock.now - 20 > 200, 'the oldest request out is older than RESPONSIVE_MS');
+  t.ok(slots.answering('org_a'), 'the org still counts as answering: its companions go on');
+  const over = slots.acquire('org_a');
+  t.equal(leaders[0]!.release(), false, 'the ended attempt hands its slot to the one waiting');
+  t.ok(await over, 'the attempt over the limit got its slot instead of being deferred');
+});
+
+t.test('once its answers stop, an org is judged by the age of its oldest request again', async (t) => {
+  const clock = { now: 0 };
+  const slots = new TenantSlots(2, () => clock.now, 10);
+  await burstOfAnswers(slots, clock);
+  clock.now += 1100; // no answer for a second: the receiver hangs now
+  t.notOk(slots.answering('org_a'), 'no longer answering');
+  t.equal(await slots.acquire('org_a'), null, 'an attempt over the limit is deferred');
+});
+
+t.test('a receiver slow over each request is marked slow by the first answer of a burst, and the answers right behind it keep the mark', async (t) => {
+  let now = 0;
+  const slots = new TenantSlots(2, () => now, 10);
+  const burst = Array.from({ length: 10 }, () => slots.accompany('org_a') ?? null);
+  t.ok(burst.every((slot) => slot === null), 'nothing answered yet: no companions');
+  const probe = await slots.acquire('org_a');
+  probe!.sending();
+  now = 10;
+  probe!.release();
+  const sent = Array.from({ length: 10 }, () => slots.accompany('org_a'));
+  for (const slot of sent) slot!.sending();
+  now = 2010;
+  for (const slot of sent) {
+    slot!.release(); // each took 2 s
+    now += 5;
+  }
+  t.notOk(slots.answering('org_a'), 'the org is slow: no more companions');
+  await slots.acquire('org_b');
+  const leaders = [await slots.acquire('org_a'), await slots.acquire('org_a')];
+  t.ok(leaders.every(Boolean), 'within its limit it still gets slots');
+  t.equal(await slots.acquire('org_a'), null, 'over its limit it is deferred');
+});

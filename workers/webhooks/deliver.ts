@@ -242,6 +242,25 @@ function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 }
 
+/**
+ * A server at its connection limit refuses a new connection (53300) before any statement runs on
+ * it. A batch of answers is asked again past that, a few times: left unrecorded, each of its
+ * deliveries is attempted again (a duplicate the receiver sees), for a refusal that lasts moments.
+ */
+const REFUSED_TRIES = 10;
+const REFUSED_RETRY_MS = 200;
+
+export async function refusedAgain<T>(statement: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== '53300' || tries >= REFUSED_TRIES) throw error;
+      await pause(REFUSED_RETRY_MS);
+    }
+  }
+}
+
 /** Statements of the delivery path gather this many deliveries at most. */
 const BATCH_MAX = 200;
 
@@ -294,7 +313,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return jobs.map((job) => opened.get(job.delivery_id));
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const records = new Batcher<AttemptRecord, void>(async (batch) => {
-    await recordAttempts(deps.db, batch);
+    await refusedAgain(() => recordAttempts(deps.db, batch));
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const detached = new Set<Promise<void>>();

@@ -1,7 +1,9 @@
 /**
  * Per-tenant admission of outbound attempts in one worker process. At most `limit` attempts of
- * one org are in flight, so an org whose receivers hang holds that many of the worker's job slots
- * instead of all of them. An attempt over the limit waits for a slot as long as the org's
+ * one org that hold a job slot are in flight, so an org whose receivers hang holds that many of the
+ * worker's job slots instead of all of them (deliveries taken along by a running job, accompany,
+ * hold none and do not count against it: counted, an org's companions in flight left its own jobs
+ * no slot but a deferral). An attempt over the limit waits for a slot as long as the org's
  * receivers answer (no request of it out longer than RESPONSIVE_MS): its slot frees within
  * milliseconds, and a deferral would cost it seconds. Only an org whose receivers are slow has
  * its deliveries deferred (a new job later, see deferDelivery), and a waiting attempt is turned
@@ -27,6 +29,18 @@
  * arriving finds room at once (its own limit), and from then on the first is held to its limit
  * again; if its receivers turn slow it is held too, and those in flight give their job slots back
  * within a second (deliver.ts, DETACH_AFTER_MS).
+ *
+ * An org's requests out at once (its companions and its jobs', from this process and from others)
+ * wait in line for the receiver and for this process's event loop: on a loaded machine a request's
+ * time out is mostly the line ahead of it. So while the org's answers keep coming (one within
+ * ANSWERS_FLOWING_MS before), a request is not judged by its age, and an answer's time is the
+ * line's: it neither marks the org slow nor counts against its answering. A receiver that hangs
+ * sends no answers, and is judged by its oldest request's age once its last answer is that old;
+ * one that takes long over each request is marked slow by the first answer of a burst, which had
+ * no answer before it. The gap allowed between answers is longer than RESPONSIVE_MS because a
+ * loaded machine stalls this process, or the receiver's, for a few hundred milliseconds at a time
+ * (two worker processes, their database and the receiver on two cores): a hanging receiver still
+ * gives its job slots back within a second (deliver.ts, DETACH_AFTER_MS).
  */
 
 /** A request of the org out longer than this makes its receivers slow: a waiting attempt defers. */
@@ -37,6 +51,9 @@ const DEFERRED_REMEMBERED = 10_000;
 const SLOW_ATTEMPT_MS = 1000;
 /** …for this long, unless one of its attempts answers quickly first. */
 const SLOW_MEMORY_MS = 60_000;
+
+/** An org with an answer this recent has its answers coming: its requests out wait in line (see above). */
+const ANSWERS_FLOWING_MS = 1000;
 
 /** An org that answered an attempt within RESPONSIVE_MS this recently may go past its limit while alone. */
 const ANSWERED_MEMORY_MS = 1000;
@@ -72,7 +89,11 @@ export class TenantSlots {
   private readonly deferred = new Map<string, Set<string>>();
   private readonly slowUntil = new Map<string, number>();
   private readonly answeredAt = new Map<string, number>();
+  /** when the org's latest answer came, however long it took */
+  private readonly lastAnswerAt = new Map<string, number>();
   private inFlight = 0;
+  /** attempts of each org in flight that hold a job slot (not companions) */
+  private readonly held = new Map<string, number>();
   /** attempts of any org in flight up to which a slow org may start one; 0: no such limit */
   private readonly budget: number;
 
@@ -88,7 +109,20 @@ export class TenantSlots {
     const until = this.slowUntil.get(org);
     if (until !== undefined && until > this.now()) return true;
     if (until !== undefined) this.slowUntil.delete(org);
-    return this.oldestRequestMs(org) > RESPONSIVE_MS;
+    return !this.flowing(org) && this.oldestRequestMs(org) > RESPONSIVE_MS;
+  }
+
+  /** Whether the org's answers keep coming: one came within ANSWERS_FLOWING_MS. */
+  private flowing(org: string): boolean {
+    const last = this.lastAnswerAt.get(org);
+    return last !== undefined && this.now() - last <= ANSWERS_FLOWING_MS;
+  }
+
+  /** How long, if nothing changes meanwhile, until the org's requests out would make it slow. */
+  private slowInMs(org: string): number {
+    const last = this.lastAnswerAt.get(org);
+    const sinceAnswer = last === undefined ? Infinity : this.now() - last;
+    return Math.max(1, RESPONSIVE_MS + 1 - this.oldestRequestMs(org), ANSWERS_FLOWING_MS + 1 - sinceAnswer);
   }
 
   /**
@@ -108,14 +142,13 @@ export class TenantSlots {
     if (jobId) this.forget(org, jobId);
     if (this.budget > 0 && this.inFlight >= this.budget && this.slow(org)) return Promise.resolve(null);
     if (this.limit <= 0) return Promise.resolve(this.take(org));
-    const running = this.running.get(org);
-    if (!running || running.size < this.limit || this.alone(org)) return Promise.resolve(this.take(org));
+    if (this.heldBy(org) < this.limit || this.alone(org)) return Promise.resolve(this.take(org));
     if (this.slow(org)) return Promise.resolve(null);
     return new Promise((resolve) => {
       const queue = this.waiting.get(org) ?? [];
       this.waiting.set(org, queue);
       let timer: NodeJS.Timeout;
-      // Looked at again when the oldest request out would pass RESPONSIVE_MS: turned away if it has.
+      // Looked at again when the oldest request out would pass RESPONSIVE_MS with no answer since: turned away if it has.
       const watch = () => {
         timer = setTimeout(() => {
           if (!this.slow(org)) return watch();
@@ -123,7 +156,7 @@ export class TenantSlots {
           if (at >= 0) queue.splice(at, 1);
           if (queue.length === 0 && this.waiting.get(org) === queue) this.waiting.delete(org);
           resolve(null);
-        }, Math.max(1, RESPONSIVE_MS + 1 - this.oldestRequestMs(org)));
+        }, this.slowInMs(org));
       };
       const granted = (slot: TenantSlot | null) => {
         clearTimeout(timer);
@@ -156,7 +189,10 @@ export class TenantSlots {
     this.running.set(org, running);
     const taken: Taken = { sentAt: null, companion: !counted };
     running.add(taken);
-    if (counted) this.inFlight += 1;
+    if (counted) {
+      this.inFlight += 1;
+      this.held.set(org, this.heldBy(org) + 1);
+    }
     let released = false;
     return {
       sending: () => {
@@ -166,12 +202,16 @@ export class TenantSlots {
         if (released) return false;
         released = true;
         running.delete(taken);
-        if (counted) this.inFlight -= 1;
+        if (counted) {
+          this.inFlight -= 1;
+          if (this.heldBy(org) > 1) this.held.set(org, this.heldBy(org) - 1);
+          else this.held.delete(org);
+        }
         // An attempt never sent (its opening failed or found nothing to send) says nothing of the receiver.
         if (taken.sentAt !== null) this.judge(org, this.now() - taken.sentAt);
         if (running.size === 0) this.running.delete(org);
         const queue = this.waiting.get(org);
-        const next = running.size < this.limit || this.alone(org) ? queue?.shift() : undefined;
+        const next = this.heldBy(org) < this.limit || this.alone(org) ? queue?.shift() : undefined;
         if (queue?.length === 0) this.waiting.delete(org);
         if (next) {
           next(this.take(org));
@@ -184,16 +224,24 @@ export class TenantSlots {
 
   /** An attempt of `org` was answered (or failed) `took` ms after its request went out. */
   private judge(org: string, took: number): void {
-    if (took > SLOW_ATTEMPT_MS) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
-    else this.slowUntil.delete(org);
-    if (took <= RESPONSIVE_MS) this.answeredAt.set(org, this.now());
+    // An answer right behind another waited in line behind it: its time says nothing new of the receiver.
+    const inLine = this.flowing(org);
+    this.lastAnswerAt.set(org, this.now());
+    if (took <= SLOW_ATTEMPT_MS) this.slowUntil.delete(org);
+    else if (!inLine) this.slowUntil.set(org, this.now() + SLOW_MEMORY_MS);
+    if (took <= RESPONSIVE_MS || inLine) this.answeredAt.set(org, this.now());
     else this.answeredAt.delete(org);
+  }
+
+  /** The org's attempts here that hold a job slot: its limit counts these, not the companions taken along. */
+  private heldBy(org: string): number {
+    return this.held.get(org) ?? 0;
   }
 
   /** Whether an attempt of `org` would get a slot at once. */
   hasRoom(org: string): boolean {
     if (this.budget > 0 && this.inFlight >= this.budget && this.slow(org)) return false;
-    return this.limit <= 0 || (this.running.get(org)?.size ?? 0) < this.limit || this.alone(org);
+    return this.limit <= 0 || this.heldBy(org) < this.limit || this.alone(org);
   }
 
   /** Whether `org` may go past its limit: no other org has attempts here, and its receivers answer (see above). */
