@@ -11,8 +11,8 @@
  * `data #>> path`: strings as strings, any other JSON value as its JSON text, missing or null as
  * NULL; numbers and money only when they parse (as Postgres would cast them).
  *
- * A pass (the feed's tail, a few dozen rows) sends those values instead (`pgPassRowJson`, the
- * `derived` shape): Postgres reads them with the same `#>>` and the same patterns, and the INSERT
+ * A pass (the feed's tail, a few dozen rows) sends those values instead (`pgRowJson('derived')`):
+ * Postgres reads them as `#>>` does, with the same patterns, and the INSERT
  * names every column, so ClickHouse parses no document and computes no DEFAULT. Both shapes give
  * the same row (test/reporting-feed-shapes.test.ts).
  */
@@ -200,12 +200,14 @@ const PG_NUMBER = `'^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$'`;
 
 /**
  * A derived column's value as JSON text (`null` for NULL), as its DEFAULT would compute it from the
- * `data` document: `#>>` gives what the tuple read gives (strings unquoted, any other value as
- * jsonb's text of it, NULL under a parent that is not an object or a `data` that is not one).
+ * `data` document: `->>` (under `->` for a nested field) gives what `#>>` and the tuple read give
+ * (strings unquoted, any other value as jsonb's text of it, NULL under a parent that is not an
+ * object or a `data` that is not one), for less than `#>>`'s path array costs.
  * Money goes as the integer; numbers as their text, parsed by ClickHouse as toFloat64OrNull does.
  */
 function pgDerived(field: FieldSpec): string {
-  const text = `(t.data #>> '{${field.store.split('.').join(',')}}')`;
+  const keys = field.store.split('.');
+  const text = `(t.data${keys.slice(0, -1).map((key) => ` -> '${key}'`).join('')} ->> '${keys.at(-1)}')`;
   switch (field.type) {
     case 'money':
       return `case when ${text} ~ ${PG_INTEGER} then (${text})::bigint::text else 'null' end`;
@@ -219,9 +221,15 @@ function pgDerived(field: FieldSpec): string {
   }
 }
 
-/** `attrs` without its null values (the DEFAULT's mapFilter), `{}` when it is not an object. */
-const PG_ATTRS = `coalesce((select jsonb_object_agg(a.key, a.value) from jsonb_each(case when jsonb_typeof(t.data -> '${ATTRS_STORE}') = 'object' then t.data -> '${ATTRS_STORE}' end) a
-        where jsonb_typeof(a.value) <> 'null')::text, '{}')`;
+/**
+ * `attrs` without its null values (the DEFAULT's mapFilter), `{}` when it is not an object. The
+ * object itself when no value in it is null (jsonb_strip_nulls leaves it equal): a scalar subquery
+ * a row cost Postgres about as much as the other columns together.
+ */
+const PG_ATTRS_OBJECT = `(t.data -> '${ATTRS_STORE}')`;
+const PG_ATTRS = `case when jsonb_typeof(${PG_ATTRS_OBJECT}) is distinct from 'object' then '{}'
+        when jsonb_strip_nulls(${PG_ATTRS_OBJECT}) = ${PG_ATTRS_OBJECT} then ${PG_ATTRS_OBJECT}::text
+        else coalesce((select jsonb_object_agg(a.key, a.value) from jsonb_each(${PG_ATTRS_OBJECT}) a where jsonb_typeof(a.value) <> 'null')::text, '{}') end`;
 
 /**
  * The Postgres expression producing one JSONCompactEachRow line per change row (`c` joined to `t`),

@@ -38,6 +38,7 @@ const DOCUMENTS: unknown[] = [
   { conv_fee: { value: 5 }, funding_delay: 1.5e-7, sender: { account_id: { deep: true }, method_id: 17 }, receiver: null, attrs: { a: null, b: 1, c: true, d: { e: null }, f: [1, null], g: '', h: 'x\ty' } },
   { funding_delay: '-12', fee: false, attrs: null },
   { funding_delay: '00012.50e+2', attrs: {} },
+  { attrs: { d: { e: null }, k: 'v', n: [null] } },
   {},
   [1, 2],
   'a string',
