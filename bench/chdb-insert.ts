@@ -5,8 +5,9 @@
  * timed by process.cpuUsage (Node and every chdb thread, background merges included) over
  * BENCH_INSERTS inserts (default 100) per round, BENCH_ROUNDS rounds (default 3), the targets
  * alternated, into:
- *   - the mirror table through ReportingStore.insertLines (the pass's own statement);
- *   - the same columns without the DEFAULTs that derive them from `data` (what those cost);
+ *   - the mirror table through ReportingStore.insertLines, the derived values Postgres computed
+ *     (the pass's own statement, reporting/columns.ts FeedShape);
+ *   - the same table, the `data` document from which its DEFAULTs derive the columns (a rebuild's statement);
  *   - a MergeTree of the feed's nine columns as plain text (a part's cost for a narrow table);
  *   - a Null table (parsing and planning the INSERT and reading its rows: no part is written).
  * BENCH_DIR chooses where chdb keeps its data (default: a temp dir): part files are created and
@@ -17,7 +18,7 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MIRROR_COLUMNS, tableDdl } from '../reporting/columns.ts';
+import { FEED_COLUMNS, MIRROR_COLUMNS } from '../reporting/columns.ts';
 import { ReportingStore } from '../reporting/store.ts';
 
 const ROWS = Number(process.env.BENCH_INSERT_ROWS ?? 25);
@@ -30,7 +31,6 @@ const client = createClient({ connection: createChdbConnection({ path: dir }), l
 const store = new ReportingStore(client, 'bench', true);
 await store.ensureSchema();
 const feedText = `org_id String, environment String, id String, type String, created_at DateTime64(6, 'UTC'), modified_at DateTime64(6, 'UTC'), version UInt64, is_deleted UInt8, data String`;
-await store.command(tableDdl('bench.underived').replace(/ DEFAULT .*?(,?)$/gm, '$1').replace(/^ {2}data .* EPHEMERAL,\n/m, ''));
 await store.command(`CREATE TABLE bench.text (${feedText}) ENGINE = MergeTree ORDER BY (org_id, environment, created_at, id)`);
 await store.command(`CREATE TABLE bench.nothing (${feedText}) ENGINE = Null`);
 
@@ -45,18 +45,24 @@ function feedLines(): string[] {
   });
 }
 
-/** The underived table's row: the derived columns as the DEFAULTs would make them. */
-function underivedLines(): string[] {
+/** The derived columns, in the order a pass sends them (FEED_COLUMNS.derived, attrs last). */
+const DERIVED = FEED_COLUMNS.derived.slice(8, -1).map((name) => MIRROR_COLUMNS.find((c) => c.name === name)!);
+
+/** The same rows as a pass sends them: the derived columns' values after the row's own. */
+function derivedLines(): string[] {
   return feedLines().map((line) => {
     const [org, env, id, type, created, modified, version, deleted, data] = JSON.parse(line);
-    const derived = MIRROR_COLUMNS.slice(6, -3).map((c) => (c.name === 'amount' ? Number(data.amount) : c.name === 'fee' ? 30 : c.name === 'currency' ? 'usd' : null));
-    return JSON.stringify([org, env, id, type, created, modified, ...derived, data.attrs, version, deleted]);
+    const derived = DERIVED.map((c) => {
+      const value = c.field!.store.split('.').reduce((node, key) => node?.[key], data) ?? null;
+      return c.field!.type === 'money' && value !== null ? Number(value) : value;
+    });
+    return JSON.stringify([org, env, id, type, created, modified, version, deleted, ...derived, data.attrs]);
   });
 }
 
 const targets: Array<[string, () => Promise<void>]> = [
-  ['mirror table (the pass)', () => store.insertLines(feedLines())],
-  ['without the DEFAULTs', () => store.insert(() => `INSERT INTO bench.underived (${MIRROR_COLUMNS.map((c) => c.name).join(', ')}) SETTINGS optimize_on_insert = 0, input_format_parallel_parsing = 0 FORMAT JSONCompactEachRow`, [...underivedLines(), ''].join('\n'))],
+  ['mirror table (the pass)', () => store.insertLines(derivedLines(), store.table, 'derived')],
+  ['documents (the rebuild)', () => store.insertLines(feedLines())],
   ['nine text columns', () => store.insertLines(feedLines(), 'bench.text')],
   ['Null table', () => store.insertLines(feedLines(), 'bench.nothing')],
 ];

@@ -211,7 +211,13 @@ const syncStarted = performance.now();
 // The wait for the mirror is measured (Server-Timing), so a slow one is seen in the figures, not as a 503.
 const reportingChild = startChild('reporting', 'reporting/main.ts', { DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: chDir, REPORTING_PORT: String(reportingPort), LOG_LEVEL: 'warn', REPORTING_WAIT: '30000' });
 
-interface Health { role?: string; position?: string; lag_ms?: number }
+interface Health {
+  role?: string;
+  position?: string;
+  lag_ms?: number;
+  /** epoch ms of the last copying pass's steps (reporting/mirror.ts PassTimeline) */
+  last_copy?: { started_at: number; snapshot_at: number; read_at: number; inserted_at: number; rows: number } | null;
+}
 async function health(): Promise<Health> {
   const res = await fetch(`${reportingUrl}/healthz`, { headers: REPORTING_AUTH });
   return await res.json() as Health;
@@ -399,10 +405,18 @@ async function ownWritesWait(): Promise<number> {
   return wait;
 }
 
+/** A performance.now() reading as epoch ms, the reporting process's clock. */
+function epoch(at: number): number {
+  return performance.timeOrigin + at;
+}
+
 async function lagRun(rate: number) {
   log(`mirror lag: ${rate} transactions/s in commits of ${LAG_BATCH} for ${LAG_SECONDS} s`);
   const pending = new Map<string, number>();
   const lags: number[] = [];
+  /** each seen commit's lag in parts (ms): to its pass's snapshot, reading its rows, inserting them, until the bench saw it */
+  const parts: Record<'toSnapshot' | 'read' | 'insert' | 'seen', number[]> = { toSnapshot: [], read: [], insert: [], seen: [] };
+  const passes = new Map<number, number>();
   const waits: number[] = [];
   let committed = 0;
   let failed = 0;
@@ -413,6 +427,8 @@ async function lagRun(rate: number) {
       const h = await health().catch(() => null);
       const now = performance.now();
       const position = h?.position ? parseSnapshot(h.position) : null;
+      const copy = h?.last_copy;
+      if (copy) passes.set(copy.started_at, copy.rows);
       if (position) {
         const open = new Set(position.xip);
         for (const [txid, at] of pending) {
@@ -420,6 +436,12 @@ async function lagRun(rate: number) {
           if (id < position.xmax && !open.has(id)) {
             lags.push(now - at);
             pending.delete(txid);
+            // The pass that covered it is the last copying one, unless a later one copied meanwhile (then its parts are left out).
+            if (!copy || copy.inserted_at > epoch(now) || copy.snapshot_at < epoch(at)) continue;
+            parts.toSnapshot.push(copy.snapshot_at - epoch(at));
+            parts.read.push(copy.read_at - copy.snapshot_at);
+            parts.insert.push(copy.inserted_at - copy.read_at);
+            parts.seen.push(epoch(now) - copy.inserted_at);
           }
         }
       }
@@ -467,6 +489,12 @@ async function lagRun(rate: number) {
   await observer;
   lags.sort((a, b) => a - b);
   waits.sort((a, b) => a - b);
+  const partsMs = Object.fromEntries(Object.entries(parts).map(([name, values]) => {
+    values.sort((a, b) => a - b);
+    return [name, { p50: round(percentile(values, 0.5), 1), p99: round(percentile(values, 0.99), 1) }];
+  })) as Record<keyof typeof parts, { p50: number; p99: number }>;
+  const copyingPasses = passes.size;
+  const passRows = [...passes.values()];
   const result = {
     targetRate: rate,
     perCommit: LAG_BATCH,
@@ -480,7 +508,20 @@ async function lagRun(rate: number) {
     ownWrites: { reads: waits.length, waitP50Ms: round(percentile(waits, 0.5), 1), waitP99Ms: round(percentile(waits, 0.99), 1), waitMaxMs: round(waits.at(-1) ?? 0, 1) },
     /** CPU seconds of the reporting process per second of writing (Node and chdb; the readers' queries included) */
     reportingCpuShare: round(reportingCpuShare, 3),
+    /**
+     * the lag in parts, p50 and p99 of each over the commits whose covering pass was seen: commit →
+     * the pass's snapshot (waiting for a pass), reading the rows, inserting them, → seen here (polled every 5 ms)
+     */
+    parts: partsMs,
+    partsOf: parts.seen.length,
+    /** passes that copied rows, as seen (every 5 ms), their rows on average, and the reporting CPU ms per such pass */
+    copyingPasses,
+    rowsPerPass: round(passRows.reduce((a, b) => a + b, 0) / Math.max(1, copyingPasses), 1),
+    cpuMsPerPass: round((reportingCpuShare * writeSeconds * 1000) / Math.max(1, copyingPasses), 2),
   };
+  log(`lag in parts, p50 / p99 ms (${result.partsOf} commits): to the pass's snapshot ${partsMs.toSnapshot.p50} / ${partsMs.toSnapshot.p99}, `
+    + `reading ${partsMs.read.p50} / ${partsMs.read.p99}, inserting ${partsMs.insert.p50} / ${partsMs.insert.p99}, until seen ${partsMs.seen.p50} / ${partsMs.seen.p99}; `
+    + `${copyingPasses} copying passes of ${result.rowsPerPass} rows, ${result.cpuMsPerPass} reporting CPU ms each; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   log(`lag p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, max ${result.maxMs} ms at ${result.achievedRate} tx/s; `
     + `a reader's wait for its own writes p50 ${result.ownWrites.waitP50Ms} ms, p99 ${result.ownWrites.waitP99Ms} ms; the reporting process used ${result.reportingCpuShare} CPU s per s`);
   return result;

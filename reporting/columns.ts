@@ -10,6 +10,11 @@
  * takes its value from there. The values are those the Postgres compiler reads with
  * `data #>> path`: strings as strings, any other JSON value as its JSON text, missing or null as
  * NULL; numbers and money only when they parse (as Postgres would cast them).
+ *
+ * A pass (the feed's tail, a few dozen rows) sends those values instead (`pgRowJson('derived')`):
+ * Postgres reads them as `#>>` does, with the same patterns, and the INSERT
+ * names every column, so ClickHouse parses no document and computes no DEFAULT. Both shapes give
+ * the same row (test/reporting-feed-shapes.test.ts).
  */
 import { createHash } from 'node:crypto';
 import { COLUMNS, type FieldSpec, type FieldType } from '../api/engine/family.ts';
@@ -92,8 +97,20 @@ const COLUMN_TYPES: Record<string, string> = {
   modified_at: "DateTime64(6, 'UTC')",
 };
 
-/** The columns Postgres sends, in the order of its JSON array. */
-export const FEED_COLUMNS = ['org_id', 'environment', 'id', 'type', 'created_at', 'modified_at', 'version', 'is_deleted', 'data'];
+/**
+ * What a feed line carries after its row's own columns: the `data` document, from which the
+ * table's DEFAULTs derive the other columns (a rebuild: Postgres spends the least a row), or each
+ * derived column's value, computed by Postgres (a pass: ClickHouse's insert costs the least).
+ */
+export type FeedShape = 'data' | 'derived';
+
+const ROW_COLUMNS = ['org_id', 'environment', 'id', 'type', 'created_at', 'modified_at', 'version', 'is_deleted'];
+
+/** The columns Postgres sends in each shape, in the order of its JSON array. */
+export const FEED_COLUMNS: Record<FeedShape, readonly string[]> = {
+  data: [...ROW_COLUMNS, 'data'],
+  derived: [...ROW_COLUMNS, ...DATA_FIELDS.map((field) => columnName(field.store)), ATTRS_STORE],
+};
 
 /** Every queryable column of the mirror table. */
 export const MIRROR_COLUMNS: MirrorColumn[] = [
@@ -141,8 +158,8 @@ ORDER BY (org_id, environment, created_at, id)`;
  * 100,000-row insert on a two-core machine. `source` is where the rows come from when they do not
  * follow the statement (` FROM INFILE '…'`: ReportingStore.insert).
  */
-export function insertStatement(table: string, source = ''): string {
-  return `INSERT INTO ${table} (${FEED_COLUMNS.join(', ')})${source}
+export function insertStatement(table: string, source = '', shape: FeedShape = 'data'): string {
+  return `INSERT INTO ${table} (${FEED_COLUMNS[shape].join(', ')})${source}
 SETTINGS optimize_on_insert = 0, input_format_parallel_parsing = 0, input_format_json_read_numbers_as_strings = 1, input_format_json_read_bools_as_strings = 1,
   input_format_json_read_objects_as_strings = 1, input_format_json_read_arrays_as_strings = 1,
   input_format_json_named_tuples_as_objects = 1, input_format_json_ignore_unknown_keys_in_named_tuple = 1,
@@ -177,21 +194,61 @@ function pgData(): string {
       else t.data end`;
 }
 
+/** INTEGER and NUMBER for Postgres (its regular expressions read these patterns as RE2 does). */
+const PG_INTEGER = `'^-?[0-9]{1,18}$'`;
+const PG_NUMBER = `'^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$'`;
+
+/**
+ * A derived column's value as JSON text (`null` for NULL), as its DEFAULT would compute it from the
+ * `data` document: `->>` (under `->` for a nested field) gives what `#>>` and the tuple read give
+ * (strings unquoted, any other value as jsonb's text of it, NULL under a parent that is not an
+ * object or a `data` that is not one), for less than `#>>`'s path array costs.
+ * Money goes as the integer; numbers as their text, parsed by ClickHouse as toFloat64OrNull does.
+ */
+function pgDerived(field: FieldSpec): string {
+  const keys = field.store.split('.');
+  const text = `(t.data${keys.slice(0, -1).map((key) => ` -> '${key}'`).join('')} ->> '${keys.at(-1)}')`;
+  switch (field.type) {
+    case 'money':
+      return `case when ${text} ~ ${PG_INTEGER} then (${text})::bigint::text else 'null' end`;
+    case 'integer':
+    case 'number':
+      return `case when ${text} ~ ${PG_NUMBER} then to_json(${text})::text else 'null' end`;
+    case 'boolean':
+      return `case ${text} when 'true' then 'true' when 'false' then 'false' else 'null' end`;
+    default:
+      return `coalesce(to_json(${text})::text, 'null')`;
+  }
+}
+
+/**
+ * `attrs` without its null values (the DEFAULT's mapFilter), `{}` when it is not an object. The
+ * object itself when no value in it is null (jsonb_strip_nulls leaves it equal): a scalar subquery
+ * a row cost Postgres about as much as the other columns together.
+ */
+const PG_ATTRS_OBJECT = `(t.data -> '${ATTRS_STORE}')`;
+const PG_ATTRS = `case when jsonb_typeof(${PG_ATTRS_OBJECT}) is distinct from 'object' then '{}'
+        when jsonb_strip_nulls(${PG_ATTRS_OBJECT}) = ${PG_ATTRS_OBJECT} then ${PG_ATTRS_OBJECT}::text
+        else coalesce((select jsonb_object_agg(a.key, a.value) from jsonb_each(${PG_ATTRS_OBJECT}) a where jsonb_typeof(a.value) <> 'null')::text, '{}') end`;
+
 /**
  * The Postgres expression producing one JSONCompactEachRow line per change row (`c` joined to `t`),
  * put together as text: cheaper than json_build_array. Tenant and id are JSON-quoted; the type is a
  * checked word; timestamps are digits; `data` is jsonb's own JSON text.
  */
-export function pgRowJson(): string {
+export function pgRowJson(shape: FeedShape = 'data'): string {
+  const rest = shape === 'data' ? `coalesce((${pgData()})::text, 'null')` : [...DATA_FIELDS.map(pgDerived), PG_ATTRS].join(`
+      || ',' || `);
   return `'[' || to_json(c.org_id)::text || ',' || to_json(c.environment)::text || ',' || to_json(c.transaction_id)::text || ',"' || coalesce(t.type, '') || '","'
       || ${pgTimestamp('c.created_at')} || '","' || ${pgTimestamp('coalesce(t.modified_at, c.changed_at)')} || '",'
       || c.version || ',' || (c.deleted or t.id is null)::int || ','
-      || coalesce((${pgData()})::text, 'null') || ']'`;
+      || ${rest} || ']'`;
 }
 
 export function schemaFingerprint(): string {
-  return createHash('sha256').update(tableDdl('t')).update(insertStatement('t')).update(pgRowJson()).update(rollupDdl('r')).update(rollupSelect('t', 'all'))
-    .digest('hex').slice(0, 16);
+  const hash = createHash('sha256').update(tableDdl('t')).update(rollupDdl('r')).update(rollupSelect('t', 'all'));
+  for (const shape of ['data', 'derived'] as const) hash.update(insertStatement('t', '', shape)).update(pgRowJson(shape));
+  return hash.digest('hex').slice(0, 16);
 }
 
 // ---------- the rollup ----------

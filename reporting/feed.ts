@@ -12,7 +12,7 @@
  * cursor, in chunks; the next chunk is fetched while the previous one is inserted.
  */
 import { rows, type Db } from '../api/db/connection.ts';
-import { FEED_SESSION, pgRowJson } from './columns.ts';
+import { FEED_SESSION, pgRowJson, type FeedShape } from './columns.ts';
 
 export interface Snapshot {
   xmin: bigint;
@@ -48,6 +48,8 @@ export function covers(mirrored: Snapshot, target: Snapshot): boolean {
 
 export interface FeedChunk {
   lines: string[];
+  /** what the lines carry (reporting/columns.ts): a rebuild's the document, a pass's the derived values */
+  shape: FeedShape;
   /** epoch ms of the oldest change in the chunk, for lag */
   oldestChangeMs: number;
   /** the (tenant, UTC day of created_at) of the chunk's changes, each once, and what the rollup must do for them (none in a rebuild) */
@@ -81,6 +83,8 @@ export interface Bucket {
 export interface FeedPass {
   /** the snapshot the pass read in: its new position */
   snapshot: Snapshot;
+  /** epoch ms when Postgres had taken that snapshot */
+  snapshotAt: number;
   rows: number;
 }
 
@@ -172,7 +176,7 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
     const [{ snapshot: text, pruned_below: prunedBelow }] = await rows<{ snapshot: string; pruned_below: string | null }>(trx,
       `select pg_current_snapshot()::text as snapshot, (select below::text from reporting_pruned) as pruned_below, ${FEED_SESSION}${since === null ? REBUILD_PLAN : TAIL_PLAN}`);
     const snapshot = parseSnapshot(text)!;
-    const pass: FeedPass = { snapshot, rows: 0 };
+    const pass: FeedPass = { snapshot, snapshotAt: Date.now(), rows: 0 };
     if (since && prunedBelow !== null && BigInt(prunedBelow) > since.xmin) throw new FeedPruned(since, BigInt(prunedBelow));
     if (since && formatSnapshot(since) === text) return pass;
     const [from, bindings] = since === null ? [EVERY_TRANSACTION, []] : [CHANGES_SINCE, [since.xmax.toString(), since.xip.map(String)]];
@@ -194,15 +198,18 @@ export async function readChanges(db: Db, since: Snapshot | null, sink: (chunk: 
     // A rebuild copies rows as they stand, not changes: no commit time to measure lag from, and
     // the rollup is built whole afterwards, so no days to recompute. Its lines alone: two constant
     // columns beside them cost Postgres 0.75 CPU s of 1M rows, 0.35 of it before the first row.
+    // A rebuild sends the document (Postgres's cost a row is what bounds it), a pass the derived
+    // values (ClickHouse's cost an insert is what bounds the lag).
+    const shape: FeedShape = since === null ? 'data' : 'derived';
     await trx.raw(`declare mirror_feed no scroll cursor for
-      ${since === null ? REBUILD_TENANTS : ''}select ${pgRowJson()} as line${since === null ? '' : changes}
+      ${since === null ? REBUILD_TENANTS : ''}select ${pgRowJson(shape)} as line${since === null ? '' : changes}
         ${from}${since === null ? REBUILD_ORDER : ''}`, since === null ? bindings : [...freshBindings, ...bindings]);
-    await copyCursor(trx, pass, sink);
+    await copyCursor(trx, pass, shape, sink);
     return pass;
   }, { isolationLevel: 'repeatable read', readOnly: true });
 }
 
-async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
+async function copyCursor(trx: Db, pass: FeedPass, shape: FeedShape, sink: (chunk: FeedChunk) => Promise<void>): Promise<void> {
   let pending: Promise<void> = Promise.resolve();
   for (;;) {
     // A rebuild's rows have a line only: no change time (oldest 0), no days.
@@ -230,7 +237,7 @@ async function copyCursor(trx: Db, pass: FeedPass, sink: (chunk: FeedChunk) => P
       const [orgId, environment, day] = JSON.parse(`[${text}]`) as [string, string, string];
       return { orgId, environment, day, fresh };
     });
-    pending = sink({ lines: fetched.map((row) => row.line), oldestChangeMs: oldest, days: buckets });
+    pending = sink({ lines: fetched.map((row) => row.line), shape, oldestChangeMs: oldest, days: buckets });
     // Awaited after the next fetch; until then a failure must not count as unhandled.
     pending.catch(() => {});
     // A short chunk is the cursor's end: no round trip to hear so.

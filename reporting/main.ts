@@ -331,7 +331,8 @@ export async function startReporting(config: Config, options: ReportingOptions =
       const sincePass = status.lastPassAt ? Date.now() - status.lastPassAt : null;
       return {
         healthy: sincePass !== null && sincePass < STALE_PASS_MS,
-        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), rollup_position: formatSnapshot(current.rollupPosition), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: rowsMirroredBefore + status.rowsMirrored },
+        body: { object: 'health', role: 'leader', position: formatSnapshot(status.position), rollup_position: formatSnapshot(current.rollupPosition), lag_ms: status.lagMs, last_pass_ms_ago: sincePass, rows_mirrored: rowsMirroredBefore + status.rowsMirrored,
+          last_copy: status.lastCopy && { started_at: status.lastCopy.startedAt, snapshot_at: status.lastCopy.snapshotAt, read_at: status.lastCopy.readAt, inserted_at: status.lastCopy.insertedAt, rows: status.lastCopy.rows } },
       };
     }
     if (starting) return { healthy: false, body: { object: 'health', role: 'leader', detail: 'copying every transaction into a new mirror table' } };

@@ -52,6 +52,17 @@ export interface MirrorStatus {
   lagMs: number;
   lastPassAt: number;
   rowsMirrored: number;
+  /** where the time of the last pass that copied rows went, for whoever measures the lag's parts */
+  lastCopy: PassTimeline | null;
+}
+
+/** Epoch ms of a pass's steps: it started, Postgres took its snapshot, its rows were read, then inserted into ClickHouse. */
+export interface PassTimeline {
+  startedAt: number;
+  snapshotAt: number;
+  readAt: number;
+  insertedAt: number;
+  rows: number;
 }
 
 export interface RebuildProgress {
@@ -107,7 +118,7 @@ export class Mirror {
   readonly #store: ReportingStore;
   readonly #log: Logger;
   readonly #options: MirrorOptions;
-  #status: MirrorStatus = { position: EMPTY_SNAPSHOT, lagMs: 0, lastPassAt: 0, rowsMirrored: 0 };
+  #status: MirrorStatus = { position: EMPTY_SNAPSHOT, lagMs: 0, lastPassAt: 0, rowsMirrored: 0, lastCopy: null };
   /** the rollup table holds every change visible in this snapshot (never ahead of the mirror's position) */
   #rolledUp: Snapshot = EMPTY_SNAPSHOT;
   #refreshedAt = 0;
@@ -227,7 +238,7 @@ export class Mirror {
     const started = Date.now();
     const pass = await readChanges(this.#db, null, async (chunk) => {
       if (this.#stopping) throw new Error('rebuild abandoned: shutting down');
-      await this.#store.insertLines(chunk.lines, shadow);
+      await this.#store.insertLines(chunk.lines, shadow, chunk.shape);
       counts.done += chunk.lines.length;
       progress({ ...counts });
     }, {
@@ -348,9 +359,11 @@ export class Mirror {
     let oldest = Infinity;
     let pass: FeedPass;
     const started = Date.now();
+    let readAt = 0;
     try {
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
-        await this.#store.insertLines(chunk.lines);
+        readAt ||= Date.now();
+        await this.#store.insertLines(chunk.lines, this.#store.table, chunk.shape);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
         this.#store.noteChangedDays(chunk.days);
       }, { rolledUp: this.#rolledUp });
@@ -366,6 +379,7 @@ export class Mirror {
     if (pass.rows > 0) {
       this.#status.lagMs = Math.max(0, now - oldest);
       this.#status.rowsMirrored += pass.rows;
+      this.#status.lastCopy = { startedAt: started, snapshotAt: pass.snapshotAt, readAt, insertedAt: now, rows: pass.rows };
       this.#noteLag(pass.rows, this.#status.lagMs);
     } else {
       this.#status.lagMs = 0;

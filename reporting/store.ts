@@ -9,7 +9,7 @@ import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../api/config.ts';
-import { insertStatement, rollupAddSql, rollupDays, rollupDdl, rollupFillSql, rollupMonthsFillSql, rollupMonthsRefreshSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
+import { insertStatement, rollupAddSql, type FeedShape, rollupDays, rollupDdl, rollupFillSql, rollupMonthsFillSql, rollupMonthsRefreshSql, rollupRefreshSql, rollupTable, schemaFingerprint, tableDdl } from './columns.ts';
 import { Params } from './compiler.ts';
 import { EMPTY_SNAPSHOT, formatSnapshot, parseSnapshot, type ChangedDay, type Snapshot } from './feed.ts';
 
@@ -300,11 +300,11 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
     });
   }
 
-  /** Inserts feed lines (reporting/columns.ts). */
-  async insertLines(lines: string[], table = this.table): Promise<void> {
+  /** Inserts feed lines of a shape (reporting/columns.ts). */
+  async insertLines(lines: string[], table = this.table, shape: FeedShape = 'data'): Promise<void> {
     if (lines.length === 0) return;
     // One join: the rows as one flat string, written or sent as it is.
-    await this.insert((source) => insertStatement(table, source), [...lines, ''].join('\n'));
+    await this.insert((source) => insertStatement(table, source, shape), [...lines, ''].join('\n'));
   }
 
   /**
