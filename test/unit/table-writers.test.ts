@@ -12,6 +12,8 @@
  * behind their family's door. Read from the source text: SQL that names the table,
  * the generic row writers (api/db/objects.ts, which writes the table it is given) called with
  * its name, and functions of the family's folder that write it, imported and called elsewhere.
+ * A fourth list, `sqlUpdates`, names the files of a family's own folder that change its stored
+ * rows by their own SQL update rather than through the family's update (`updateNested`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,7 +22,7 @@ import { projectRoot } from '../../api/config.ts';
 import { families } from '../../api/families/index.ts';
 
 type Writers = Record<string, Record<string, string>>;
-const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; composed: Writers; bypass: Writers };
+const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; composed: Writers; bypass: Writers; sqlUpdates: Writers };
 const listedFor = (table: string) => [lists.own, lists.composed, lists.bypass].flatMap((list) => Object.keys(list[table] ?? {}));
 
 function sourceFiles(dir: string): string[] {
@@ -114,4 +116,13 @@ t.test('operation rows are recorded by the transaction family only: every step i
 t.test('no family folder writes a table named by a template: such a write could reach any family\'s rows past its door, unseen by these lists', async (t) => {
   const templated = /\b(insert\s+into|update|delete\s+from)\s+\$\{/i;
   t.same(sources.filter(({ file, text }) => file.startsWith('api/families/') && templated.test(text)).map(({ file }) => file), []);
+});
+
+t.test('in its own folder, a family changes its stored rows by SQL update only where listed (`sqlUpdates`): elsewhere through its update', async (t) => {
+  for (const table of tables) {
+    const own = ownFolder(table);
+    const sql = new RegExp(`\\bupdate\\s+"?${table}"?(\\s|$)`, 'i');
+    const updaters = sources.filter(({ file, text }) => file.startsWith(own) && sql.test(text)).map(({ file }) => file);
+    t.same(updaters.sort(), Object.keys(lists.sqlUpdates[table] ?? {}).sort(), table);
+  }
 });

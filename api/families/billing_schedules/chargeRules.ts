@@ -6,7 +6,9 @@ import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family
 import type { Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { chargeTotal } from '../invoices/itemRules.ts';
-import { lockSchedule, recomputeRecurringAmount } from './repository.ts';
+import { updateNested } from '../../engine/operations.ts';
+import { lockSchedule, recurringAmountOf } from './repository.ts';
+import { scheduleFamily } from './scheduleFamily.ts';
 import { normaliseDateRange } from './dateRange.ts';
 
 /** A charge's defaults, dates and total; its amount is required. */
@@ -32,14 +34,20 @@ async function prepare(ctx: RuleContext, next: StoredObject, previous: StoredObj
   return { ...next, data: completeScheduleCharge(ctx, next.data) };
 }
 
+/** The schedule's `recurring_amount` follows its charges (less those being deleted), through the schedule's update. */
+async function followRecurringAmount(ctx: RuleContext, scheduleId: string, excluding: string[] = []): Promise<void> {
+  const schedule = await scheduleOf(ctx, { billing_schedule_id: scheduleId });
+  const amount = await recurringAmountOf(ctx.tx, ctx.tenant, scheduleId, excluding);
+  await updateNested(ctx, scheduleFamily(), schedule, {}, new Map([['recurring_amount', amount]]));
+}
+
 async function afterWrite(ctx: RuleContext, next: StoredObject): Promise<void> {
-  await recomputeRecurringAmount(ctx.tx, ctx.tenant, String(next.data.billing_schedule_id));
+  await followRecurringAmount(ctx, String(next.data.billing_schedule_id));
 }
 
 async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
   for (const scheduleId of new Set(rows.map((r) => String(r.data.billing_schedule_id)))) {
-    await scheduleOf(ctx, { billing_schedule_id: scheduleId });
-    await recomputeRecurringAmount(ctx.tx, ctx.tenant, scheduleId, rows.map((r) => r.id));
+    await followRecurringAmount(ctx, scheduleId, rows.map((r) => r.id));
   }
 }
 

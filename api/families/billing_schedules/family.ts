@@ -9,6 +9,7 @@ import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
 import { freeTextKind } from '../invoices/kinds.ts';
 import { scheduleRules } from './rules.ts';
+import { declareScheduleFamily } from './scheduleFamily.ts';
 import { AUTOMATIC_PAYMENT_TRIGGER } from './triggers.ts';
 
 export const FREQUENCIES = ['daily', 'weekly', 'biweekly', 'bimonthly', 'monthly', 'quarterly', 'annually'];
@@ -43,7 +44,7 @@ const fields: FieldSpec[] = [
   ...timestampFields,
 ];
 
-export const billingSchedules: Family = {
+export const billingSchedules: Family = declareScheduleFamily({
   name: 'billing_schedule',
   table: 'billing_schedules',
   idPrefix: 'bscd',
@@ -53,4 +54,4 @@ export const billingSchedules: Family = {
   rules: scheduleRules,
   /** a schedule's automatic payment is made (autopay.ts) */
   triggers: [AUTOMATIC_PAYMENT_TRIGGER],
-};
+});

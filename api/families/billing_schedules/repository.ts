@@ -30,15 +30,14 @@ export async function deleteChargesOfSchedules(db: Db, tenant: Tenant, scheduleI
   await rows(db, `delete from billing_charges where ${scope.sql} and data->>'billing_schedule_id' = any(?::text[])`, [...scope.bindings, scheduleIds]);
 }
 
-/** `recurring_amount` follows the schedule's charges (less those being deleted). */
-export async function recomputeRecurringAmount(db: Db, tenant: Tenant, scheduleId: string, excluding: string[] = []): Promise<void> {
+/** What the schedule's charges total (less those being deleted), in minor units: its `recurring_amount`. */
+export async function recurringAmountOf(db: Db, tenant: Tenant, scheduleId: string, excluding: string[] = []): Promise<number> {
   const scope = tenantScan(tenant);
-  await rows(db,
-    `update billing_schedules set modified_at = now(), data = jsonb_set(data, '{recurring_amount}', to_jsonb((
-       select coalesce(sum((data->>'total')::bigint), 0) from billing_charges
-        where ${scope.sql} and data->>'billing_schedule_id' = ? and not (id = any(?::text[])))))
-      where id = ? and org_id = ? and environment = ?`,
-    [...scope.bindings, scheduleId, excluding, scheduleId, tenant.orgId, tenant.environment]);
+  const [found] = await rows<{ total: string }>(db,
+    `select coalesce(sum((data->>'total')::bigint), 0)::bigint as total from billing_charges
+      where ${scope.sql} and data->>'billing_schedule_id' = ? and not (id = any(?::text[]))`,
+    [...scope.bindings, scheduleId, excluding]);
+  return Number(found.total);
 }
 
 export interface ScheduleInvoiceTotals {
