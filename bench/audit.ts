@@ -169,13 +169,16 @@ const post = (body: unknown) => ({ method: 'POST', headers, body: JSON.stringify
 const card = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
 const customer = await (await fetch(`${plain}/customers`, post({ name: 'Bench payer' }))).json() as { id: string };
 /**
- * Customers renamed in turn, each request to a name of its own (autocannon's `[<id>]`), so every
- * update changes a field and is audited; the connections start on different customers.
+ * Customers renamed in turn, each request to a name of its own, so every update changes a field
+ * and is audited (autocannon's `[<id>]` sends nothing with a list of requests: a `setupRequest` names them).
  */
 const renamed = await Promise.all(Array.from({ length: CONNECTIONS * 2 }, async () => (await (await fetch(`${plain}/customers`, post({ name: 'Bench renamed' }))).json() as { id: string }).id));
+let renameCount = 0;
 const renames = {
-  requests: renamed.map((id) => ({ method: 'PUT', path: `/customers/${id}`, headers, body: JSON.stringify({ name: 'Renamed [<id>]' }) })),
-  idReplacement: true,
+  requests: renamed.map((id) => ({
+    method: 'PUT', path: `/customers/${id}`, headers,
+    setupRequest: (request: Record<string, unknown>) => ({ ...request, body: JSON.stringify({ name: `Renamed ${++renameCount}` }) }),
+  })),
 };
 const backend = Number((await db.raw('select pg_backend_pid() as pid')).rows[0].pid);
 const postmaster = Number(statFields(backend)[1]);
