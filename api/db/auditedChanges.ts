@@ -48,8 +48,9 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * What turns `before` into `after`, field by field: nested objects are compared key by key, any
- * other value is set whole when its JSON differs; a key with no value (absent or undefined) in
+ * What turns `before` into `after`, field by field: nested objects are compared key by key (an
+ * object where `before` has none, set field by field), any other value is set whole when its JSON
+ * differs; a key with no value (absent or undefined) in
  * `after` is removed.
  */
 export function changesBetween(before: Record<string, unknown>, after: Record<string, unknown>, path: string[] = [], out: PathChange[] = []): PathChange[] {
@@ -59,8 +60,12 @@ export function changesBetween(before: Record<string, unknown>, after: Record<st
   for (const [key, value] of Object.entries(after)) {
     if (value === undefined) continue;
     const prior = before[key];
-    if (isObject(prior) && isObject(value)) changesBetween(prior, value, [...path, key], out);
-    else if (JSON.stringify(prior) !== JSON.stringify(value)) out.push([[...path, key], value]);
+    // An object sent where the row had none sets its fields one by one too, so that another change
+    // making the same object at once keeps its own fields in it.
+    const absent = prior === undefined || prior === null;
+    if (isObject(value) && (isObject(prior) || (absent && Object.keys(value).length > 0))) {
+      changesBetween(isObject(prior) ? prior : {}, value, [...path, key], out);
+    } else if (JSON.stringify(prior) !== JSON.stringify(value)) out.push([[...path, key], value]);
   }
   return out;
 }

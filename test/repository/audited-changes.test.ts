@@ -44,6 +44,18 @@ t.test('a change planned from a row read before another change landed applies ov
   t.same(changesBetween({ a: 1, b: { c: 2 }, gone: 'x' }, { a: 1, b: { c: 2, d: null }, list: [1] }), [[['gone']], [['b', 'd'], null], [['list'], [1]]], 'removed, set to null, added');
 });
 
+t.test('two changes planned from a row without an object, each making it with a field of its own: both fields stand', async (t) => {
+  await insertObjects(db, 'accounts', acme, [customer('acct_make')]);
+  const read = (await selectObjectById(db, 'accounts', acme, 'acct_make'))!;
+  const city = changesBetween(read.data, { ...read.data, address: { city: 'Springfield' } });
+  const state = changesBetween(read.data, { ...read.data, address: { state_province: 'IL' } });
+  t.same(city, [[['address', 'city'], 'Springfield']], 'the object is made field by field');
+  await updateAuditedRows(db, 'accounts', 'account', [{ tenant: acme, id: 'acct_make', changes: city, audit: actor('city') }]);
+  await updateAuditedRows(db, 'accounts', 'account', [{ tenant: acme, id: 'acct_make', changes: state, audit: actor('state') }]);
+  t.same((await db.raw(`select data from accounts where id = 'acct_make'`)).rows[0].data.address, { city: 'Springfield', state_province: 'IL' });
+  t.same(changesBetween({}, { settings: {} }), [[['settings'], {}]], 'an empty object is set whole');
+});
+
 t.test('changes of one row in one group all apply, in order, each with its own event', async (t) => {
   await insertObjects(db, 'accounts', acme, [customer('acct_twice')]);
   const items: ChangedItem[] = [
