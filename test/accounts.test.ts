@@ -94,7 +94,7 @@ t.test('processing status changes record processing_status events', async (t) =>
   await api.request('PUT', `/processing_accounts/${created.body.id}`, { json: { status: 'active' } });
   await api.request('PUT', `/processing_accounts/${created.body.id}`, { json: { name: 'Renamed' } });
   const events = await api.db('events').where({ object_id: created.body.id }).orderBy('seq');
-  t.same(events.map((e: any) => [e.trigger, e.value.status]), [['processing_status', 'pending'], ['processing_status', 'active']]);
+  t.same(events.map((e: any) => [e.trigger, e.value]), [['processing_status', 'pending'], ['processing_status', 'active']]);
   t.ok(events.every((e: any) => e.txid !== null), 'each event carries its writing transaction, which the dispatcher follows');
   const active = await api.request('GET', `/processing_accounts/?status=active&id=${created.body.id}`);
   t.same(active.body.values.map((a: any) => a.id), [created.body.id]);

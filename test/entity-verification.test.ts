@@ -23,7 +23,7 @@ async function verificationJobs(databaseApi: typeof api, entityId: string): Prom
 
 async function eventsOf(id: string): Promise<Array<[string, string]>> {
   const rows = await api.db('events').where({ object_id: id }).orderBy('seq');
-  return rows.map((e: any) => [e.trigger, e.value.status]);
+  return rows.map((e: any) => [e.trigger, e.value]);
 }
 
 const entity = (taxId: string) => ({ type: 'business', legal_name: 'Verify Me LLC', country: 'US', tax_id: { value: taxId } });

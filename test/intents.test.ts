@@ -19,7 +19,7 @@ await api.request('POST', '/processing_accounts', { json: { name: 'Intents Shop'
 
 async function statusEvents(id: string): Promise<string[]> {
   const rows = await api.db('events').where({ object_id: id }).orderBy('seq');
-  return rows.map((e: any) => `${e.trigger} ${e.value.status}`);
+  return rows.map((e: any) => `${e.trigger} ${e.value}`);
 }
 
 async function count(table: string): Promise<number> {

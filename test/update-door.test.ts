@@ -109,7 +109,7 @@ t.test('a list update and a change in a transaction are audited by the door\'s s
   const changed = await api.request('PUT', `/processing_accounts/${account.body.id}`, { json: { status: 'active' }, headers: { 'Idempotency-Key': 'door-processing' } });
   t.equal(changed.status, 200, JSON.stringify(changed.body));
   const events = await api.db('events').where({ object_id: account.body.id }).orderBy('seq');
-  t.same(events.map((e: { value: Record<string, unknown> }) => e.value), [{ status: 'pending', previous_status: null }, { status: 'active', previous_status: 'pending' }], 'one event for the change');
+  t.same(events.map((e: { value: Record<string, unknown> }) => e.value), ['pending', 'active'], 'one event for the change');
   const audit = await eventsOf(account.body.id, 'update');
   t.same(audit.map((e) => e.depth), [BY_STATEMENT]);
   t.match(audit[0].data.changes.processing, [{ status: 'pending' }, { status: 'active' }]);

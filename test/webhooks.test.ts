@@ -103,6 +103,7 @@ t.test('a delivery is signed over the exact bytes, with the event id and Standar
   t.equal(request.headers['webhook-signature'], `v1,${createHmac('sha256', key).update(`${eventId}.${timestamp}.${request.body}`).digest('base64')}`);
   const body = JSON.parse(request.body);
   t.match(body, { object: 'webhook_trigger', event_id: eventId, trigger: 'processing_status', triggered_on: { object: 'processing_account' } });
+  t.type(body.triggered_on.value, 'string', 'the value of a status trigger is the new status itself');
   t.equal(request.headers['content-type'], 'application/json');
   const logs = await eventually(() => logsOf(webhook.id), (values) => values.length > 0);
   t.equal(logs.length, 1, 'the successful attempt is logged too');

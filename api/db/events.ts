@@ -27,6 +27,15 @@ export interface EventDraft {
   value: Record<string, unknown>;
 }
 
+/**
+ * An `<object>:status` event (`payment_link:status`, `intent:status`, `payment_activation:status`,
+ * `entity:status`, `webhook:status`) or `processing_status`: its `triggered_on.value` is the new
+ * status itself, a string, as the README's trigger table gives it.
+ */
+export function statusEvent(trigger: Trigger, objectType: string, objectId: string, status: string | null): EventDraft {
+  return { trigger, objectType, objectId, value: status as unknown as Record<string, unknown> };
+}
+
 export interface EventTenant {
   orgId: string;
   environment: string;

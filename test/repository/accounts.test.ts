@@ -78,7 +78,7 @@ t.test('openDefaultProcessingAccount writes an active processing account with it
     const [audit] = (await tx.raw(`select data from audit_events where data->>'object_id' = ?`, [made.id])).rows;
     t.match(audit.data, { action: 'create', actor: { type: 'system', name: 'default_processing_account' } });
     const events = (await tx.raw(`select trigger, value from events where object_id = ?`, [made.id])).rows;
-    t.match(events, [{ trigger: 'processing_status', value: { status: 'active', previous_status: null } }]);
+    t.match(events, [{ trigger: 'processing_status', value: 'active' }]);
   });
 });
 

@@ -1,6 +1,6 @@
 /** Account rules that span fields or rows: processing references, status events. */
 import { showBalances } from '../funding/balance.ts';
-import type { EventDraft } from '../../db/events.ts';
+import { statusEvent, type EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { ApiError, invalidAttributes } from '../../errors.ts';
 import { createNested, rulesOnPool } from '../../engine/operations.ts';
@@ -87,12 +87,7 @@ function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredOb
   if (!next || next.type !== 'processing') return [];
   const status = processingStatus(next);
   if (previous && processingStatus(previous) === status) return [];
-  return [{
-    trigger: PROCESSING_STATUS_TRIGGER,
-    objectType: 'processing_account',
-    objectId: next.id,
-    value: { status, previous_status: processingStatus(previous) ?? null },
-  }];
+  return [statusEvent(PROCESSING_STATUS_TRIGGER, 'processing_account', next.id, status == null ? null : String(status))];
 }
 
 /** Derived parts of the rendered account: its entity, its processing settings id and, when asked, its balance. */

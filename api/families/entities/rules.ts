@@ -1,5 +1,5 @@
 /** Entity rules: sealed tax ids, dates, stakeholders created with the entity and shown inside it. */
-import type { EventDraft } from '../../db/events.ts';
+import { statusEvent, type EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { createNested, deleteNested } from '../../engine/operations.ts';
 import { render } from '../../engine/view.ts';
@@ -77,10 +77,7 @@ async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<voi
  */
 function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {
   if (!next || !previous || next.data.verification_status === previous.data.verification_status) return [];
-  return [{
-    trigger: ENTITY_STATUS_TRIGGER, objectType: 'entity', objectId: next.id,
-    value: { status: next.data.verification_status, previous_status: previous.data.verification_status ?? 'unverified' },
-  }];
+  return [statusEvent(ENTITY_STATUS_TRIGGER, 'entity', next.id, String(next.data.verification_status))];
 }
 
 export const entityRules: FamilyRules = { prepare, afterWrite, load, beforeDelete, events };

@@ -3,7 +3,7 @@
  * link is sent to, its lifetime and the job that expires it.
  */
 import { loadConfig } from '../../config.ts';
-import type { EventDraft, Trigger } from '../../db/events.ts';
+import { statusEvent, type EventDraft, type Trigger } from '../../db/events.ts';
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
@@ -20,7 +20,7 @@ export const EXPIRE_TASK = 'expire_intent';
 export function linkStatusEvents(object: { name: string; trigger: Trigger }) {
   return (_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] => {
     if (!next || !previous || next.data.status === previous.data.status) return [];
-    return [{ trigger: object.trigger, objectType: object.name, objectId: next.id, value: { status: next.data.status, previous_status: previous.data.status } }];
+    return [statusEvent(object.trigger, object.name, next.id, String(next.data.status))];
   };
 }
 

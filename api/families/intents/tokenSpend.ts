@@ -1,6 +1,6 @@
 /** A client token's one use: spent in the caller's transaction, finishing the element intent behind it. */
 import type { Db } from '../../db/connection.ts';
-import { recordEvents } from '../../db/events.ts';
+import { recordEvents, statusEvent } from '../../db/events.ts';
 import type { Tenant } from '../../engine/family.ts';
 import { spendTokenOfIntent } from './repository.ts';
 import { INTENT_STATUS_TRIGGER } from './triggers.ts';
@@ -9,7 +9,7 @@ import { INTENT_STATUS_TRIGGER } from './triggers.ts';
 export async function spendClientToken(tx: Db, tenant: Tenant, tokenHash: string): Promise<boolean> {
   const { spent, finished } = await spendTokenOfIntent(tx, tenant, tokenHash);
   if (finished) {
-    await recordEvents(tx, tenant, [{ trigger: INTENT_STATUS_TRIGGER, objectType: 'intent', objectId: finished, value: { status: 'finished', previous_status: 'pending' } }]);
+    await recordEvents(tx, tenant, [statusEvent(INTENT_STATUS_TRIGGER, 'intent', finished, 'finished')]);
   }
   return spent;
 }

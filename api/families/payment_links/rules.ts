@@ -3,7 +3,7 @@
  * the invoice's balance and description, the statuses a client may set, the `url`, and the
  * `payment_link:status` event of each status change.
  */
-import type { EventDraft } from '../../db/events.ts';
+import { statusEvent, type EventDraft } from '../../db/events.ts';
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
@@ -85,9 +85,8 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
   return { ...next, data };
 }
 
-/** `triggered_on.value` of a `<object>:status` trigger is the new status itself (CONTRACT §8). */
 function linkStatusEvent(id: string, status: string): EventDraft {
-  return { trigger: PAYMENT_LINK_STATUS_TRIGGER, objectType: 'payment_link', objectId: id, value: status as unknown as Record<string, unknown> };
+  return statusEvent(PAYMENT_LINK_STATUS_TRIGGER, 'payment_link', id, status);
 }
 
 function events(_ctx: RuleContext, next: StoredObject | null, previous: StoredObject | null): EventDraft[] {

@@ -4,7 +4,7 @@
  * again; `triggered_on` is the webhook and `value` its new status. Dispatch never sends it to the
  * webhook it is about.
  */
-import { trigger, type EventDraft } from '../../db/events.ts';
+import { statusEvent, trigger, type EventDraft } from '../../db/events.ts';
 
 export const WEBHOOK_STATUS_TRIGGER = trigger('webhook:status');
 
@@ -14,5 +14,5 @@ export const WEBHOOK_STATUSES = { active: 'active', disabled: 'disabled' } as co
 export const DISABLED_BY_REQUEST = 'Disabled by request (PUT status: disabled)';
 
 export function webhookStatusEvent(webhookId: string, status: string): EventDraft {
-  return { trigger: WEBHOOK_STATUS_TRIGGER, objectType: 'webhook', objectId: webhookId, value: status as unknown as Record<string, unknown> };
+  return statusEvent(WEBHOOK_STATUS_TRIGGER, 'webhook', webhookId, status);
 }
