@@ -201,8 +201,11 @@ t.test('the primary killed (kill -9) and the standby promoted: a running web, wo
   process.kill(postmaster, 'SIGKILL');
   primaryKilled = true;
   const during = await api.request('POST', '/customers', customer('During'));
-  t.equal(during.status, 503, `no primary: 503, never 500 (${JSON.stringify(during.body)})`);
-  t.match(during.headers.get('Retry-After'), /^\d+$/);
+  // A backend of the killed postmaster can still finish a write on its open connection (it sees the
+  // postmaster gone only when it next waits), its commit confirmed by the standby: then it is
+  // acknowledged and must be there after the promotion.
+  t.ok(during.status === 503 || during.status === 200, `no primary: 503 or an acknowledged write, never 500 (${during.status} ${JSON.stringify(during.body)})`);
+  if (during.status === 503) t.match(during.headers.get('Retry-After'), /^\d+$/);
 
   const promoted = Date.now();
   await standby.query('select pg_promote()');
@@ -210,6 +213,7 @@ t.test('the primary killed (kill -9) and the standby promoted: a running web, wo
   t.comment(`first write answered ${Date.now() - promoted} ms after pg_promote() was sent (a figure, not a bound)`);
   t.equal(after.status, 200, 'the same web process writes to the promoted standby');
   t.equal((await api.request('GET', `/customers/${before.body.id}`)).status, 200, 'what was acknowledged before the kill is there');
+  if (during.status === 200) t.equal((await api.request('GET', `/customers/${during.body.id}`)).status, 200, 'what was acknowledged as the primary died is there');
   t.ok(await deliveredFor(await eventOf('Delivered after')), "the same worker's dispatch and delivery follow the new primary");
   await insertPayments(30);
   t.equal(await eventually(mirrored, (n) => n === 80, 30_000, 200), 80, 'the same reporting process mirrors what the new primary holds');
