@@ -114,7 +114,7 @@ const stats = { agreed: 0, bothRefused: 0, pgFailedChRefused: 0, disagreed: 0, r
 
 /** `rollup`: wait for the rollup's recompute too; without it, the days changed since are read from the mirror. */
 async function agreementRound(t: Test, label: string, rollup = true): Promise<void> {
-  t.ok(await mirror.waitFor(await positionNow(db), 10_000, { rollup }), `${label}: mirror caught up`);
+  t.ok(await mirror.waitFor(await positionNow(db), 60_000, { rollup }), `${label}: mirror caught up`);
   if (!rollup) t.ok(TENANTS.some((tenant) => store.changedDays(tenant).length > 0), `${label}: days not rolled up yet, which readers read from the mirror`);
   for (let i = 0; i < QUERIES * 1.5; i += 1) {
     // The last third of a round: queries the rollup covers, which must be read from it.
@@ -163,7 +163,7 @@ t.test('once the changed days are recomputed, with their months: they still agre
 });
 
 t.test('the mirror holds exactly the rows of Postgres (FINAL view), per tenant', async (t) => {
-  t.ok(await mirror.waitFor(await positionNow(db), 10_000));
+  t.ok(await mirror.waitFor(await positionNow(db), 60_000));
   const pgCounts = await rows<{ org_id: string; environment: string; n: number; total: string }>(db,
     `select org_id, environment, count(*)::bigint as n, coalesce(sum((data->>'amount')::bigint), 0)::text as total from transactions group by 1, 2 order by 1, 2`);
   const chCounts = await store.select<{ org_id: string; environment: string; n: number; total: string }>(
@@ -175,12 +175,12 @@ t.test('the mirror holds exactly the rows of Postgres (FINAL view), per tenant',
 
 t.test('a reader finds its own write before the rollup recomputes its day, and other tenants read as Postgres', async (t) => {
   const [changed, other] = [TENANTS[0], TENANTS[2]];
-  t.ok(await mirror.waitFor(await positionNow(db), 10_000), 'everything rolled up to begin with');
+  t.ok(await mirror.waitFor(await positionNow(db), 60_000), 'everything rolled up to begin with');
   await rows(db, `insert into transactions (id, org_id, environment, type, data) values ('txn_agree_own', ?, ?, 'payment', '{"amount": 123, "status": "processed"}')`,
     [changed.orgId, changed.environment]);
   const target = await positionNow(db);
   const count = { query: parseListQuery([['fields', 'count,sum(amount)']]), version: 'v1' as Version };
-  t.ok(await mirror.waitFor(target, 10_000, { rollup: false }), 'the mirror has the write');
+  t.ok(await mirror.waitFor(target, 60_000, { rollup: false }), 'the mirror has the write');
   t.notOk(covers(mirror.rollupPosition, target), 'while its day is not rolled up yet');
   t.ok(compileReport({ tenant: changed, ...count }, store.table, undefined, store.changedDays(changed)).rollup, 'the reader reads the rollup');
   const truth = async (tenant: Tenant) => (await aggregate({ tx: db, tenant, version: 'v1', collection } as unknown as OperationContext, count.query)).values;
@@ -205,7 +205,7 @@ t.test('the rollup holds what aggregating the mirror afresh gives, after the cha
      select 'txn_agree_many' || g, 'org_agree_many_' || g, 'test', 'payment', jsonb_build_object('amount', g, 'status', 'processed'),
             timestamptz '2024-05-01 00:00:00+00' + g * interval '1 hour', now()
        from generate_series(1, 250) g`);
-  t.ok(await mirror.waitFor(await positionNow(db), 10_000));
+  t.ok(await mirror.waitFor(await positionNow(db), 60_000), 'the mirror reached the inserts');
   const { kept, afresh } = await rollupBesideMirror();
   t.ok(kept.length > 100, `${kept.length} groups`);
   t.ok(kept.some((row) => Number(row.grain) === 1), 'months among them');
@@ -217,7 +217,7 @@ t.test('new transactions added to the rollup count once, in passes of their own,
   const pay = (id: string, amount: number, at: string, status = 'processed') => rows(db,
     `insert into transactions (id, org_id, environment, type, data, created_at, modified_at) values (?, ?, ?, 'payment', ?::jsonb, ?, now())`,
     [id, tenant.orgId, tenant.environment, JSON.stringify({ amount, status, fee: amount % 7 }), at]);
-  const mirrored = async (label: string, rollup: boolean) => t.ok(await mirror.waitFor(await positionNow(db), 10_000, { rollup }), label);
+  const mirrored = async (label: string, rollup: boolean) => t.ok(await mirror.waitFor(await positionNow(db), 60_000, { rollup }), label);
   // Two days with groups in the rollup, one transaction of them to be deleted and its id used again.
   for (let i = 0; i < 20; i += 1) await pay(`txn_added_old${i}`, 1000 + i, `2024-07-${10 + (i % 2)} 12:00:00+00`);
   await mirrored('the first rows are rolled up', true);
