@@ -195,7 +195,7 @@ t.test('settle up', async (t) => {
     process.kill(web, 'SIGKILL');
     const next = await replaced('web', web);
     t.ok(next, 'a new web pid is published');
-    t.ok(await until(apiAnswers, 10_000), 'the API answers again');
+    t.ok(await until(apiAnswers, 30_000), 'the API answers again');
     t.equal((await api('GET', '/customers')).status, 200, 'an authenticated request succeeds');
     t.match(first.output(), /settle +\| web exited \(signal SIGKILL\) after [\d.]+ s; restarting in 0.5 s \(restart 1\)/, 'the restart is logged with its reason and delay');
   });
@@ -290,7 +290,7 @@ t.test('settle up', async (t) => {
     process.kill(children.web, 'SIGKILL');
     const web = await replaced('web', children.web);
     t.ok(web, 'a new web pid is published');
-    t.ok(await until(apiAnswers, 10_000), 'the API answers again');
+    t.ok(await until(apiAnswers, 30_000), 'the API answers again');
     const started = Date.now();
     third.process.kill('SIGHUP');
     t.equal(await third.exited, 0, 'settle up exits 0');
