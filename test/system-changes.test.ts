@@ -1,0 +1,73 @@
+/**
+ * Changes the service makes on its own (a worker's status change, a hosted page's finish of an
+ * intent) pass the same door as a client's: the family's update (api/engine/operations.ts:
+ * updateNested), whose one statement writes the row with its audit event (the job's or the page's
+ * actor), and whose family rules decide the operation and the events, once. Which writer wrote an
+ * audit event is read from a test-only trigger (./helpers/auditWriters.ts).
+ */
+import t from 'tap';
+import { loadConfig } from '../api/config.ts';
+import { createDb } from '../api/db/connection.ts';
+import { createLogger } from '../api/logger.ts';
+import { openVault } from '../api/vaultKeys.ts';
+import { taskList } from '../workers/main.ts';
+import { startTestApi } from './helpers/api.ts';
+import { BY_STATEMENT, noteAuditWriters } from './helpers/auditWriters.ts';
+
+const api = await startTestApi(t);
+await noteAuditWriters(api.db);
+
+const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
+const BANK = { type: 'bank_account', bank_account: { account_number: '000123456', routing_number: '036001808', account_type: 'checking' } };
+const customer = (await api.request('POST', '/customers', { json: { name: 'Payer' } })).body;
+
+/** The worker's tasks, run directly as graphile-worker runs a job (each as the actor `system`, named by its task). */
+const workerDb = createDb(api.databaseUrl, 2);
+t.teardown(() => workerDb.destroy());
+const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: api.databaseUrl });
+const tasks = taskList(workerDb, config, {}, await openVault(config, workerDb, createLogger('silent', 'test')));
+const runTask = (name: string, payload: Record<string, unknown>) => tasks[name]!(payload, {} as never);
+
+async function auditOf(objectId: string): Promise<Array<{ data: Record<string, any>; depth: number }>> {
+  return (await api.db.raw(`select a.data, w.depth from audit_events a left join test_audit_writers w on w.event_id = a.id
+                             where a.data->>'object_id' = ? and a.data->>'action' <> 'create' order by a.id`, [objectId])).rows;
+}
+
+async function triggersOf(objectId: string): Promise<string[]> {
+  return (await api.db('events').where({ object_id: objectId }).orderBy('seq')).map((e: { trigger: string }) => e.trigger);
+}
+
+async function operationsOf(transactionId: string): Promise<string[]> {
+  return (await api.db.raw(`select type from transaction_operations where data->>'transaction_id' = ? order by id`, [transactionId])).rows.map((r: { type: string }) => r.type);
+}
+
+t.test('an authorization the worker expires is voided through the family\'s update: audited once by its statement as the job, one operation, one event each', async (t) => {
+  const auth = await api.request('POST', '/transactions', { version: 'v2', json: { type: 'payment', amount: 5, status: { value: 'authorized' }, sender: { account_id: customer.id, method: CARD } } });
+  t.equal(auth.status, 200, JSON.stringify(auth.body));
+  const id = auth.body.id;
+  await runTask('expire_authorization', { transaction_id: id });
+  const expired = (await api.request('GET', `/transactions/${id}`)).body;
+  t.match(expired, { status: 'voided', status_code: 'authorization_expired' });
+  const audit = await auditOf(id);
+  t.same(audit.map((e) => [e.depth, e.data.action]), [[BY_STATEMENT, 'void']], 'one event, by the door\'s statement');
+  t.match(audit[0].data, { actor: { type: 'system', name: 'expire_authorization' }, changes: { status: ['authorized', 'voided'], status_code: ['approved', 'authorization_expired'] } });
+  t.same(await operationsOf(id), ['authorize', 'void']);
+  t.same((await triggersOf(id)).sort(), ['authorized', 'payment', 'transaction:operation', 'transaction:operation', 'void'], 'the void and its operation, once each');
+  await runTask('expire_authorization', { transaction_id: id });
+  t.equal((await auditOf(id)).length, 1, 'a second run finds it moved on and changes nothing');
+});
+
+t.test('the bank rejects a payment a client could no longer reject (a refund taken): the family\'s own rule for the service\'s change, audited by its statement', async (t) => {
+  const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 20, customer_id: customer.id, payment_method: BANK } });
+  t.equal(paid.body.status, 'processed', JSON.stringify(paid.body));
+  const refund = await api.request('POST', '/transactions', { json: { type: 'refund', amount: 5, ledger: [{ assoc_transaction_id: paid.body.id }] } });
+  t.equal(refund.status, 200, JSON.stringify(refund.body));
+  const byClient = await api.request('PUT', `/transactions/${paid.body.id}`, { json: { status: 'rejected' } });
+  t.equal(byClient.status, 400, 'a client may not reject a payment with refunds');
+  await runTask('bank_reject', { transaction_id: paid.body.id });
+  t.match((await api.request('GET', `/transactions/${paid.body.id}`)).body, { status: 'rejected', status_code: 'bank_account_rejected' });
+  const audit = await auditOf(paid.body.id);
+  t.same(audit.map((e) => [e.depth, e.data.action, e.data.actor]), [[BY_STATEMENT, 'reject', { type: 'system', name: 'bank_reject' }]]);
+  t.same((await operationsOf(paid.body.id)).filter((type) => type === 'reject'), ['reject'], 'one operation');
+  t.same((await triggersOf(paid.body.id)).filter((trigger) => trigger.includes('reject')), ['reject', 'bank_account_reject'], 'its events once');
+});
