@@ -71,3 +71,19 @@ t.test('the bank rejects a payment a client could no longer reject (a refund tak
   t.same((await operationsOf(paid.body.id)).filter((type) => type === 'reject'), ['reject'], 'one operation');
   t.same((await triggersOf(paid.body.id)).filter((trigger) => trigger.includes('reject')), ['reject', 'bank_account_reject'], 'its events once');
 });
+
+t.test('a client token\'s payment finishes its element intent through the intents family\'s update: audited once by its statement as the token, one status event', async (t) => {
+  const intent = await api.request('POST', '/intents', { version: 'v2', json: { type: 'payment_form', payment_form: { payment: { amount: 7, description: 'Tea' } } } });
+  t.equal(intent.status, 200, JSON.stringify(intent.body));
+  const token = intent.body.client_token;
+  const paid = await api.request('POST', '/transactions', { key: token, json: { type: 'payment', amount: 7, payment_method: CARD } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  t.equal((await api.request('GET', `/intents/${intent.body.id}`)).body.status, 'finished');
+  const audit = await auditOf(intent.body.id);
+  t.same(audit.map((e) => [e.depth, e.data.action]), [[BY_STATEMENT, 'update']], 'one event, by the door\'s statement');
+  t.match(audit[0].data, { actor: { type: 'client_token', key_prefix: token.slice(0, token.length - 24) }, request_id: paid.headers.get('x-request-id'), changes: { status: ['pending', 'finished'] } });
+  t.same((await api.db('events').where({ object_id: intent.body.id })).map((e: { trigger: string; value: unknown }) => [e.trigger, e.value]), [['intent:status', 'finished']]);
+  const again = await api.request('POST', '/transactions', { key: token, json: { type: 'payment', amount: 7, payment_method: CARD } });
+  t.equal(again.status, 403, 'one use');
+  t.equal((await auditOf(intent.body.id)).length, 1, 'a refused second use changes nothing');
+});
