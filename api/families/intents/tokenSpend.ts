@@ -5,13 +5,13 @@
  */
 import type { RuleContext } from '../../engine/family.ts';
 import { updateNested } from '../../engine/operations.ts';
-import { intents } from './family.ts';
+import { intentFamily } from './declared.ts';
 import { lockPendingIntentOfToken, spendToken } from './repository.ts';
 
 /** False when the token was already used, expired or revoked. */
 export async function spendClientToken(ctx: RuleContext, tokenHash: string): Promise<boolean> {
   if (!(await spendToken(ctx.tx, tokenHash))) return false;
   const intent = await lockPendingIntentOfToken(ctx.tx, ctx.tenant, tokenHash);
-  if (intent) await updateNested(ctx, intents, intent, {}, new Map([['status', 'finished']]));
+  if (intent) await updateNested(ctx, intentFamily(), intent, {}, new Map([['status', 'finished']]));
   return true;
 }
