@@ -87,3 +87,33 @@ t.test('a client token\'s payment finishes its element intent through the intent
   t.equal(again.status, 403, 'one use');
   t.equal((await auditOf(intent.body.id)).length, 1, 'a refused second use changes nothing');
 });
+
+t.test('an invoice recomputes through its family\'s update: the totals, a percentage charge\'s share, and an allocation the bank\'s rejection releases, each audited once by the door\'s statement', async (t) => {
+  const made = await api.request('POST', '/invoices', { json: { due_date: '2026-11-23', customer_id: customer.id, items: [{ amount: 10 }] } });
+  t.equal(made.status, 200, JSON.stringify(made.body));
+  const invoice = made.body.id;
+  const tax = await api.request('POST', '/line_items', { json: { invoice_id: invoice, amount: 10, amount_type: 'percentage' } });
+  t.equal(tax.status, 200, JSON.stringify(tax.body));
+  const more = await api.request('POST', '/line_items', { json: { invoice_id: invoice, amount: 20 } });
+  t.equal(more.status, 200, JSON.stringify(more.body));
+  t.equal((await api.request('GET', `/line_items/${tax.body.id}`)).body.total, 3, 'the percentage charge follows the number charges');
+  t.match((await api.request('GET', `/invoices/${invoice}`)).body, { status: 'unpaid', total_due: 33, amount_due: 33 });
+  const taxAudit = await auditOf(tax.body.id);
+  t.same(taxAudit.map((e) => [e.depth, e.data.changes.total]), [[BY_STATEMENT, [100, 300]]], 'the share\'s change (in minor units, as the audit stores an item\'s total), by the door\'s statement');
+  t.match(taxAudit[0].data.actor, { type: 'secret_key' });
+  const recomputed = await auditOf(invoice);
+  t.ok(recomputed.length >= 2, 'a recompute for each item added');
+  t.same(recomputed.map((e) => e.depth), recomputed.map(() => BY_STATEMENT), 'each by the door\'s statement');
+
+  const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 13, customer_id: customer.id, payment_method: BANK, allocations: [{ invoice_id: invoice }] } });
+  t.equal(paid.status, 200, JSON.stringify(paid.body));
+  t.match((await api.request('GET', `/invoices/${invoice}`)).body, { status: 'partially_paid', amount_due: 20, total_paid: 13 });
+  const [allocation] = (await api.request('GET', `/line_items?invoice_id=${invoice}&entry_type=payment`)).body.values;
+  await runTask('bank_reject', { transaction_id: paid.body.id });
+  t.match((await api.request('GET', `/invoices/${invoice}`)).body, { status: 'unpaid', amount_due: 33, total_paid: 0, paid_timestamp: null }, 'the rejected payment no longer pays it');
+  t.same((await api.request('GET', `/line_items?invoice_id=${invoice}&entry_type=payment`)).body.values, [], 'its allocation is released');
+  const released = await auditOf(allocation.id);
+  t.same(released.map((e) => [e.depth, e.data.action, e.data.actor]), [[BY_STATEMENT, 'delete', { type: 'system', name: 'bank_reject' }]]);
+  const last = (await auditOf(invoice)).at(-1)!;
+  t.match(last, { depth: BY_STATEMENT, data: { actor: { type: 'system', name: 'bank_reject' }, changes: { status: ['partially_paid', 'unpaid'] } } });
+});

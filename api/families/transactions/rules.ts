@@ -20,7 +20,7 @@ import { applyClientIntent } from '../clientIntent.ts';
 import { authorizeCard } from './decide.ts';
 import { isRelease, releaseRules } from './releases.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
-import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
+import { applyAllocations, loadAllocations, planAllocations, releaseAllocations } from './allocations.ts';
 import { canTransition, creationEvents, isSystemMade, statusCodeFor, SYSTEM_TRANSITION, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
@@ -493,6 +493,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   if (step) await recordOperations(ctx.tx, ctx.tenant, [step]);
   if (previous) {
     if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
+    await releaseAllocations(ctx, next, previous);
     return;
   }
   await applyAllocations(ctx, next);
