@@ -1,13 +1,17 @@
 /**
- * Changes the service makes on its own (a worker's status change, a hosted page's finish of an
- * intent) pass the same door as a client's: the family's update (api/engine/operations.ts:
- * updateNested), whose one statement writes the row with its audit event (the job's or the page's
- * actor), and whose family rules decide the operation and the events, once. Which writer wrote an
- * audit event is read from a test-only trigger (./helpers/auditWriters.ts).
+ * Changes the service makes on its own (a worker's status change, a client token's finish of its
+ * intent, an invoice's recompute) pass the same door as a client's: the family's update
+ * (api/engine/operations.ts: updateNested), whose one statement writes the row with its audit
+ * event (the job's, the token's or the request's actor), and whose family rules decide the
+ * operation and the events, once; no database function changes a family's rows beside it but those
+ * listed. Which writer wrote an audit event is read from a test-only trigger (./helpers/auditWriters.ts).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../api/config.ts';
 import { createDb } from '../api/db/connection.ts';
+import { families } from '../api/families/index.ts';
 import { createLogger } from '../api/logger.ts';
 import { openVault } from '../api/vaultKeys.ts';
 import { taskList } from '../workers/main.ts';
@@ -116,4 +120,14 @@ t.test('an invoice recomputes through its family\'s update: the totals, a percen
   t.same(released.map((e) => [e.depth, e.data.action, e.data.actor]), [[BY_STATEMENT, 'delete', { type: 'system', name: 'bank_reject' }]]);
   const last = (await auditOf(invoice)).at(-1)!;
   t.match(last, { depth: BY_STATEMENT, data: { actor: { type: 'system', name: 'bank_reject' }, changes: { status: ['partially_paid', 'unpaid'] } } });
+});
+
+t.test('no database function changes or deletes a family\'s rows beside the door, but those listed with why (test/unit/table-writers.json `functions`)', async (t) => {
+  const listed = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'unit', 'table-writers.json'), 'utf8')).functions as Record<string, Record<string, string>>;
+  const tables = [...new Set(families.map((family) => family.table))];
+  const found = (await api.db.raw(`select distinct lower(m[2]) as "table", p.proname as function
+      from pg_proc p join pg_namespace n on n.oid = p.pronamespace,
+           regexp_matches(p.prosrc, '\\m(update|delete\\s+from)\\s+(' || ? || ')\\M', 'gi') as m
+     where n.nspname = current_schema() order by 1, 2`, [tables.join('|')])).rows;
+  t.same(found, Object.entries(listed).flatMap(([table, functions]) => Object.keys(functions).sort().map((name) => ({ table, function: name }))).sort((a, b) => a.table.localeCompare(b.table)));
 });
