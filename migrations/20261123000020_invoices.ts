@@ -44,6 +44,24 @@ export async function up(knex: Knex): Promise<void> {
     create index invoice_items_by_tenant_transaction on invoice_items (tenant_key(org_id, environment), (data->>'transaction_id'))
       where data->>'transaction_id' is not null;
 
+    ${INVOICE_RECOMPUTE_SQL}
+  `);
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw(`
+    drop trigger if exists transactions_release_invoice_allocations on transactions;
+    drop function if exists release_invoice_allocations();
+    drop function if exists invoice_recompute(text, text, text, text[]);
+    drop table if exists invoice_items, invoices;
+  `);
+}
+
+/**
+ * `invoice_recompute` and the trigger that releases a payment's allocations with it, as this
+ * migration made them (exported for the migration that removes them to put them back on `down`).
+ */
+export const INVOICE_RECOMPUTE_SQL = `
     create function invoice_recompute(invoice text, org text, env text, excluding text[] default '{}') returns void language plpgsql as $$
     declare
       found_invoice invoices%rowtype;
@@ -115,14 +133,4 @@ export async function up(knex: Knex): Promise<void> {
             and old.data->>'status' is distinct from new.data->>'status'
             and jsonb_array_length(coalesce(new.data->'allocation_plan', '[]'::jsonb)) > 0)
       execute function release_invoice_allocations();
-  `);
-}
-
-export async function down(knex: Knex): Promise<void> {
-  await knex.raw(`
-    drop trigger if exists transactions_release_invoice_allocations on transactions;
-    drop function if exists release_invoice_allocations();
-    drop function if exists invoice_recompute(text, text, text, text[]);
-    drop table if exists invoice_items, invoices;
-  `);
-}
+`;

@@ -57,6 +57,11 @@ async function sealedValues(): Promise<string[]> {
   return found.rows.map((r: { v: string }) => r.v).filter(Boolean);
 }
 
+/** The audit events of changes (not creates) to stored objects. */
+async function auditedChanges(): Promise<number> {
+  return (await db.raw(`select count(*)::int as n from audit_events where data->>'action' <> 'create'`)).rows[0].n;
+}
+
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 let methodId = '';
 let webhookSecret = '';
@@ -96,6 +101,7 @@ t.test('a rotation re-seals every value under the new key, resumes after being c
   const during = await web(t, both);
   t.same((await db.raw('select id, state from vault_keys order by state')).rows, [{ id: idOf(K1), state: 'active' }, { id: idOf(K2), state: 'next' }], 'the new key is recorded as the next one');
   const vault = createVault(parseVaultKey(K2), [parseVaultKey(K1)]);
+  const audited = await auditedChanges();
   const cut = await rotateVault(db, vault, { batchSize: 1, maxBatches: 1 });
   t.equal(cut.finished, false, 'a run cut short after one batch');
   t.equal(new Set((await sealedValues()).map((v) => v.split('.')[1])).size, 2, 'old and new keys side by side');
@@ -106,6 +112,7 @@ t.test('a rotation re-seals every value under the new key, resumes after being c
 
   const done = await rotateVault(db, vault);
   t.equal(done.finished, true);
+  t.same(await auditedChanges(), audited, 'a re-seal is no change of the object: no audit event');
   t.ok(done.resealed >= 2, `${done.resealed} values re-sealed by the resumed run`);
   for (const value of await sealedValues()) t.match(value, new RegExp(`^v2\\.${idOf(K2)}\\.`), 'every value under the new key');
   t.same((await db.raw(`select id, state from vault_keys order by created_at`)).rows, [{ id: idOf(K1), state: 'retired' }, { id: idOf(K2), state: 'active' }]);

@@ -81,9 +81,9 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
       // Retry jitter from the random seam only when a test gave one (Math.random otherwise, as before).
       random: given.random ? () => given.random!(4).readUInt32BE(0) / 2 ** 32 : undefined,
     }),
-    complete_processing: completeProcessing(db),
-    bank_reject: bankReject(db),
-    expire_authorization: expireAuthorization(db),
+    complete_processing: completeProcessing(db, domain),
+    bank_reject: bankReject(db, domain),
+    expire_authorization: expireAuthorization(db, domain),
     verify_entity: verifyEntity(db, domain, config.verificationDelayMs),
     expire_intent: expireIntent(db, domain, clock),
     send_link_email: sendLinkEmail(db, config, createLogger(config.logLevel, 'worker'), { clock }),

@@ -1,4 +1,5 @@
 /** SQL of `vault_keys` and of re-sealing stored values under a new vault key. */
+import { ownAuditSql } from './auditStatement.ts';
 import { rows, type Db } from './connection.ts';
 
 export interface RecordedVaultKey {
@@ -57,11 +58,19 @@ export async function rowsWithSealedValues(db: Db, source: SealedColumn, after: 
   return found.map((row) => ({ key: source.key.map((k) => String(row[k])), value: row.value }));
 }
 
-/** Writes a re-sealed value only if the row still holds what was read (a concurrent change wins). */
+/**
+ * Writes a re-sealed value only if the row still holds what was read (a concurrent change wins).
+ * A re-seal is no change of the object: the same plaintext under another key, no field the API
+ * shows or the audit names (a sealed copy is named only as "[redacted]" on both sides) is
+ * different. So it is not audited: the statement marks the table as audited by itself, and the
+ * table's audit trigger leaves it alone (migration 20261204000100), while it writes no event.
+ */
 export async function replaceSealedValue(db: Db, source: SealedColumn, key: string[], before: unknown, after: unknown): Promise<boolean> {
   const match = source.key.map((k) => `${k} = ?`).join(' and ');
   const updated = await rows(db,
-    `update ${source.table} set ${source.column} = ?::jsonb where ${match} and ${source.column} = ?::jsonb returning 1`,
+    `update ${source.table} set ${source.column} = ?::jsonb
+       from (select ${ownAuditSql(source.table)} as not_a_change) mark
+      where ${match} and ${source.column} = ?::jsonb returning 1`,
     [JSON.stringify(after), ...key, JSON.stringify(before)]);
   return updated.length === 1;
 }

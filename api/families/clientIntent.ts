@@ -32,7 +32,7 @@ export async function spendClientTokenOnce(ctx: RuleContext): Promise<void> {
   if (!(await lockUnspentToken(ctx.tx, tokenId))) throw forbidden('This client token has already been used');
   ctx.clientTokenSpent = true;
   await atWrite(ctx, async () => {
-    if (!(await spendClientToken(ctx.tx, ctx.tenant, tokenId))) throw forbidden('This client token has already been used');
+    if (!(await spendClientToken(ctx, tokenId))) throw forbidden('This client token has already been used');
   });
 }
 /** Preset keys an intent may carry at its top level as well as inside `payment`. */

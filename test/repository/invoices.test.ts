@@ -12,7 +12,10 @@ import { loadConfig } from '../../api/config.ts';
 import { createDomainServices } from '../../api/domain.ts';
 import type { RuleContext } from '../../api/engine/family.ts';
 import { recordPaymentAllocations } from '../../api/families/invoices/paidBy.ts';
-import { allocationsOfTransactions, deleteItemsOfInvoices, insertItems, itemsOfInvoices, lockInvoices, numberChargesTotal, recomputeInvoices } from '../../api/families/invoices/repository.ts';
+// The invoice family declares itself to the recompute as it is made (api/families/invoices/declared.ts).
+import '../../api/families/invoices/family.ts';
+import { recomputeInvoices } from '../../api/families/invoices/recompute.ts';
+import { allocationsOfTransactions, deleteItemsOfInvoices, insertItems, itemsOfInvoices, lockInvoices, numberChargesTotal } from '../../api/families/invoices/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -76,7 +79,7 @@ t.test('a payment\'s allocations go through the item family\'s create: the invoi
     const ctx: RuleContext = { tx, tenant: acme, version: 'v1', principal: { kind: 'secret', keyId: 'test', settings: {} }, domain };
     await insertObjects(tx, 'invoices', acme, [item('inv_open', 'bill', { status: 'unpaid' }), item('inv_closed', 'bill', { status: 'closed' })]);
     await insertItems(tx, acme, [item('itm_open', 'charge', { invoice_id: 'inv_open', amount: 1000, qty: 1, total: 1000 })]);
-    await recomputeInvoices(tx, acme, ['inv_open']);
+    await recomputeInvoices(ctx, ['inv_open']);
     const payment = item('txn_paying', 'payment', {});
     await recordPaymentAllocations(ctx, payment, [{ invoice_id: 'inv_open', amount: 1000 }]);
     const [allocation] = await allocationsOfTransactions(tx, acme, ['txn_paying']);

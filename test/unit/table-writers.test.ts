@@ -13,7 +13,11 @@
  * the generic row writers (api/db/objects.ts, which writes the table it is given) called with
  * its name, and functions of the family's folder that write it, imported and called elsewhere.
  * A fourth list, `sqlUpdates`, names the files of a family's own folder that change its stored
- * rows by their own SQL update rather than through the family's update (`updateNested`).
+ * rows by their own SQL update rather than through the family's update (`updateNested`). A fifth,
+ * `notChanges`, names the files outside the door that update any family's table by a table named
+ * in a template, each with why what it writes is no change of an object (and so passes no door).
+ * A sixth, `functions`, names the database functions that change or delete a family's rows, read
+ * by a test against the migrated schema (test/system-changes.test.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,7 +26,7 @@ import { projectRoot } from '../../api/config.ts';
 import { families } from '../../api/families/index.ts';
 
 type Writers = Record<string, Record<string, string>>;
-const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; composed: Writers; bypass: Writers; sqlUpdates: Writers };
+const lists = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'table-writers.json'), 'utf8')) as { own: Writers; composed: Writers; bypass: Writers; sqlUpdates: Writers; notChanges: Record<string, string>; functions: Writers };
 const listedFor = (table: string) => [lists.own, lists.composed, lists.bypass].flatMap((list) => Object.keys(list[table] ?? {}));
 
 function sourceFiles(dir: string): string[] {
@@ -85,7 +89,7 @@ function ownFolder(table: string): string {
 }
 
 t.test('the lists name only tables that hold a family\'s rows, and a file once per table', async (t) => {
-  t.same([lists.own, lists.composed, lists.bypass].flatMap(Object.keys).filter((table) => !tables.includes(table)), []);
+  t.same([lists.own, lists.composed, lists.bypass, lists.functions].flatMap(Object.keys).filter((table) => !tables.includes(table)), []);
   for (const table of tables) t.same(listedFor(table).filter((file, i, all) => all.indexOf(file) !== i), [], table);
 });
 
@@ -125,4 +129,14 @@ t.test('in its own folder, a family changes its stored rows by SQL update only w
     const updaters = sources.filter(({ file, text }) => file.startsWith(own) && sql.test(text)).map(({ file }) => file);
     t.same(updaters.sort(), Object.keys(lists.sqlUpdates[table] ?? {}).sort(), table);
   }
+});
+
+/** The door's own writers, which update the table they are given (api/db/auditedChanges.ts). */
+const DOOR = ['api/db/auditedChanges.ts'];
+
+t.test('a file that updates a table named by a template is the door or is listed as writing no change (`notChanges`), unaudited by its own mark', async (t) => {
+  const templated = /\bupdate\s+\$\{[^}]+\}(\s+\w+)?\s+set\b/i;
+  const updaters = sources.filter(({ file, text }) => templated.test(text) && !DOOR.includes(file)).map(({ file }) => file);
+  t.same(updaters.sort(), Object.keys(lists.notChanges).sort());
+  for (const file of updaters) t.match(sources.find((source) => source.file === file)!.text, /ownAuditSql\(/, `${file} marks its statement audited by itself, so no trigger audits it`);
 });

@@ -1,6 +1,7 @@
 /** Timed transaction work: v2 completion, sandbox bank rejection, automatic-mode expiry. */
 import type { Task } from 'graphile-worker';
 import type { Db } from '../../api/db/connection.ts';
+import type { DomainServices } from '../../api/engine/family.ts';
 import { transitionTransaction } from '../../api/families/transactions/transitions.ts';
 
 function transactionIdOf(payload: unknown): string {
@@ -10,22 +11,22 @@ function transactionIdOf(payload: unknown): string {
 }
 
 /** processing → processed (v2 creates answer `processing` and complete here, within a second). */
-export function completeProcessing(db: Db): Task {
+export function completeProcessing(db: Db, domain: DomainServices): Task {
   return async (payload) => {
-    await transitionTransaction(db, { transactionId: transactionIdOf(payload), from: ['processing'], to: 'processed' });
+    await transitionTransaction(db, domain, { transactionId: transactionIdOf(payload), from: ['processing'], to: 'processed' });
   };
 }
 
 /** The sandbox bank refuses an account number starting 000 a moment after processing. */
-export function bankReject(db: Db): Task {
+export function bankReject(db: Db, domain: DomainServices): Task {
   return async (payload) => {
-    await transitionTransaction(db, { transactionId: transactionIdOf(payload), from: ['processing', 'processed'], to: 'rejected', reason: 'bank_account_rejected' });
+    await transitionTransaction(db, domain, { transactionId: transactionIdOf(payload), from: ['processing', 'processed'], to: 'rejected', reason: 'bank_account_rejected' });
   };
 }
 
 /** An automatic-mode authorization not captured in its window is voided. */
-export function expireAuthorization(db: Db): Task {
+export function expireAuthorization(db: Db, domain: DomainServices): Task {
   return async (payload) => {
-    await transitionTransaction(db, { transactionId: transactionIdOf(payload), from: ['authorized'], to: 'voided', reason: 'authorization_expired' });
+    await transitionTransaction(db, domain, { transactionId: transactionIdOf(payload), from: ['authorized'], to: 'voided', reason: 'authorization_expired' });
   };
 }

@@ -5,7 +5,7 @@
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import type { Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { chargeTotal } from '../invoices/itemRules.ts';
+import { chargeTotal } from '../invoices/chargeTotals.ts';
 import { updateNested } from '../../engine/operations.ts';
 import { lockSchedule, recurringAmountOf } from './repository.ts';
 import { scheduleFamily } from './scheduleFamily.ts';

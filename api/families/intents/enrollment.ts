@@ -96,7 +96,7 @@ export async function completeAccountEnrollment(ctx: RuleContext, target: Enroll
  * finishes with it; the intent then records the new `account_id`.
  */
 export async function completeAccountPlugin(ctx: RuleContext, tokenHash: string, input: AccountEnrollment): Promise<string> {
-  if (!(await spendClientToken(ctx.tx, ctx.tenant, tokenHash))) throw conflict('This client token has expired or was already used');
+  if (!(await spendClientToken(ctx, tokenHash))) throw conflict('This client token has expired or was already used');
   const intentId = await findIntentIdByTokenHash(ctx.tx, ctx.tenant, tokenHash);
   const service: RuleContext = { ...ctx, version: 'v2', principal: { kind: 'secret', keyId: `processing_account_plugin:${intentId ?? tokenHash.slice(0, 16)}`, settings: {} } };
   const accountId = await openProcessingAccount(service, {}, input);

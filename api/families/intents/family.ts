@@ -7,6 +7,7 @@
  */
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
+import { declareIntentFamily } from './declared.ts';
 import { ELEMENT_KINDS, LINK_KINDS } from './kinds.ts';
 import { STATUSES } from './links.ts';
 import { intentRules } from './rules.ts';
@@ -31,7 +32,7 @@ const fields: FieldSpec[] = [
   ...timestampFields,
 ];
 
-export const intents: Family = {
+export const intents: Family = declareIntentFamily({
   name: 'intent',
   table: 'intents',
   idPrefix: 'int',
@@ -40,4 +41,4 @@ export const intents: Family = {
   objectName: () => 'intent',
   rules: intentRules,
   triggers: [INTENT_STATUS_TRIGGER],
-};
+});

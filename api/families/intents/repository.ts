@@ -49,25 +49,23 @@ export async function lockUnspentToken(tx: Db, tokenHash: string): Promise<boole
   return found.length > 0;
 }
 
-/**
- * Spends a client token's one use (by its hash, hex) and finishes the pending element intent
- * behind it, in one statement: whether the token was spent, and the intent that finished.
- */
-export async function spendTokenOfIntent(tx: Db, tenant: Tenant, tokenHash: string): Promise<{ spent: boolean; finished: string | null }> {
+/** Spends a client token's one use (by its hash, hex): false when it was already used, expired or revoked. */
+export async function spendToken(tx: Db, tokenHash: string): Promise<boolean> {
+  const spent = await rows(tx,
+    `update access_tokens set uses = uses + 1
+      where token_hash = decode(?, 'hex') and uses = 0 and status = 'active' and expires_at > now()
+     returning 1`,
+    [tokenHash]);
+  return spent.length > 0;
+}
+
+/** The tenant's pending element intent behind a client token (by the token's hash, hex), locked; null when there is none. */
+export async function lockPendingIntentOfToken(tx: Db, tenant: Tenant, tokenHash: string): Promise<StoredObject | null> {
   const scope = tenantScan(tenant);
-  const [found] = await rows<{ spent: number; finished: string | null }>(tx,
-    `with spent as (
-       update access_tokens set uses = uses + 1
-        where token_hash = decode(?, 'hex') and uses = 0 and status = 'active' and expires_at > now()
-       returning 1
-     ), finished as (
-       update intents set data = jsonb_set(data, '{status}', '"finished"'), modified_at = now()
-        where ${scope.sql} and data->>'token_hash' = ? and data->>'status' = 'pending' and exists (select 1 from spent)
-       returning id
-     )
-     select (select count(*)::int from spent) as spent, (select id from finished limit 1) as finished`,
-    [tokenHash, ...scope.bindings, tokenHash]);
-  return { spent: found.spent > 0, finished: found.finished };
+  const [intent] = await rows<StoredObject>(tx,
+    `select ${STORED_ROW} from intents where ${scope.sql} and data->>'token_hash' = ? and data->>'status' = 'pending' for update`,
+    [...scope.bindings, tokenHash]);
+  return intent ?? null;
 }
 
 /**

@@ -1,15 +1,17 @@
-/** A client token's one use: spent in the caller's transaction, finishing the element intent behind it. */
-import type { Db } from '../../db/connection.ts';
-import { recordEvents, statusEvent } from '../../db/events.ts';
-import type { Tenant } from '../../engine/family.ts';
-import { spendTokenOfIntent } from './repository.ts';
-import { INTENT_STATUS_TRIGGER } from './triggers.ts';
+/**
+ * A client token's one use: spent in the caller's transaction, and the pending element intent
+ * behind it finished there too, through the intents family's update (its rules, the door's
+ * audited statement, the status event), so the spend and the finish commit or roll back together.
+ */
+import type { RuleContext } from '../../engine/family.ts';
+import { updateNested } from '../../engine/operations.ts';
+import { intentFamily } from './declared.ts';
+import { lockPendingIntentOfToken, spendToken } from './repository.ts';
 
 /** False when the token was already used, expired or revoked. */
-export async function spendClientToken(tx: Db, tenant: Tenant, tokenHash: string): Promise<boolean> {
-  const { spent, finished } = await spendTokenOfIntent(tx, tenant, tokenHash);
-  if (finished) {
-    await recordEvents(tx, tenant, [statusEvent(INTENT_STATUS_TRIGGER, 'intent', finished, 'finished')]);
-  }
-  return spent;
+export async function spendClientToken(ctx: RuleContext, tokenHash: string): Promise<boolean> {
+  if (!(await spendToken(ctx.tx, tokenHash))) return false;
+  const intent = await lockPendingIntentOfToken(ctx.tx, ctx.tenant, tokenHash);
+  if (intent) await updateNested(ctx, intentFamily(), intent, {}, new Map([['status', 'finished']]));
+  return true;
 }

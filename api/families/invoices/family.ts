@@ -2,10 +2,11 @@
  * Invoices (CONTRACT §12): v1 `customer_id`/`processing_id`, `amount_due`/`total_due`/
  * `total_paid`, `autopay_allowed`; v2 `payer`/`biller`, `totals{…}`, `autopay_settings.allowed`.
  * Items are rows of their own (./items.ts), shown nested in `items`. Totals and status are kept
- * by `invoice_recompute` whenever an item changes; money is in integer minor units.
+ * by the recompute (./recompute.ts) whenever an item changes; money is in integer minor units.
  */
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
+import { declareInvoiceFamily } from './declared.ts';
 import { freeTextKind } from './kinds.ts';
 import { invoiceRules } from './rules.ts';
 
@@ -42,7 +43,7 @@ const fields: FieldSpec[] = [
   ...timestampFields,
 ];
 
-export const invoices: Family = {
+export const invoices: Family = declareInvoiceFamily('invoice', {
   name: 'invoice',
   table: 'invoices',
   idPrefix: 'inv',
@@ -50,4 +51,4 @@ export const invoices: Family = {
   fields,
   objectName: () => 'invoice',
   rules: invoiceRules,
-};
+});

@@ -1,30 +1,18 @@
 /**
  * Item rules: a charge changes what an invoice totals, an external payment allocation what it has
  * received. Each locks its invoice, checks the invoice accepts the change, and recomputes the
- * invoice's totals and status in the same database transaction. A payment's allocations come
+ * invoice's totals and status in the same database transaction (./recompute.ts). A payment's allocations come
  * through the same create (./paidBy.ts), after the payment planned them against the locked invoice.
  */
 import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family.ts';
 import type { Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
-import { lockInvoice, numberChargesTotal, plannedAllocations, recomputeInvoices } from './repository.ts';
+import { chargeTotal, percentageTotal } from './chargeTotals.ts';
+import { recomputeInvoices } from './recompute.ts';
+import { lockInvoice, numberChargesTotal, plannedAllocations } from './repository.ts';
 
 export const CLOSED_TO_CHARGES = new Set(['paid', 'closed']);
 export const OPEN_TO_PAYMENTS = new Set(['unpaid', 'partially_paid']);
-
-/** `total = amount × qty`, in minor units, rounded half-up. */
-export function chargeTotal(amount: number, qty: number): number {
-  return Math.round(amount * qty);
-}
-
-/**
- * A percentage charge's total: `percent` is stored like money (8.5 % → 850), so the share of
- * `numberTotal` minor units is numberTotal × percent × qty / 10000, rounded half-up (the same
- * formula as `invoice_recompute`, which keeps it in step as the other charges change).
- */
-export function percentageTotal(numberTotal: number, percent: number, qty: number): number {
-  return Math.round((numberTotal * percent * qty) / 10000);
-}
 
 export function isPercentage(data: Json): boolean {
   return data.value_units === 'percentage';
@@ -103,12 +91,13 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
     const promised = plannedAllocations(ctx.tx);
     promised.set(String(next.data.invoice_id), (promised.get(String(next.data.invoice_id)) ?? 0) - Number(next.data.amount));
   }
-  await recomputeInvoices(ctx.tx, ctx.tenant, [String(next.data.invoice_id)]);
+  await recomputeInvoices(ctx, [String(next.data.invoice_id)]);
 }
 
 async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
   for (const row of rows) {
-    if (row.type === 'payment' && row.data.transaction_id) {
+    // A payment's allocation goes when the payment stops standing, in that payment's change.
+    if (row.type === 'payment' && row.data.transaction_id && !ctx.changing?.has(String(row.data.transaction_id))) {
       throw invalidAttributes({ id: `${row.id} belongs to payment ${String(row.data.transaction_id)}; void the payment to release it` });
     }
     const invoice = await invoiceOf(ctx, row.data);
@@ -116,7 +105,7 @@ async function beforeDelete(ctx: RuleContext, rows: StoredObject[]): Promise<voi
       throw invalidAttributes({ id: `The items of a ${String(invoice.data.status)} invoice cannot change` });
     }
   }
-  await recomputeInvoices(ctx.tx, ctx.tenant, rows.map((r) => String(r.data.invoice_id)), rows.map((r) => r.id));
+  await recomputeInvoices(ctx, rows.map((r) => String(r.data.invoice_id)), rows.map((r) => r.id));
 }
 
 export const itemRules: FamilyRules = {

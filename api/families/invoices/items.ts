@@ -9,6 +9,7 @@
  */
 import type { Family, FieldSpec, Version } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
+import { declareInvoiceFamily } from './declared.ts';
 import { everyValueIs, freeTextKind } from './kinds.ts';
 import { itemRules } from './itemRules.ts';
 
@@ -49,7 +50,7 @@ function itemFamily(name: string, kind: string, renames: Parameters<typeof freeT
 /** `/line_items`: the kind comes from `entry_type` (charge by default), set by the rules. */
 export const lineItems = itemFamily('line_item', 'item', {});
 /** `/invoice_items`: charges; v2 `type` line_item names them. */
-export const invoiceItems = itemFamily('invoice_item', 'charge', { v1: everyValueIs('charge'), v2: { line_item: 'charge' } });
+export const invoiceItems = declareInvoiceFamily('charge', itemFamily('invoice_item', 'charge', { v1: everyValueIs('charge'), v2: { line_item: 'charge' } }));
 /** `/payment_allocations`: payments. */
 export const paymentAllocations = itemFamily('payment_allocation', 'payment', {});
 

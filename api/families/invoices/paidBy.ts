@@ -6,8 +6,9 @@
  * the day's attempt.
  */
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
-import { createFromValues } from '../../engine/operations.ts';
+import { createFromValues, deleteNested } from '../../engine/operations.ts';
 import { paymentAllocations } from './items.ts';
+import { allocationsOfTransactions } from './repository.ts';
 
 export interface PaidShare {
   invoice_id: string;
@@ -21,4 +22,14 @@ export async function recordPaymentAllocations(ctx: RuleContext, payment: Stored
       entry_type: 'payment', invoice_id: share.invoice_id, amount: share.amount, transaction_id: payment.id, external_payment: false,
     });
   }
+}
+
+/**
+ * A payment that stops standing releases its allocations, in its own change (the payment's row
+ * marked as changing: the item rules then let them go), through the item family's delete: each
+ * deletion audited by the door's statement, its invoice recomputed.
+ */
+export async function releasePaymentAllocations(ctx: RuleContext, payment: StoredObject): Promise<void> {
+  const allocations = await allocationsOfTransactions(ctx.tx, ctx.tenant, [payment.id]);
+  await deleteNested(ctx, paymentAllocations, allocations.filter((item) => item.type === 'payment'));
 }

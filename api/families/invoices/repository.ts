@@ -23,13 +23,6 @@ export async function lockInvoices(db: Db, tenant: Tenant, ids: string[]): Promi
   return locked;
 }
 
-/** Totals and status follow the items (migrations/20261123000020_invoices.ts). */
-export async function recomputeInvoices(db: Db, tenant: Tenant, invoiceIds: string[], excluding: string[] = []): Promise<void> {
-  for (const id of [...new Set(invoiceIds)].sort()) {
-    await rows(db, 'select invoice_recompute(?, ?, ?, ?::text[])', [id, tenant.orgId, tenant.environment, excluding]);
-  }
-}
-
 export async function itemsOfInvoices(db: Db, tenant: Tenant, invoiceIds: string[]): Promise<StoredObject[]> {
   if (invoiceIds.length === 0) return [];
   const scope = tenantScan(tenant);

@@ -10,7 +10,8 @@ import { invoiceItems, itemView, lineItems } from './items.ts';
 import { completeCharge, isPercentage } from './itemRules.ts';
 import { toCalendarDate } from './kinds.ts';
 import { checkPayerMethod, createInlinePayer, fieldName, findPayer, party, resolveBiller } from './parties.ts';
-import { deleteItemsOfInvoices, insertItems, itemsOfInvoices, recomputeInvoices } from './repository.ts';
+import { RECOMPUTED, recomputeInvoices } from './recompute.ts';
+import { deleteItemsOfInvoices, insertItems, itemsOfInvoices } from './repository.ts';
 
 type Data = Json;
 
@@ -91,7 +92,23 @@ function nextStatus(from: string, to: string): string {
   throw invalidAttributes({ status: `Cannot change status from ${from} to ${to}${to === 'paid' || to === 'partially_paid' ? ' (payments decide it)' : ''}` });
 }
 
+/**
+ * An invoice's totals as its items left them (./recompute.ts): a draft or closed invoice keeps its
+ * status, any other follows its payments; `paid_timestamp` is when it became paid.
+ */
+function followItems(next: StoredObject, previous: StoredObject): StoredObject {
+  const { [RECOMPUTED]: at, ...data } = next.data;
+  const { total, paid } = data.totals as { total: number; paid: number };
+  const from = String(previous.data.status);
+  const status = from === 'draft' || from === 'closed' ? from : total > 0 && paid >= total ? 'paid' : paid > 0 ? 'partially_paid' : 'unpaid';
+  data.status = status;
+  data.totals = { total, paid, balance_due: Math.max(total - paid, 0) };
+  data.paid_timestamp = status !== 'paid' ? null : from === 'paid' ? (previous.data.paid_timestamp ?? null) : at;
+  return { ...next, data };
+}
+
 async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: StoredObject): Promise<StoredObject> {
+  if (RECOMPUTED in next.data) return followItems(next, previous);
   const data: Data = { ...next.data };
   if (data.items !== undefined) {
     throw invalidAttributes({ items: `Add items with POST ${ctx.version === 'v1' ? '/line_items' : '/invoice_items'} {invoice_id, …}` });
@@ -112,7 +129,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   if (!previous) {
     await insertItems(ctx.tx, ctx.tenant, takeItems(ctx, next.id).map((item) => ({ ...item, data: { ...item.data, invoice_id: next.id } })));
   } else if (previous.data.status === 'draft' && next.data.status !== 'draft') {
-    await recomputeInvoices(ctx.tx, ctx.tenant, [next.id]);
+    await recomputeInvoices(ctx, [next.id]);
   }
 }
 

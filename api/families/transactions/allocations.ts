@@ -9,7 +9,7 @@
  * written and the invoices recomputed in the same database transaction, so a GET right after the
  * create shows the new status, and two payments racing for the last balance queue on the invoice
  * lock: the second sees the first's allocation and is refused. A payment that later stops
- * standing releases its allocations (the trigger in migrations/20261123000020_invoices.ts).
+ * standing (by a client's change or the worker's) releases its allocations in that change.
  * A payment through a payment link is completed from the link first (../payment_links/payments.ts).
  */
 import type { RuleContext, StoredObject } from '../../engine/family.ts';
@@ -19,7 +19,7 @@ import { invalidAttributes } from '../../errors.ts';
 import { itemView } from '../invoices/items.ts';
 import { OPEN_TO_PAYMENTS } from '../invoices/itemRules.ts';
 import { fillPaymentParty } from '../invoices/paymentParties.ts';
-import { recordPaymentAllocations } from '../invoices/paidBy.ts';
+import { recordPaymentAllocations, releasePaymentAllocations } from '../invoices/paidBy.ts';
 import { allocationsOfTransactions, lockInvoices, plannedAllocations } from '../invoices/repository.ts';
 import { completePaymentLink } from '../payment_links/payments.ts';
 
@@ -93,6 +93,9 @@ export async function planAllocations(ctx: RuleContext, type: string, data: Json
   data.allocation_plan = plan;
 }
 
+/** Statuses of a payment that no longer pays anything. */
+const NOT_STANDING = ['declined', 'voided', 'rejected'];
+
 /** Runs once the payment row exists: a payment that stands writes its allocations and recomputes the invoices. */
 export async function applyAllocations(ctx: RuleContext, payment: StoredObject): Promise<void> {
   await completePaymentLink(ctx, payment);
@@ -100,8 +103,15 @@ export async function applyAllocations(ctx: RuleContext, payment: StoredObject):
   if (plan.length === 0) return;
   const promised = plannedAllocations(ctx.tx);
   for (const a of plan) promised.set(a.invoice_id, (promised.get(a.invoice_id) ?? 0) - a.amount!);
-  if (['declined', 'voided', 'rejected'].includes(String(payment.data.status))) return;
+  if (NOT_STANDING.includes(String(payment.data.status))) return;
   await recordPaymentAllocations(ctx, payment, plan.map((a) => ({ invoice_id: a.invoice_id, amount: a.amount! })));
+}
+
+/** Runs on every change of a payment: one that stops standing releases the allocations it made. */
+export async function releaseAllocations(ctx: RuleContext, next: StoredObject, previous: StoredObject): Promise<void> {
+  const planned = Array.isArray(next.data.allocation_plan) && next.data.allocation_plan.length > 0;
+  if (!planned || previous.data.status === next.data.status || !NOT_STANDING.includes(String(next.data.status))) return;
+  await releasePaymentAllocations(ctx, next);
 }
 
 /** v1 `allocations` / v2 `invoice_allocations` (non-default fields): the payment's standing allocations. */

@@ -34,6 +34,13 @@ const ALLOWED: Record<string, string[]> = {
   rejected: [],
 };
 
+/**
+ * The stored value a status change the service makes on its own (transitions.ts) carries through
+ * the family's update: its status code (null: the target status's own). No client input reaches
+ * it (the update decodes only declared fields); the family's prepare reads it and removes it.
+ */
+export const SYSTEM_TRANSITION = 'system_transition';
+
 export function canTransition(from: string, to: string): boolean {
   return ALLOWED[from]?.includes(to) ?? false;
 }

@@ -21,14 +21,10 @@ export async function lockTransaction(db: Db, tenant: Tenant, id: string): Promi
 }
 
 /** The worker's lock on a transaction it changes on its own (any tenant: the job names the row). */
-export async function lockTransactionById(db: Db, id: string): Promise<(StoredObject & { org_id: string; environment: string }) | null> {
-  const found = await rows<StoredObject & { org_id: string; environment: string }>(db,
+export async function lockTransactionById(db: Db, id: string): Promise<(StoredObject & { org_id: string; environment: Tenant['environment'] }) | null> {
+  const found = await rows<StoredObject & { org_id: string; environment: Tenant['environment'] }>(db,
     `select ${ROW}, org_id, environment from transactions where id = ? for update`, [id]);
   return found[0] ?? null;
-}
-
-export async function storeTransactionData(db: Db, id: string, data: Record<string, unknown>): Promise<void> {
-  await rows(db, 'update transactions set data = ?::jsonb, modified_at = now() where id = ?', [JSON.stringify(data), id]);
 }
 
 /** Minor units already taken back from a transaction by refunds (and chargebacks) that still stand. */

@@ -20,8 +20,8 @@ import { applyClientIntent } from '../clientIntent.ts';
 import { authorizeCard } from './decide.ts';
 import { isRelease, releaseRules } from './releases.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
-import { applyAllocations, loadAllocations, planAllocations } from './allocations.ts';
-import { canTransition, creationEvents, isSystemMade, statusCodeFor, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
+import { applyAllocations, loadAllocations, planAllocations, releaseAllocations } from './allocations.ts';
+import { canTransition, creationEvents, isSystemMade, statusCodeFor, SYSTEM_TRANSITION, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
 type Data = Json;
@@ -452,7 +452,22 @@ export async function finishCreate(ctx: RuleContext, row: StoredObject, data: Da
 
 const MUTABLE = new Set(['status', 'status_code', 'status_message', 'description', 'order_number', 'attrs']);
 
+/**
+ * A status change the service makes on its own (completion, bank rejection, authorization
+ * expiry): its caller re-checked the status under the row's lock, and the refusals of a client's
+ * change (funding cleared, refunds taken, a funding transfer) are not the bank's or the clock's to
+ * obey. The status and its code are all it changes; the operation and events follow as for any change.
+ */
+function prepareSystemTransition(next: StoredObject, previous: StoredObject): StoredObject {
+  const { [SYSTEM_TRANSITION]: reason, ...data } = next.data;
+  const from = String(previous.data.status);
+  const to = String(data.status);
+  if (!canTransition(from, to)) throw new Error(`The service cannot change ${previous.id} from ${from} to ${to}`);
+  return { ...next, data: { ...data, ...statusCodeFor(to, typeof reason === 'string' ? reason : undefined) } };
+}
+
 async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: StoredObject): Promise<StoredObject> {
+  if (SYSTEM_TRANSITION in next.data) return prepareSystemTransition(next, previous);
   for (const key of new Set([...Object.keys(next.data), ...Object.keys(previous.data)])) {
     if (!MUTABLE.has(key) && JSON.stringify(next.data[key]) !== JSON.stringify(previous.data[key])) {
       throw invalidAttributes({ [key]: 'Cannot be changed after the transaction is created' });
@@ -478,6 +493,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   if (step) await recordOperations(ctx.tx, ctx.tenant, [step]);
   if (previous) {
     if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
+    await releaseAllocations(ctx, next, previous);
     return;
   }
   await applyAllocations(ctx, next);
