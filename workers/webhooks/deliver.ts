@@ -209,13 +209,17 @@ async function deferUntilRoom(deps: DeliveryDeps, job: DeliveryJob): Promise<voi
   if (deps.slots.hasRoom(job.org_id)) await wakeDeferred(deps, job.org_id);
 }
 
-/** An attempt of `org` ended and left its slot free: the oldest delivery deferred for want of one runs now. */
+/**
+ * An attempt of `org` ended and left its slot free, or its receivers are not slow: the oldest
+ * delivery deferred for want of room runs now, ahead of the org's later deliveries unless its
+ * receivers are slow (then behind every org's first attempts, as deferred).
+ */
 async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
   for (let tries = 0; tries < WAKE_TRIES; tries++) {
     const jobId = deps.slots.nextDeferred(org);
     if (!jobId) return;
     try {
-      if (await wakeDeferredDelivery(deps.db, jobId)) return;
+      if (await wakeDeferredDelivery(deps.db, jobId, !deps.slots.slow(org))) return;
     } catch {
       return; // its own run_at brings it back
     }
@@ -363,7 +367,8 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       deliveryDuration.observe({ outcome: settled.label }, settled.record.answer.durationMs / 1000);
       // A retry took the watch job's key over; a last answer leaves the watch job nothing to do.
       if (watched && !settled.retry) await dropWaitingDeliveryJob(deps.db, job.delivery_id);
-      if (freed) await wakeDeferred(deps, job.org_id);
+      // An org whose receivers are not slow has room again within moments, whether or not this slot went to a waiting attempt.
+      if (freed || !deps.slots.slow(job.org_id)) await wakeDeferred(deps, job.org_id);
       if (settled.gone) await disableWebhook(deps.db, deps.domain, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
       else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, deps.domain, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
     };
