@@ -4,13 +4,16 @@
  * they were given, and retries and deferrals queue behind first attempts; a deferred delivery
  * brought forward while its org's receivers are not slow goes ahead of them.
  */
+import pg from 'pg';
 import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
 import { deliveryJobs, LATER_ATTEMPT_PRIORITY, type DeliveryJob } from '../api/families/webhooks/deliveryJobs.ts';
 import { deferDelivery, wakeDeferredDelivery } from '../workers/webhooks/deferrals.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { eventually } from './helpers/wait.ts';
 
-const db = createDb(await freshDatabase(t), 2);
+const databaseUrl = await freshDatabase(t);
+const db = createDb(databaseUrl, 2);
 t.teardown(() => db.destroy());
 
 async function enqueued(prefix: string): Promise<Array<{ key: string; priority: number }>> {
@@ -48,4 +51,18 @@ t.test('a deferred delivery brought forward while its org\'s receivers are not s
   const order = (await enqueued('wake')).map((j) => j.key.slice('deliver:'.length));
   t.equal(order[0], 'wake1', 'the delivery of the org that answers is taken first');
   t.equal(order.at(-1), 'wake2', 'the slow org\'s is taken after every first attempt');
+});
+
+t.test('a deferred delivery brought forward is announced to idle workers as a new job, not left to their next poll', async (t) => {
+  const listener = new pg.Client({ connectionString: databaseUrl });
+  await listener.connect();
+  t.teardown(() => listener.end());
+  const told: string[] = [];
+  listener.on('notification', (message) => told.push(message.channel));
+  await listener.query('listen "jobs:insert"');
+  const job = { delivery_id: 'told1', org_id: 'org_e', environment: 'test' } as DeliveryJob;
+  const jobId = await deferDelivery(db, job, new Date(Date.now() + 60_000));
+  await eventually(async () => told.length, (n) => n === 1, 5000);
+  t.equal(await wakeDeferredDelivery(db, jobId!), true);
+  t.equal(await eventually(async () => told.length, (n) => n === 2, 5000), 2, 'told once when deferred, once when brought forward');
 });
