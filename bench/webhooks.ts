@@ -51,7 +51,9 @@
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases and the defaults' drain: WAL, its flushes and commits per delivery, buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
  * and the bare sender only) or defaults (the phases under `npm start`'s defaults only), BENCH_SCALE_BACKLOG and
- * BENCH_SCALE_WORKERS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
+ * BENCH_SCALE_WORKERS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase), BENCH_LATENCY_RATES (its
+ * payments a second, comma-separated, one phase each; default 200), BENCH_ONLY=latency (the defaults' latency phase alone),
+ * BENCH_TIMELINE=1 (each latency phase also prints where the deliveries' time went, step by step: deliveryTimeline),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
