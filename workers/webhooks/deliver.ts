@@ -210,9 +210,10 @@ async function deferUntilRoom(deps: DeliveryDeps, job: DeliveryJob): Promise<voi
 }
 
 /**
- * An attempt of `org` ended and left its slot free, or its receivers are not slow: the oldest
- * delivery deferred for want of room runs now, ahead of the org's later deliveries unless its
- * receivers are slow (then behind every org's first attempts, as deferred).
+ * An attempt of `org` ended and left its slot free: the oldest delivery deferred for want of one
+ * runs now, ahead of the org's later deliveries unless its receivers are slow (then behind every
+ * org's first attempts, as deferred). Woken only into a free slot: one woken while the org's slots
+ * are taken would be deferred again, at the front of the queue, as often as it was woken.
  */
 async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
   for (let tries = 0; tries < WAKE_TRIES; tries++) {
@@ -367,8 +368,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       deliveryDuration.observe({ outcome: settled.label }, settled.record.answer.durationMs / 1000);
       // A retry took the watch job's key over; a last answer leaves the watch job nothing to do.
       if (watched && !settled.retry) await dropWaitingDeliveryJob(deps.db, job.delivery_id);
-      // An org whose receivers are not slow has room again within moments, whether or not this slot went to a waiting attempt.
-      if (freed || !deps.slots.slow(job.org_id)) await wakeDeferred(deps, job.org_id);
+      if (freed) await wakeDeferred(deps, job.org_id);
       if (settled.gone) await disableWebhook(deps.db, deps.domain, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
       else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, deps.domain, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
     };
