@@ -51,7 +51,9 @@
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases and the defaults' drain: WAL, its flushes and commits per delivery, buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
  * and the bare sender only) or defaults (the phases under `npm start`'s defaults only), BENCH_SCALE_BACKLOG and
- * BENCH_SCALE_WORKERS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
+ * BENCH_SCALE_WORKERS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase), BENCH_LATENCY_RATES (its
+ * payments a second, comma-separated, one phase each; default 200), BENCH_ONLY=latency (the defaults' latency phase alone),
+ * BENCH_TIMELINE=1 (each latency phase also prints where the deliveries' time went, step by step: deliveryTimeline),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
@@ -110,6 +112,9 @@ const DRAIN = positive('BENCH_DRAIN', 10_000, true);
 const ONLY = process.env.BENCH_ONLY ?? '';
 const PG_STATS = process.env.BENCH_PG_STATS === '1';
 const LOW_RATE = 200;
+/** BENCH_LATENCY_RATES: the card payments a second of the defaults' latency phase, one phase each (default 200). */
+const LATENCY_RATES = (process.env.BENCH_LATENCY_RATES ?? String(LOW_RATE)).split(',').map(Number);
+if (LATENCY_RATES.some((rate) => !Number.isFinite(rate) || rate <= 0)) throw new Error(`BENCH_LATENCY_RATES must be comma-separated payments a second, got "${process.env.BENCH_LATENCY_RATES}"`);
 const TICK_MS = 50;
 const MAX_BATCH = 200;
 const resultsDir = path.join(projectRoot, 'bench/results');
@@ -602,7 +607,7 @@ interface DefaultsContext {
   received: () => number;
   duplicates: () => number;
   /** while `collecting` (the latency phase), each delivery's receipt time by the id of the object it is about */
-  receipts: { collecting: boolean; byObject: Map<string, number[]> };
+  receipts: { collecting: boolean; byObject: Map<string, number[]>; byEvent: Map<string, number> };
   /** each webhook's sender_secret by its id, so the receiver checks a delivery against its own webhook's */
   secrets: Map<string, string>;
 }
@@ -641,7 +646,7 @@ interface LatencyResult {
   failed: number;
 }
 
-async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): Promise<LatencyResult> {
+async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>, rate: number): Promise<LatencyResult> {
   // An org of its own each time: the webhooks of an earlier size's phase must not receive this one's events.
   const key = await benchKey(ctx.db, `bench-latency-${++latencyPhases}`);
   const authorization = `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`;
@@ -662,6 +667,7 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): 
   const up = Date.now() + 30_000;
   while (Number((await ctx.db('worker_heartbeats').count({ n: '*' }))[0].n) === 0 && Date.now() < up) await sleep(50);
   ctx.receipts.byObject.clear();
+  ctx.receipts.byEvent.clear();
   ctx.receipts.collecting = true;
   const paidAt = new Map<string, number>();
   const sent: Array<Promise<void>> = [];
@@ -670,9 +676,11 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): 
   const end = windowStart + SECONDS * 1000;
   let timed = 0;
   let failed = 0;
+  let carry = 0;
   for (let tick = 0; start + tick * TICK_MS < end; tick++) {
     const inWindow = start + tick * TICK_MS >= windowStart;
-    for (let i = 0; i < (LOW_RATE * TICK_MS) / 1000; i++) {
+    carry += (rate * TICK_MS) / 1000;
+    for (; carry >= 1; carry -= 1) {
       sent.push(post('/transactions', { type: 'payment', amount: 10, payment_method: CARD }).then((payment) => {
         if (inWindow) paidAt.set(payment.id, performance.now());
       }, (error: unknown) => {
@@ -697,9 +705,62 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>): 
   const deferred = [...metrics.matchAll(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
   await stopChild(worker);
   await stopChild(web.child);
+  if (TIMELINE) process.stderr.write(`\n${await deliveryTimeline(ctx, key.orgId, paidAt)}\n`);
   return {
     p50Ms: percentile(values, 0.5), p99Ms: percentile(values, 0.99), maxMs: values.at(-1) ?? NaN, samples: values.length, missing: expected - values.length, paymentsPerSec, deferred, failed,
   };
+}
+
+/** BENCH_TIMELINE=1: the latency phase prints where each delivery's time went (deliveryTimeline). */
+const TIMELINE = process.env.BENCH_TIMELINE === '1';
+
+/**
+ * Keeps each delivery job's times as graphile-worker deletes it (done): when it was made, when a
+ * worker locked it. Only for BENCH_TIMELINE, as it adds a write per job.
+ */
+async function keepJobTimes(db: Db): Promise<void> {
+  await db.raw(`
+    create table if not exists bench_job_times (key text, created_at timestamptz, locked_at timestamptz, done_at timestamptz);
+    create or replace function bench_keep_job_time() returns trigger language plpgsql as $$
+    begin
+      insert into bench_job_times values (old.key, old.created_at, old.locked_at, clock_timestamp());
+      return old;
+    end $$;
+    drop trigger if exists bench_keep_job_time on graphile_worker._private_jobs;
+    create trigger bench_keep_job_time before delete on graphile_worker._private_jobs for each row execute function bench_keep_job_time();`);
+}
+
+/**
+ * Each delivery's way from its payment's 2xx to its receipt, in steps read from the rows (all on
+ * this machine's clock): dispatched (its dispatch pass began: the delivery's created_at), taken (a
+ * worker locked its job, from bench_job_times), opened (its attempt logged in flight), received
+ * (by the receiver here), recorded (its answer written). p50 and p99 of each step, and the mean of
+ * each over the slowest 1 % of deliveries: which step the tail is made of.
+ */
+async function deliveryTimeline(ctx: DefaultsContext, orgId: string, paidAt: Map<string, number>): Promise<string> {
+  const epoch = (at: number) => performance.timeOrigin + at;
+  const found = await rows<{ object_id: string; event_id: string; dispatched: number; taken: number | null; opened: number | null; recorded: number | null }>(ctx.db,
+    `select e.object_id, e.id as event_id, extract(epoch from d.created_at) * 1000 as dispatched, extract(epoch from j.locked_at) * 1000 as taken,
+            extract(epoch from l.created_at) * 1000 as opened, extract(epoch from l.modified_at) * 1000 as recorded
+       from events e join webhook_deliveries d on d.event_id = e.id
+       left join webhook_logs l on l.id = 'whl_' || substr(md5(d.id || ':1'), 1, 24)
+       left join lateral (select locked_at from bench_job_times t where t.key = 'deliver:' || d.id order by done_at limit 1) j on true
+      where e.org_id = ? and e.object_id = any(?::text[])`, [orgId, [...paidAt.keys()]]);
+  const steps = ['dispatched', 'taken', 'opened', 'received', 'recorded'] as const;
+  const timelines = found.flatMap((row) => {
+    const paid = paidAt.get(row.object_id);
+    const received = ctx.receipts.byEvent.get(row.event_id);
+    if (paid === undefined || received === undefined || row.taken === null || row.opened === null || row.recorded === null) return [];
+    const at = [epoch(paid), Number(row.dispatched), Number(row.taken), Number(row.opened), epoch(received), Number(row.recorded)];
+    return [{ total: at[4] - at[0], gaps: steps.map((_, i) => at[i + 1] - at[i]) }];
+  });
+  const slowest = [...timelines].sort((a, b) => b.total - a.total).slice(0, Math.max(1, Math.ceil(timelines.length / 100)));
+  const lines = steps.map((step, i) => {
+    const values = timelines.map((t) => t.gaps[i]).sort((a, b) => a - b);
+    const tail = slowest.reduce((sum, t) => sum + t.gaps[i], 0) / slowest.length;
+    return `  → ${step.padEnd(10)} p50 ${percentile(values, 0.5).toFixed(1).padStart(7)}  p99 ${percentile(values, 0.99).toFixed(1).padStart(7)}  mean in the slowest 1 %: ${tail.toFixed(1).padStart(7)}`;
+  });
+  return [`timeline of ${timelines.length} deliveries (of ${found.length}), ms from the step before (paid → dispatched: the 2xx to the dispatch pass's start):`, ...lines].join('\n');
 }
 
 /** Where the bench database's backends wait, sampled every 100 ms while `running` holds: the top waits by count of samples. */
@@ -815,7 +876,7 @@ async function main(): Promise<void> {
   let verified = 0;
   const secrets = new Map<string, string>();
   const seen = new Set<string>();
-  const receipts: DefaultsContext['receipts'] = { collecting: false, byObject: new Map() };
+  const receipts: DefaultsContext['receipts'] = { collecting: false, byObject: new Map(), byEvent: new Map() };
   const receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -831,6 +892,7 @@ async function main(): Promise<void> {
       if (receipts.collecting) {
         const objectId = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { triggered_on?: { id?: string } }).triggered_on?.id ?? '';
         receipts.byObject.set(objectId, [...(receipts.byObject.get(objectId) ?? []), at]);
+        receipts.byEvent.set(id, at);
       }
       if (req.headers['x-bench-bare'] === '1') {
         bareReceived += 1;
@@ -918,13 +980,15 @@ async function main(): Promise<void> {
     };
 
     // ---- what `npm start` gives: latency, drain beside the bare sender, 1/2/4 workers -----------
-    if (ONLY === '' || ONLY === 'defaults') {
+    if (ONLY === '' || ONLY === 'defaults' || ONLY === 'latency') {
       let latency: LatencyResult | null = null;
-      if (LATENCY) {
-        process.stderr.write(`${size} rows, defaults latency: `);
-        latency = await latencyPhase(defaultsContext, defaultsEnv);
-        process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred, ${latency.failed} failed\n`);
+      if (TIMELINE) await keepJobTimes(db);
+      for (const rate of LATENCY ? LATENCY_RATES : []) {
+        process.stderr.write(`${size} rows, defaults latency at ${rate}/s: `);
+        latency = await latencyPhase(defaultsContext, defaultsEnv, rate);
+        process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred, ${latency.failed} failed; load ${loadAverage()}\n`);
       }
+      if (ONLY === 'latency') continue;
       process.stderr.write(`${size} rows, defaults drain of ${DRAIN}: `);
       for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
       const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;

@@ -6,7 +6,7 @@
  * there held every other worker's deferral behind it.
  */
 import { rows, type Db } from '../../api/db/connection.ts';
-import { deliveryJobs, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
+import { deliveryJobs, FIRST_ATTEMPT_PRIORITY, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { UNFLUSHED } from './unflushed.ts';
 
 /**
@@ -22,10 +22,23 @@ export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date, prior
   return found[0]?.id ?? null;
 }
 
-/** Brings a deferred delivery's job forward to now; false when it is running or gone already. */
-export async function wakeDeferredDelivery(db: Db, jobId: string): Promise<boolean> {
+/**
+ * Brings a deferred delivery's job forward to now; false when it is running or gone already.
+ * `ahead`: its org's receivers are not slow now, so the job takes its place among the first
+ * attempts again (FIRST_ATTEMPT_PRIORITY, due since its event was made): it is taken before the
+ * org's deliveries made after it. Left behind them, it waited for as long as its org's new
+ * deliveries kept coming. The workers are told of it as of a new job (graphile-worker's
+ * `jobs:insert`), so an idle one takes it at once instead of at its next poll for due jobs.
+ */
+export async function wakeDeferredDelivery(db: Db, jobId: string, ahead = false): Promise<boolean> {
+  const dueAt = ahead
+    ? `least(now(), (select (payload->>'event_created_at')::timestamptz from graphile_worker._private_jobs where id = ?::bigint))`
+    : 'now()';
   const found = await rows<{ n: number }>(db,
-    `select count(*)::int as n from graphile_worker.reschedule_jobs(array[?::bigint], run_at => now()), ${UNFLUSHED}`, [jobId]);
+    `with woken as (select id from graphile_worker.reschedule_jobs(array[?::bigint], run_at => ${dueAt}, priority => ?::int), ${UNFLUSHED}),
+          told as (select pg_notify('jobs:insert', '{"r":' || random()::text || ',"count":1}') from woken)
+     select (select count(*)::int from woken) as n, (select count(*) from told) as told`,
+    ahead ? [jobId, jobId, FIRST_ATTEMPT_PRIORITY] : [jobId, null]);
   return found[0].n > 0;
 }
 

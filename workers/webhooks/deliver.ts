@@ -209,13 +209,18 @@ async function deferUntilRoom(deps: DeliveryDeps, job: DeliveryJob): Promise<voi
   if (deps.slots.hasRoom(job.org_id)) await wakeDeferred(deps, job.org_id);
 }
 
-/** An attempt of `org` ended and left its slot free: the oldest delivery deferred for want of one runs now. */
+/**
+ * An attempt of `org` ended and left its slot free: the oldest delivery deferred for want of one
+ * runs now, ahead of the org's later deliveries unless its receivers are slow (then behind every
+ * org's first attempts, as deferred). Woken only into a free slot: one woken while the org's slots
+ * are taken would be deferred again, at the front of the queue, as often as it was woken.
+ */
 async function wakeDeferred(deps: DeliveryDeps, org: string): Promise<void> {
   for (let tries = 0; tries < WAKE_TRIES; tries++) {
     const jobId = deps.slots.nextDeferred(org);
     if (!jobId) return;
     try {
-      if (await wakeDeferredDelivery(deps.db, jobId)) return;
+      if (await wakeDeferredDelivery(deps.db, jobId, !deps.slots.slow(org))) return;
     } catch {
       return; // its own run_at brings it back
     }

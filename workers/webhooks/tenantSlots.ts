@@ -105,7 +105,7 @@ export class TenantSlots {
   }
 
   /** Whether `org`'s receivers are slow now: an attempt hangs, or a recent one took long. */
-  private slow(org: string): boolean {
+  slow(org: string): boolean {
     const until = this.slowUntil.get(org);
     if (until !== undefined && until > this.now()) return true;
     if (until !== undefined) this.slowUntil.delete(org);

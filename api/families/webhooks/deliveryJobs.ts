@@ -59,6 +59,8 @@ export interface DeliveryJob {
   rate_slot_ms?: number;
 }
 
+/** The priority of the first attempts of an org's first turn: the front of the queue (graphile-worker takes lower numbers first). */
+export const FIRST_ATTEMPT_PRIORITY = 0;
 /**
  * Where a delivery's later jobs (a retry, a deferral) queue: behind first attempts that are due
  * (graphile-worker takes lower priority numbers first), so an org whose receivers fail or hang,
@@ -96,7 +98,7 @@ export function deliveryJobs(source: string, runAt = 'null', later: boolean | nu
   // The jobs keep the source's order (a resend's is commit order); the turn is counted within it.
   return `graphile_worker.add_jobs(array(
     select row('${DELIVER_WEBHOOK_TASK}', payload, ${line}, ${runAt}, 25, 'deliver:' || id,
-               least((row_number() over (partition by payload->>'org_id' order by position) - 1) / ${FIRST_ATTEMPTS_PER_TURN}, ${LATER_ATTEMPT_PRIORITY - 1})::int,
+               least(${FIRST_ATTEMPT_PRIORITY} + (row_number() over (partition by payload->>'org_id' order by position) - 1) / ${FIRST_ATTEMPTS_PER_TURN}, ${LATER_ATTEMPT_PRIORITY - 1})::int,
                null)::graphile_worker.job_spec
       from (select *, row_number() over () as position from ${source}) numbered
      order by position))`;
