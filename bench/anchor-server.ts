@@ -63,22 +63,14 @@ app.use(async (ctx) => {
     ctx.body = result.rows[0];
     return;
   }
-  const updating = ctx.method === 'PUT' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
+  // PUT /customers/:id sets the body's name, PUT /webhooks/:id its status: one bare UPDATE each.
+  const updating = ctx.method === 'PUT' ? /^\/(customers|webhooks)\/([^/]+)$/.exec(ctx.path) : null;
   if (updating) {
+    const [table, field] = updating[1] === 'customers' ? ['accounts', 'name'] : ['webhooks', 'status'];
     const body = await readJson(ctx.req);
     const result = await pool.query(
-      `update accounts set data = data || jsonb_build_object('name', $2::text), modified_at = now() where id = $1 returning *`,
-      [updating[1], body.name],
-    );
-    answerRow(ctx, result.rows[0]);
-    return;
-  }
-  const webhook = ctx.method === 'PUT' ? /^\/webhooks\/([^/]+)$/.exec(ctx.path) : null;
-  if (webhook) {
-    const body = await readJson(ctx.req);
-    const result = await pool.query(
-      `update webhooks set data = data || jsonb_build_object('status', $2::text), modified_at = now() where id = $1 returning *`,
-      [webhook[1], body.status],
+      `update ${table} set data = data || jsonb_build_object('${field}', $2::text), modified_at = now() where id = $1 returning *`,
+      [updating[2], body[field]],
     );
     answerRow(ctx, result.rows[0]);
     return;
