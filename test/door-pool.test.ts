@@ -145,6 +145,26 @@ t.test('a webhook\'s and a customer\'s delete are written alone, a customer\'s a
   t.match(audit[0].data, { request_id: `pool-delete-${customer}`, changes: { name: ['Leaving', null] } });
 });
 
+t.test('a delete whose row changed after it was read deletes the row as it is and answers with it', async (t) => {
+  const id = await made('/customers', { name: 'Read' });
+  const holder = await api.db.transaction();
+  let open = true;
+  try {
+    await holder.raw('select 1 from accounts where id = ? for update', [id]);
+    const deleting = api.request('DELETE', `/customers/${id}`);
+    await someoneWaitsForALock();
+    await holder.raw(`update accounts set data = data || '{"name": "Renamed meanwhile"}' where id = ?`, [id]);
+    await holder.commit();
+    open = false;
+    const deleted = await deleting;
+    t.equal(deleted.status, 200);
+    t.equal(deleted.body.name, 'Renamed meanwhile', 'answered with the row it deleted');
+  } finally {
+    if (open) await holder.rollback();
+  }
+  t.match((await auditOf(id, 'delete'))[0]?.data.changes, { name: ['Renamed meanwhile', null] }, 'audited as deleted');
+});
+
 t.test('a payment method\'s changes are written alone, all stand, and a security code given with one is never stored', async (t) => {
   const id = await made('/payment_methods', { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35' } });
   const changes: Array<Record<string, unknown>> = [

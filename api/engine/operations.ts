@@ -746,10 +746,11 @@ async function deleteOnPool(ctx: OperationContext, id: string): Promise<Json | t
   const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType });
   if (!row) throw notFound(`No ${family.name} with id ${id}`);
   if (!family.rules?.plainDelete?.(row)) return DECLINED;
-  const [rendered] = await shape(ctx, [row], null);
-  await family.rules.beforeDelete?.(ctx, [row]);
-  // Unlike a change, a delete always waits for its row as read: its answer was rendered from it.
+  // Unlike a change, a delete always waits for its row as read: its answer is rendered from it
+  // (taken before rendering, whose `load` may add derived parts to the row).
   const item: DeletedItem = { tenant: ctx.tenant, id, audit: currentAuditSetting(), read: plannedFromRead(ctx, null, row) ?? { events: [], expected: row.data } };
+  await family.rules.beforeDelete?.(ctx, [row]);
+  const [rendered] = await shape(ctx, [row], null);
   const db = ctx.tx;
   const [deleted] = writesGrouped(db)
     ? [await groupWriterOf(db, `delete:${family.table}`, (items: DeletedItem[]) => deleteAuditedRows(db, family.table, family.name, items)).write(item)]
