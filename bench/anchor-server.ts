@@ -11,7 +11,8 @@
  * The benchmark's anchor: the least a Koa service can do for the same three requests, against the
  * same `accounts` table. POST /customers is one INSERT (returning the row), GET /customers/:id one
  * SELECT by primary key, PUT /customers/:id one bare UPDATE by primary key merging the body's
- * name into the row (returning it); no auth, versions, validation, views, transactions, audit,
+ * name into the row (returning it), PUT /webhooks/:id the same with the body's status, DELETE
+ * /customers/:id one DELETE by primary key (returning the row); no auth, versions, validation, views, transactions, audit,
  * events or idempotency. Its
  * throughput is what bench/api-crud.ts compares Settle with.
  *
@@ -62,14 +63,21 @@ app.use(async (ctx) => {
     ctx.body = result.rows[0];
     return;
   }
-  const updating = ctx.method === 'PUT' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
+  // PUT /customers/:id sets the body's name, PUT /webhooks/:id its status: one bare UPDATE each.
+  const updating = ctx.method === 'PUT' ? /^\/(customers|webhooks)\/([^/]+)$/.exec(ctx.path) : null;
   if (updating) {
+    const [table, field] = updating[1] === 'customers' ? ['accounts', 'name'] : ['webhooks', 'status'];
     const body = await readJson(ctx.req);
     const result = await pool.query(
-      `update accounts set data = data || jsonb_build_object('name', $2::text), modified_at = now() where id = $1 returning *`,
-      [updating[1], body.name],
+      `update ${table} set data = data || jsonb_build_object('${field}', $2::text), modified_at = now() where id = $1 returning *`,
+      [updating[2], body[field]],
     );
     answerRow(ctx, result.rows[0]);
+    return;
+  }
+  const deleting = ctx.method === 'DELETE' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;
+  if (deleting) {
+    answerRow(ctx, (await pool.query('delete from accounts where id = $1 returning *', [deleting[1]])).rows[0]);
     return;
   }
   const match = ctx.method === 'GET' ? /^\/customers\/([^/]+)$/.exec(ctx.path) : null;

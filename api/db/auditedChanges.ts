@@ -17,10 +17,17 @@
  * `audit_secret_changes`, the step named by `audit_action`), and writes none for a change that
  * changed no field. With SETTLE_AUDIT_BY=trigger (`auditRows.inStatement` false) the statement
  * writes no event and the triggers audit it, with the first change's actor.
+ *
+ * A change planned from a row read without its lock may carry the outbox events it causes
+ * (`events`), drafted from that row, and then the data it was read with (`expected`): the statement
+ * writes the change and its events only if it finds the row's data still so under its lock, and
+ * otherwise skips it (answering null) for the caller to run it again in a transaction. The events
+ * are written by the same statement (api/db/events.ts), so they commit with the change or not at all.
  */
 import { AUDIT_SETTING_SQL } from './auditContext.ts';
 import { auditedTableSql, auditRows, ownAuditSql } from './auditStatement.ts';
 import { rows, type Db } from './connection.ts';
+import { tenantsEventsInsert, type EventDraft } from './events.ts';
 import { STORED_ROW, type StoredObject } from './storedRow.ts';
 import type { Tenant } from './tenant.ts';
 import { newId } from '../ids.ts';
@@ -28,12 +35,22 @@ import { newId } from '../ids.ts';
 /** What a change sets (`[path, value]`) and removes (`[path]`) in a row's data. */
 export type PathChange = [path: string[], value?: unknown];
 
+/**
+ * What a change or delete of a row planned without its lock writes besides the row: the events it
+ * causes, written only if the statement finds the row's data as `expected` (the data it was planned from).
+ */
+export interface PlannedFromRead {
+  events: EventDraft[];
+  expected: Record<string, unknown>;
+}
+
 /** A change to write: the row's id and what the change does to it, and its request's actor setting. */
 export interface ChangedItem {
   tenant: Tenant;
   id: string;
   changes: PathChange[];
   audit: string | null;
+  read?: PlannedFromRead;
 }
 
 /** A row to delete, with its request's actor setting. */
@@ -41,6 +58,7 @@ export interface DeletedItem {
   tenant: Tenant;
   id: string;
   audit: string | null;
+  read?: PlannedFromRead;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -96,13 +114,31 @@ function auditDeletedSql(table: string, objectType: string): string {
        returning 1`;
 }
 
+const JSONB_COLUMNS = new Set(['changes', 'expected']);
+
+/** Whether a row's `data` is as the item `u` was planned from (always, for an item planned under its lock). */
+function asReadSql(data: string): string {
+  return `(u.expected is null or ${data} = u.expected)`;
+}
+
+/** The events of the items the statement wrote (those named in `written`), in the item order `sorted`. */
+function writtenEvents(sorted: Array<{ tenant: Tenant; read?: PlannedFromRead }>, written: string): { sql: string; bindings: unknown[] } | null {
+  if (!sorted.some((item) => item.read?.events.length)) return null;
+  return tenantsEventsInsert(sorted.map((item) => ({ tenant: item.tenant, drafts: item.read?.events ?? [] })), { writtenIn: written });
+}
+
+/** The data each item was planned from, or null for one planned under its lock. */
+function expectedData(sorted: Array<{ read?: PlannedFromRead }>): Array<string | null> {
+  return sorted.map((item) => (item.read ? JSON.stringify(item.read.expected) : null));
+}
+
 /**
  * The rows the statement's `u` part names, with the statement's marks: the actor of the triggers
  * it fires (the first item's) and, when it audits, its own audit of `table`.
  */
 function itemsSql(table: string, audited: boolean, columns: string[]): string {
   const marks = [`${AUDIT_SETTING_SQL} as acting`, ...(audited ? [`${ownAuditSql(table)} as own_audit`] : [])];
-  const types = columns.map((column) => (column === 'changes' ? '?::jsonb[]' : '?::text[]'));
+  const types = columns.map((column) => (JSONB_COLUMNS.has(column) ? '?::jsonb[]' : '?::text[]'));
   return `select *, ${marks.join(', ')}
        from unnest(${types.join(', ')}) with ordinality as u(${columns.join(', ')}, n)`;
 }
@@ -134,8 +170,9 @@ function roundsOf(items: ChangedItem[]): ChangedItem[][] {
 }
 
 /**
- * Applies each change to its row as the statement finds it, with its audit event; answers the
- * stored rows in order, null for a row that is not there (or not the tenant's). Changes of one
+ * Applies each change to its row as the statement finds it, with its audit event (and the events
+ * of an item planned from a read); answers the stored rows in order, null for a row that is not
+ * there (or not the tenant's, or no longer as read). Changes of one
  * row go one statement after another, in the order given. `table` and `objectType` are a
  * family's own names (never input).
  */
@@ -151,44 +188,54 @@ export async function updateAuditedRows(db: Db, table: string, objectType: strin
 async function updateOnce(db: Db, table: string, objectType: string, items: ChangedItem[]): Promise<Array<StoredObject | null>> {
   const audited = auditRows.inStatement;
   const sorted = inIdOrder(items, (item) => item.id);
+  const events = writtenEvents(sorted, 'changed');
   const found = await rows<StoredObject & { n: string }>(db,
-    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'changes', 'event_id', 'actor'])}),
+    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'changes', 'expected', 'event_id', 'actor'])}),
      prior as (
        select t.id, t.type, t.data from ${table} t join u on t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
         order by t.id for update of t),
      changed as (
        update ${table} t set data = data_with_changes(prior.data, u.changes), modified_at = now()
          from u join prior on prior.id = u.id
-        where t.id = u.id
+        where t.id = u.id and ${asReadSql('prior.data')}
         returning ${STORED_ROW.split(', ').map((column) => `t.${column}`).join(', ')}, t.org_id, t.environment,
                   prior.type as prior_type, prior.data as prior_data, u.event_id, u.actor, u.n)${audited ? `,
-     audit as (${auditChangedSql(table, objectType)})` : ''}
+     audit as (${auditChangedSql(table, objectType)})` : ''}${events ? `,
+     event as (${events.sql})` : ''}
      select ${STORED_ROW}, n from changed`,
     [
       items[0].audit,
       sorted.map((item) => item.id), sorted.map((item) => item.tenant.orgId), sorted.map((item) => item.tenant.environment),
-      sorted.map((item) => JSON.stringify(item.changes)), sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
+      sorted.map((item) => JSON.stringify(item.changes)), expectedData(sorted),
+      sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
+      ...(events?.bindings ?? []),
     ]);
   return answerInOrder(items, sorted, found);
 }
 
-/** Deletes each row with its audit event; answers the deleted rows in order, null for one not there (or not the tenant's). */
+/**
+ * Deletes each row with its audit event (and the events of an item planned from a read); answers
+ * the deleted rows in order, null for one not there (or not the tenant's, or no longer as read).
+ */
 export async function deleteAuditedRows(db: Db, table: string, objectType: string, items: DeletedItem[]): Promise<Array<StoredObject | null>> {
   if (items.length === 0) return [];
   const audited = auditRows.inStatement;
   const sorted = inIdOrder(items, (item) => item.id);
+  const events = writtenEvents(sorted, 'deleted');
   const found = await rows<StoredObject & { n: string }>(db,
-    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'event_id', 'actor'])}),
+    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'expected', 'event_id', 'actor'])}),
      deleted as (
        delete from ${table} t using u
-        where t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
+        where t.id = u.id and t.org_id = u.org_id and t.environment = u.environment and ${asReadSql('t.data')}
         returning ${STORED_ROW.split(', ').map((column) => `t.${column}`).join(', ')}, t.org_id, t.environment, u.event_id, u.actor, u.n)${audited ? `,
-     audit as (${auditDeletedSql(table, objectType)})` : ''}
+     audit as (${auditDeletedSql(table, objectType)})` : ''}${events ? `,
+     event as (${events.sql})` : ''}
      select ${STORED_ROW}, n from deleted`,
     [
       items[0].audit,
       sorted.map((item) => item.id), sorted.map((item) => item.tenant.orgId), sorted.map((item) => item.tenant.environment),
-      sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
+      expectedData(sorted), sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
+      ...(events?.bindings ?? []),
     ]);
   return answerInOrder(items, sorted, found);
 }

@@ -49,16 +49,28 @@ export function eventsInsert(tenant: EventTenant, drafts: EventDraft[]): { sql: 
   return tenantsEventsInsert([{ tenant, drafts }]);
 }
 
-/** `eventsInsert` for the events of several tenants' changes written by one statement (a group of payments). */
-export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts: EventDraft[] }>, test = false): { sql: string; bindings: unknown[]; ids: string[] } {
-  const rows = groups.flatMap(({ tenant, drafts }) => drafts.map((draft) => ({ tenant, draft })));
+/** How `tenantsEventsInsert` writes: test events, or only the events of the changes a statement made. */
+export interface EventsInsertOptions {
+  /** test events, which the dispatcher never follows */
+  test?: boolean;
+  /**
+   * A relation of the statement with a column `n`, the 1-based position of a written change in
+   * `groups`: only the events of those changes are written (a change whose row it skipped has none).
+   */
+  writtenIn?: string;
+}
+
+/** `eventsInsert` for the events of several tenants' changes written by one statement (a group of payments, of updates). */
+export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts: EventDraft[] }>, options: EventsInsertOptions = {}): { sql: string; bindings: unknown[]; ids: string[] } {
+  const rows = groups.flatMap(({ tenant, drafts }, i) => drafts.map((draft) => ({ tenant, draft, n: i + 1 })));
   const ids = rows.map(() => newId('evt'));
   // A test event has no txid: the dispatcher follows only events with one (migration 20261201000100).
-  const [testColumns, testValues] = test ? [', test, txid', ', true, null'] : ['', ''];
+  const [testColumns, testValues] = options.test ? [', test, txid', ', true, null'] : ['', ''];
+  const [nColumn, nType, written] = options.writtenIn ? [', n', ', ?::bigint[]', ` where e.n in (select n from ${options.writtenIn})`] : ['', '', ''];
   return {
     sql: `insert into events (id, org_id, environment, trigger, object_type, object_id, value${testColumns})
      select id, org_id, environment, trigger, object_type, object_id, value${testValues}
-       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as e(id, org_id, environment, trigger, object_type, object_id, value)`,
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]${nType}) as e(id, org_id, environment, trigger, object_type, object_id, value${nColumn})${written}`,
     bindings: [
       ids,
       rows.map((r) => r.tenant.orgId),
@@ -67,6 +79,7 @@ export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts:
       rows.map((r) => r.draft.objectType),
       rows.map((r) => r.draft.objectId),
       rows.map((r) => JSON.stringify(r.draft.value)),
+      ...(options.writtenIn ? [rows.map((r) => r.n)] : []),
     ],
     ids,
   };
@@ -84,7 +97,7 @@ export async function recordEvents(tx: Db, tenant: EventTenant, drafts: EventDra
  * writer enqueues a delivery of it (api/families/webhooks/testEvent.ts).
  */
 export async function recordTestEvent(tx: Db, tenant: EventTenant, draft: EventDraft): Promise<string> {
-  const insert = tenantsEventsInsert([{ tenant, drafts: [draft] }], true);
+  const insert = tenantsEventsInsert([{ tenant, drafts: [draft] }], { test: true });
   await tx.raw(insert.sql, insert.bindings);
   return insert.ids[0];
 }

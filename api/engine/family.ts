@@ -124,12 +124,22 @@ export interface FamilyRules {
   createSteps?: CreateSteps<any>;
   /**
    * Whether a change of one row, decoded onto the row it replaces (before the family's rules),
-   * writes that row and nothing else: prepare and validate only read, what they decide does not
-   * depend on fields the change leaves alone, and the change has no afterWrite work. The update
-   * door then plans it on the pool and its one statement applies it to the row as it finds it
-   * (group commit); otherwise, or when absent, the change runs in a transaction.
+   * writes that row (and its events) and nothing else: prepare and validate only read, what they
+   * decide does not depend on fields the change leaves alone, and the change has no afterWrite
+   * work. The update door then plans it on the pool and its one statement applies it to the row as
+   * it finds it (group commit), with its events, drafted from the row as read, only while the row
+   * is still as read; otherwise, or when absent, the change runs in a transaction. The events a
+   * change causes must follow from what it changes: a change that causes none is written over any
+   * change that landed meanwhile.
    */
   plainChange?: (next: StoredObject, previous: StoredObject) => boolean;
+  /**
+   * Whether a delete of this row deletes that row and nothing else: beforeDelete only reads, and
+   * what it decides holds without the row's lock. The delete door then plans it on the pool and
+   * its one statement deletes the row (if still as read) with its audit event and events (group
+   * commit); otherwise, or when absent, the delete runs in a transaction.
+   */
+  plainDelete?: (row: StoredObject) => boolean;
 }
 
 export interface Family extends FieldSchema {

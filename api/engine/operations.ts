@@ -3,7 +3,7 @@
  * transaction it is given: rows, family rules and outbox events commit together.
  */
 import { currentAuditSetting } from '../db/auditContext.ts';
-import { changesBetween, deleteAuditedRows, updateAuditedRows, type ChangedItem } from '../db/auditedChanges.ts';
+import { changesBetween, deleteAuditedRows, updateAuditedRows, type ChangedItem, type DeletedItem, type PlannedFromRead } from '../db/auditedChanges.ts';
 import { insertAuditedRows, type CreatedItem } from '../db/auditedRows.ts';
 import { auditRows } from '../db/auditStatement.ts';
 import type { Db, Sql } from '../db/connection.ts';
@@ -598,19 +598,34 @@ function changeOf(ctx: OperationContext, previous: StoredObject, next: StoredObj
   return { tenant: ctx.tenant, id: previous.id, changes: changesBetween(previous.data, next.data), audit: currentAuditSetting() };
 }
 
-/** A change planned on the pool that the family's rules leave to a transaction. */
+/** A change planned on the pool that the family's rules, or the row as the statement finds it, leave to a transaction. */
 const DECLINED = Symbol('declined');
+
+/** Whether a single change or delete of a request may be planned on the pool: its answer needs nothing from its write (no `fields`, no idempotent response). */
+function onPool(ctx: OperationContext, query: ListQuery, store: unknown): boolean {
+  return store === undefined && query.fields === null && !ctx.tx.inTransaction;
+}
+
+/**
+ * What a change or delete planned on the pool from `row` (read without its lock) writes besides
+ * it: the events it causes, which its statement writes only while the row is still as read.
+ */
+function plannedFromRead(ctx: OperationContext, next: StoredObject | null, row: StoredObject): PlannedFromRead | undefined {
+  const events = ctx.collection.family.rules?.events?.(ctx, next, row) ?? [];
+  return events.length ? { events, expected: row.data } : undefined;
+}
 
 /**
  * `PUT /c/{id}` through the update door. A plain change (`rules.plainChange`) whose answer needs
- * nothing from its write (no `fields`, no idempotent response) is planned on the pool from the row
- * as read, and written by one statement with its audit event, grouped with changes arriving
- * meanwhile (group commit); the statement applies it, field by field, to the row as it finds it
- * under its lock, so a change that landed in between stands. Any other change runs in one
- * transaction that locks the row first, with the idempotent response.
+ * nothing from its write is planned on the pool from the row as read, and written by one statement
+ * with its audit event and its events, grouped with changes arriving meanwhile (group commit); the
+ * statement applies it, field by field, to the row as it finds it under its lock, so a change that
+ * landed in between stands. A change that causes events is written only if the row is still as
+ * read (its events were drafted from it), else it runs again in a transaction. Any other change
+ * runs in one transaction that locks the row first, with the idempotent response.
  */
 export async function update(ctx: OperationContext, id: string, body: Json, query: ListQuery, store?: (ctx: OperationContext, answer: WriteAnswer) => Promise<void>): Promise<WriteAnswer> {
-  if (store === undefined && query.fields === null && !ctx.tx.inTransaction && ctx.collection.family.rules?.plainChange) {
+  if (onPool(ctx, query, store) && ctx.collection.family.rules?.plainChange) {
     const changed = await changeOnPool(ctx, id, body);
     if (changed !== DECLINED) return { body: (await shape(ctx, [changed], null))[0], error: null };
   }
@@ -622,7 +637,11 @@ export async function update(ctx: OperationContext, id: string, body: Json, quer
   });
 }
 
-/** Steps 1–3 of a single change on the pool: the stored row, or DECLINED for a change the family's rules run in a transaction. */
+/**
+ * Steps 1–4 of a single change on the pool: the stored row, or DECLINED for a change the family's
+ * rules run in a transaction, or whose row the statement did not find as read (changed or deleted
+ * meanwhile: the transaction answers either).
+ */
 async function changeOnPool(ctx: OperationContext, id: string, body: Json): Promise<StoredObject | typeof DECLINED> {
   const { family, fixedType } = ctx.collection;
   const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType });
@@ -630,16 +649,13 @@ async function changeOnPool(ctx: OperationContext, id: string, body: Json): Prom
   const decoded = decodeUpdate(ctx, row, body);
   if (decoded.type !== row.type || !family.rules?.plainChange?.(decoded, row)) return DECLINED;
   const next = await whileChanging(ctx, [id], () => completeChange(ctx, decoded, row));
-  if (family.rules.events?.(ctx, next, row).length) return DECLINED;
-  const item = changeOf(ctx, row, next);
+  const item: ChangedItem = { ...changeOf(ctx, row, next), read: plannedFromRead(ctx, next, row) };
   // Changes that commit on their own and arrive together share one statement (group commit).
   const db = ctx.tx;
   const [stored] = writesGrouped(db)
     ? [await groupWriterOf(db, `update:${family.table}`, (items: ChangedItem[]) => updateAuditedRows(db, family.table, family.name, items)).write(item)]
     : await updateAuditedRows(db, family.table, family.name, [item]);
-  // Deleted since it was read.
-  if (!stored) throw notFound(`No ${family.name} with id ${id}`);
-  return stored;
+  return stored ?? DECLINED;
 }
 
 /** A single change in the transaction it is given, its row locked first. */
@@ -703,7 +719,47 @@ async function removeRows(ctx: OperationContext, rows: StoredObject[], query: Li
   return rendered;
 }
 
-export async function deleteOne(ctx: OperationContext, id: string, query: ListQuery): Promise<Json> {
+/**
+ * `DELETE /c/{id}` through the delete door. A plain delete (`rules.plainDelete`) whose answer needs
+ * nothing from its write is planned on the pool from the row as read (the family's beforeDelete,
+ * the answer rendered) and written by one statement that deletes the row only if it is still as
+ * read, with its audit event and its events, grouped with deletes arriving meanwhile (group
+ * commit); a row changed or deleted meanwhile is deleted (or answered not found) in a transaction
+ * instead. Any other delete runs in one transaction that locks the row first, with the idempotent response.
+ */
+export async function deleteById(ctx: OperationContext, id: string, query: ListQuery, store?: (ctx: OperationContext, answer: WriteAnswer) => Promise<void>): Promise<WriteAnswer> {
+  if (onPool(ctx, query, store) && ctx.collection.family.rules?.plainDelete) {
+    const deleted = await deleteOnPool(ctx, id);
+    if (deleted !== DECLINED) return { body: deleted, error: null };
+  }
+  return ctx.tx.transaction(async (tx) => {
+    const op = { ...ctx, tx };
+    const answered = { body: await deleteOne(op, id, query), error: null };
+    await store?.(op, answered);
+    return answered;
+  });
+}
+
+/** A single delete on the pool: the rendered row, or DECLINED for one the family's rules, or the row as the statement finds it, leave to a transaction. */
+async function deleteOnPool(ctx: OperationContext, id: string): Promise<Json | typeof DECLINED> {
+  const { family, fixedType } = ctx.collection;
+  const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType });
+  if (!row) throw notFound(`No ${family.name} with id ${id}`);
+  if (!family.rules?.plainDelete?.(row)) return DECLINED;
+  // Unlike a change, a delete always waits for its row as read: its answer is rendered from it
+  // (taken before rendering, whose `load` may add derived parts to the row).
+  const item: DeletedItem = { tenant: ctx.tenant, id, audit: currentAuditSetting(), read: plannedFromRead(ctx, null, row) ?? { events: [], expected: row.data } };
+  await family.rules.beforeDelete?.(ctx, [row]);
+  const [rendered] = await shape(ctx, [row], null);
+  const db = ctx.tx;
+  const [deleted] = writesGrouped(db)
+    ? [await groupWriterOf(db, `delete:${family.table}`, (items: DeletedItem[]) => deleteAuditedRows(db, family.table, family.name, items)).write(item)]
+    : await deleteAuditedRows(db, family.table, family.name, [item]);
+  return deleted ? rendered : DECLINED;
+}
+
+/** A single delete in the transaction it is given, its row locked first. */
+async function deleteOne(ctx: OperationContext, id: string, query: ListQuery): Promise<Json> {
   const { family, fixedType } = ctx.collection;
   const row = await objects.selectObjectById(ctx.tx, family.table, ctx.tenant, id, { type: fixedType, forUpdate: true });
   if (!row) throw notFound(`No ${family.name} with id ${id}`);

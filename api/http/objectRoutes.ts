@@ -107,6 +107,15 @@ async function updateById(ctx: Ctx, id: string, changes: Json, query: ListQuery)
   answer(ctx, await operations.update(operationContext(ctx, ctx.state.services.db), id, changes, query, answerStore(ctx)));
 }
 
+/**
+ * `DELETE /c/{id}` through the delete door (operations.deleteById): it deletes a plain row in one
+ * statement on the pool and any other in one transaction, the idempotent response with it.
+ */
+async function deleteById(ctx: Ctx, id: string, query: ListQuery): Promise<void> {
+  refuseReadOnly(ctx);
+  answer(ctx, await operations.deleteById(operationContext(ctx, ctx.state.services.db), id, query, answerStore(ctx)));
+}
+
 function body(ctx: Ctx): Json {
   return ctx.state.body ?? {};
 }
@@ -161,7 +170,7 @@ export function objectRoutes(): Router {
     if (!isPlainObject(changes) || Object.keys(changes).length === 0) throw badRequest('An update needs a body', { body: 'Required' });
     return write(c, (op) => plainly(operations.updateByQuery(op, query, changes)));
   });
-  router.delete('/:collection/:id', (ctx) => write(ctx as Ctx, (op) => plainly(operations.deleteOne(op, ctx.params.id, listQueryOf(ctx as Ctx)))));
+  router.delete('/:collection/:id', (ctx) => deleteById(ctx as Ctx, ctx.params.id, listQueryOf(ctx as Ctx)));
   router.delete('/:collection', (ctx) => {
     const c = ctx as Ctx;
     const query = listQueryOf(c);

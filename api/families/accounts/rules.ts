@@ -114,4 +114,6 @@ export const accountRules: FamilyRules = {
   prepare, validate, afterWrite, load, beforeDelete, events,
   createSteps: rulesOnPool(isPlainCustomer),
   plainChange: isPlainCustomerChange,
+  // A customer's delete writes nothing else: beforeDelete looks only for a processing account's dependents.
+  plainDelete: (row) => row.type === 'customer',
 };

@@ -147,7 +147,19 @@ async function load(ctx: RuleContext, rows: StoredObject[]): Promise<void> {
   }
 }
 
+/**
+ * An invoice's change is written on its own when it keeps its status (which payments move and
+ * whose way out of draft recomputes the invoice), its parties' accounts and the payer's method
+ * (which prepare reads), and names no items.
+ */
+function plainChange(next: StoredObject, previous: StoredObject): boolean {
+  const same = (side: 'payer' | 'biller', key: string) => party(next.data, side)[key] === party(previous.data, side)[key];
+  return next.data.items === undefined && next.data.status === previous.data.status
+    && same('payer', 'account_id') && same('biller', 'account_id') && same('payer', 'method_id');
+}
+
 export const invoiceRules: FamilyRules = {
+  plainChange,
   prepare: (ctx, next, previous) => (previous ? prepareUpdate(ctx, next, previous) : prepareCreate(ctx, next)),
   afterWrite,
   beforeDelete,

@@ -148,4 +148,14 @@ async function beforeDelete(ctx: RuleContext, deleted: StoredObject[]): Promise<
   }
 }
 
-export const paymentMethodRules: FamilyRules = { prepare, afterWrite, load, beforeDelete };
+/**
+ * A method's change is written on its own unless it moves the method to another account (whose
+ * existence prepare reads) or changes its account defaults (afterWrite takes them from the other
+ * methods and points the customer at it). A security code given with it is dropped by the door.
+ */
+function plainChange(next: StoredObject, previous: StoredObject): boolean {
+  return next.data.account_id === previous.data.account_id
+    && JSON.stringify(section(next, 'account_defaults')) === JSON.stringify(section(previous, 'account_defaults'));
+}
+
+export const paymentMethodRules: FamilyRules = { prepare, afterWrite, load, beforeDelete, plainChange };

@@ -110,4 +110,15 @@ async function load(ctx: RuleContext, found: StoredObject[], include: Set<string
   }
 }
 
-export const webhookRules: FamilyRules = { prepare, load, events };
+/**
+ * A webhook's change is written on its own unless it sets a secret (a secret set outright ends the
+ * rotation in progress, which a rotation made meanwhile would outlive) or the OAuth parameters
+ * (checked as a whole, so two changes of their parts could make a whole neither checked). A status
+ * change is plain too: what prepare sets with it follows from the status as read, and its event
+ * makes the door write it only on the row as read.
+ */
+function plainChange(next: StoredObject, previous: StoredObject): boolean {
+  return next.data.sender_secret === undefined && JSON.stringify(next.data.oauth_params) === JSON.stringify(previous.data.oauth_params);
+}
+
+export const webhookRules: FamilyRules = { prepare, load, events, plainChange, plainDelete: () => true };
