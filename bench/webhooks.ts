@@ -41,8 +41,9 @@
  * workers, those backends and the receiver over the drain's wall time as a share of the machine's cores
  * (utilisation), the deliveries they deferred, the duplicates the receiver saw, the jobs they released from processes they found silent (beside the
  * jobs an earlier phase's stopped worker left locked, whose release is right), and where their
- * database backends waited), once with the receiver answering at once and once answering after
- * 50 ms (BENCH_SCALE_DELAYS, default 0,50: a worker then waits on its receiver, not on the cores).
+ * database backends waited), with the receiver answering at once, and again answering after
+ * 50 and 400 ms (BENCH_SCALE_DELAYS, default 0,50,400: at 400 ms a worker waits on its receiver, not
+ * on the cores).
  * Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
  * connections: four workers need a server allowing that many beside its other clients.
  *
@@ -54,7 +55,7 @@
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases and the defaults' drain: WAL, its flushes and commits per delivery, buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
  * and the bare sender only) or defaults (the phases under `npm start`'s defaults only) or scale (the scale phase only), BENCH_SCALE_BACKLOG,
- * BENCH_SCALE_WORKERS and BENCH_SCALE_DELAYS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
+ * BENCH_SCALE_WORKERS, BENCH_SCALE_WARMUP and BENCH_SCALE_DELAYS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
@@ -580,12 +581,15 @@ const DEFAULT_SETTINGS: Record<string, string> = Object.fromEntries(Object.keys(
 const DEFAULT_CONCURRENCY = '10';
 const SCALE_BACKLOG = positive('BENCH_SCALE_BACKLOG', 9000, true);
 const SCALE_WORKERS = (process.env.BENCH_SCALE_WORKERS ?? '1,2,4').split(',').map(Number);
+/** Deliveries per worker drained before the timed backlog is committed (BENCH_SCALE_WARMUP, default 1,500). */
+const SCALE_WARMUP = positive('BENCH_SCALE_WARMUP', 1500, true);
 /**
- * The receiver's answer delays the scale phase runs at (ms): 0, the machine's own ceiling; 50, each
- * delivery holding its request that long, so the rate of one worker is bounded by its requests in
- * flight, not by the cores, and more workers can show whether they share the backlog.
+ * The receiver's answer delays the scale phase runs at (ms): 0, the machine's own ceiling; 50, a
+ * receiver a little away; 400, each delivery holding its request long enough that one worker is
+ * bounded by its requests in flight (its job slots and the companions they take along, about 200
+ * for one org), not by the cores, so more workers show whether they share the backlog.
  */
-const SCALE_DELAYS = (process.env.BENCH_SCALE_DELAYS ?? '0,50').split(',').map(Number);
+const SCALE_DELAYS = (process.env.BENCH_SCALE_DELAYS ?? '0,50,400').split(',').map(Number);
 /** BENCH_LATENCY=0 skips the defaults' latency phase (A/B runs of the drain and scale phases on a loaded machine). */
 const LATENCY = process.env.BENCH_LATENCY !== '0';
 const CARD = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
@@ -752,6 +756,9 @@ interface ScaleResult {
   deferred: number;
   /** deliveries each worker made */
   shares: number[];
+  /** attempts' mean time from sending to the answer, and the share of them past a second */
+  attemptMs: number;
+  overOneSecond: number;
   /** seconds the last 5 % of the backlog took */
   lastPartS: number;
   /** transactions the bench database committed per delivery (the bench's own sampling adds about 20 a second) */
@@ -776,7 +783,8 @@ const ownCpuSeconds = () => {
 
 /**
  * The same backlog drained by 1, 2 and 4 worker processes (BENCH_SCALE_WORKERS) with the
- * defaults, started together, SCALE_BACKLOG events committed at once when all are up, for each receiver delay of
+ * defaults, started together, SCALE_BACKLOG events committed at once when all are up and have
+ * drained a warm-up backlog (BENCH_SCALE_WARMUP per worker), for each receiver delay of
  * BENCH_SCALE_DELAYS: the rate from the first receipt to the last, each worker's share of it, the duplicates the receiver saw,
  * the jobs they released from processes they found silent (their log) beside the jobs left locked
  * before they started, where their database backends waited (lock and I/O waits, mean backends
@@ -788,7 +796,6 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
   const results: ScaleResult[] = [];
   ctx.receiverDelayMs(delayMs);
   for (const count of SCALE_WORKERS) {
-    const baseline = ctx.received();
     const duplicatesBefore = ctx.duplicates();
     // Jobs an earlier phase's stopped worker left locked: releasing those is releasing a stopped process.
     const lockedBefore = Number((await ctx.db.raw('select count(*) as n from graphile_worker.jobs where locked_at is not null')).rows[0].n);
@@ -804,6 +811,29 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
     const up = Date.now() + 60_000;
     const beating = async () => Number((await ctx.db.raw(`select count(*) as n from worker_heartbeats where seen_at > now() - interval '5 seconds'`)).rows[0].n);
     while (await beating() < count && Date.now() < up) await sleep(50);
+    const metrics = () => Promise.all(ports.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '')));
+    const counted = (text: string, pattern: RegExp) => [...text.matchAll(pattern)].reduce((n, m) => n + Number(m[1]), 0);
+    // What the workers counted so far: deliveries by worker, deferrals, and their attempts' times (sent to answered).
+    const workerCounts = async () => {
+      const texts = await metrics();
+      const all = (pattern: RegExp) => texts.reduce((sum, text) => sum + counted(text, pattern), 0);
+      return {
+        shares: texts.map((text) => counted(text, /^settle_webhook_deliveries_total\{outcome="delivered"\} (\d+)/gm)),
+        deferred: all(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm),
+        attempts: all(/^settle_webhook_delivery_duration_seconds_count\{outcome="delivered"\} (\d+)/gm),
+        attemptSeconds: all(/^settle_webhook_delivery_duration_seconds_sum\{outcome="delivered"\} ([\d.e+-]+)/gm),
+        withinOneSecond: all(/^settle_webhook_delivery_duration_seconds_bucket\{le="1",outcome="delivered"\} (\d+)/gm),
+      };
+    };
+    // Warm: each process's first deliveries pay for compiling its delivery path, a cost N
+    // processes pay N times over; a backlog that appears later finds every worker as a running
+    // deployment's are.
+    const warmedFrom = ctx.received();
+    await ctx.produceBacklog(SCALE_WARMUP * count);
+    const warm = Date.now() + 300_000;
+    while (ctx.received() - warmedFrom < SCALE_WARMUP * count && Date.now() < warm) await sleep(20);
+    const before = await workerCounts();
+    const baseline = ctx.received();
     await ctx.produceBacklog(SCALE_BACKLOG);
     const until = Date.now() + 600_000;
     while (ctx.received() === baseline && Date.now() < until) await sleep(2);
@@ -823,32 +853,36 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
       if (Number.isNaN(at95) && ctx.received() - baseline >= SCALE_BACKLOG * 0.95) at95 = performance.now();
       await sleep(2);
     }
-    const delivered = ctx.received() - first.done;
+    const received = ctx.received() - first.done;
     const wallS = (performance.now() - first.at) / 1000;
     const lastPartS = Number.isNaN(at95) ? 0 : wallS - (at95 - first.at) / 1000;
     const cpuS = { workers: workerCpu() - first.worker, postgres: postgresCpuSeconds() - first.postgres, receiver: ownCpuSeconds() - first.receiver };
-    const commitsPerDelivery = (await commits() - first.commits) / delivered;
+    const commitsPerDelivery = (await commits() - first.commits) / received;
     const cores = os.cpus().length;
     const utilisation = (cpuS.workers + cpuS.postgres + cpuS.receiver) / (wallS * cores);
     const machineUtilisation = (machineBusySeconds() - first.machine) / (wallS * cores);
-    const perSec = delivered / wallS;
-    const cpuMs = { worker: (cpuS.workers / delivered) * 1000, postgres: (cpuS.postgres / delivered) * 1000 };
+    const perSec = received / wallS;
+    const cpuMs = { worker: (cpuS.workers / received) * 1000, postgres: (cpuS.postgres / received) * 1000 };
     const waited = await waits.stop();
-    const metrics = await Promise.all(ports.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '')));
-    const counted = (text: string, pattern: RegExp) => [...text.matchAll(pattern)].reduce((n, m) => n + Number(m[1]), 0);
+    const after = await workerCounts();
     // Deliveries the workers put off (a later job) rather than sent when their turn came.
-    const deferred = metrics.reduce((sum, text) => sum + counted(text, /^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm), 0);
+    const deferred = after.deferred - before.deferred;
     // Each worker's share of the deliveries: a worker that waits on another's turn delivers less.
-    const shares = metrics.map((text) => counted(text, /^settle_webhook_deliveries_total\{outcome="delivered"\} (\d+)/gm));
+    const shares = after.shares.map((n, i) => n - before.shares[i]!);
+    // An attempt's time includes its wait in line at the receiver and in the worker's event loop:
+    // requests in flight ÷ rate. Past a second, an attempt detaches (a watch job) as if hanging.
+    const attempts = after.attempts - before.attempts;
+    const attemptMs = ((after.attemptSeconds - before.attemptSeconds) / attempts) * 1000;
+    const overOneSecond = (attempts - (after.withinOneSecond - before.withinOneSecond)) / attempts;
     await Promise.all(workers.map(stopChild));
     if (ctx.received() - baseline < SCALE_BACKLOG) throw new Error(`scale ${count}: ${SCALE_BACKLOG - (ctx.received() - baseline)} still outstanding after 600 s`);
     const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
     results.push({
-      workers: count, delayMs, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, deferred, shares, commitsPerDelivery, lastPartS, cpuMs, wallS, cpuS, utilisation, machineUtilisation, waits: waited, load,
+      workers: count, delayMs, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, deferred, shares, commitsPerDelivery, lastPartS, attemptMs, overOneSecond, cpuMs, wallS, cpuS, utilisation, machineUtilisation, waits: waited, load,
     });
     process.stderr.write(`defaults, receiver answering after ${delayMs} ms: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s in ${wallS.toFixed(1)} s (the last 5 % in ${lastPartS.toFixed(1)} s);`
       + ` CPU s workers ${cpuS.workers.toFixed(1)}, postgres ${cpuS.postgres.toFixed(1)}, receiver ${cpuS.receiver.toFixed(1)} = ${(utilisation * 100).toFixed(0)} % of ${cores} cores`
-      + ` (machine ${(machineUtilisation * 100).toFixed(0)} %); deliveries by worker ${shares.join('/')}; ${commitsPerDelivery.toFixed(2)} commits per delivery; ${deferred} deferred; lock/IO waits ${waited}; load ${load}\n`);
+      + ` (machine ${(machineUtilisation * 100).toFixed(0)} %); deliveries by worker ${shares.join('/')}; ${commitsPerDelivery.toFixed(2)} commits per delivery; attempts ${attemptMs.toFixed(0)} ms on average, ${(overOneSecond * 100).toFixed(1)} % past 1 s; ${deferred} deferred; lock/IO waits ${waited}; load ${load}\n`);
   }
   ctx.receiverDelayMs(0);
   return results;
@@ -1143,12 +1177,12 @@ async function main(): Promise<void> {
       console.log(`  scale: ${SCALE_BACKLOG} queued deliveries drained by N workers started together; utilisation = CPU s of the workers, the bench database's backends and the receiver`
         + ` ÷ (wall s × ${os.cpus().length} cores); machine = every process on it (other users too); targets: 2 workers >= 1.6 × one, 4 >= 2.5 × one where the cores allow`);
       console.log(table(['receiver delay', 'workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'wall s (last 5 %)', 'CPU s workers + postgres + receiver', 'utilisation', 'machine',
-        'CPU ms/delivery (workers + postgres)', 'commits/delivery', 'deliveries by worker', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'load', 'backends waiting (mean per sample)'],
+        'CPU ms/delivery (workers + postgres)', 'commits/delivery', 'attempt ms (share past 1 s)', 'deliveries by worker', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'load', 'backends waiting (mean per sample)'],
       d.scale.map((s) => {
         const one = d.scale.find((o) => o.workers === 1 && o.delayMs === s.delayMs);
         return [`${s.delayMs} ms`, s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', `${s.wallS.toFixed(1)} (${s.lastPartS.toFixed(1)})`,
           `${s.cpuS.workers.toFixed(1)} + ${s.cpuS.postgres.toFixed(1)} + ${s.cpuS.receiver.toFixed(1)}`, `${(s.utilisation * 100).toFixed(0)} %`, `${(s.machineUtilisation * 100).toFixed(0)} %`,
-          `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.commitsPerDelivery.toFixed(2), s.shares.join('/'), s.deferred, s.duplicates, s.released, s.lockedBefore, s.load, s.waits];
+          `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.commitsPerDelivery.toFixed(2), `${s.attemptMs.toFixed(0)} (${(s.overOneSecond * 100).toFixed(1)} %)`, s.shares.join('/'), s.deferred, s.duplicates, s.released, s.lockedBefore, s.load, s.waits];
       })));
     }
   }
