@@ -49,7 +49,7 @@
  * RESPONSIVE_MS and DETACH_AFTER_MS and the org's deliveries take the paths kept for hanging
  * receivers (watch jobs, deferrals: more statements per delivery, each deferral's commit in the
  * server's one-at-a-time line of notifying commits). So each answer compares its time with the
- * org's fastest of late: within twice that (and QUEUE_ALLOWANCE_MS over it), the room grows; past
+ * org's fastest of late: within twice that (or QUEUE_ALLOWANCE_MS over it), the room grows; past
  * it, the room shrinks in proportion, as TCP Vegas and Netflix's gradient limiter do. Every
  * process sees the same line and shrinks with it, so together they keep about what the receivers
  * absorb, and a process added to a backlog adds its job slots, not a line.
@@ -71,13 +71,18 @@ const ANSWERS_FLOWING_MS = 1000;
 const ANSWERED_MEMORY_MS = 1000;
 
 /**
- * Companions of one org out at once in one process at most, and at least (however long the line):
- * as many requests as its receivers get at once from it, within the outbound agent's 256 sockets per host.
+ * Companions of one org out at once in one process at most (as many requests as its receivers get
+ * at once from it, within the outbound agent's 256 sockets per host), and at least however long the
+ * line: one job's worth (deliver.ts, COMPANIONS_PER_JOB), so a backlog still goes out in batches of
+ * that many per job and statement rather than one delivery per job.
  */
 export const COMPANIONS_MAX = 200;
-export const COMPANIONS_MIN = 10;
-/** An answer this much over twice the org's fastest of late (or over it, for fast receivers) waited in line. */
-const QUEUE_ALLOWANCE_MS = 100;
+export const COMPANIONS_MIN = 50;
+/**
+ * An answer that took longer than twice the org's fastest of late, and longer than that fastest and
+ * this, waited in line: RESPONSIVE_MS, past which an answer no longer counts as one that answers.
+ */
+const QUEUE_ALLOWANCE_MS = RESPONSIVE_MS;
 /** The org's fastest answer is the least of this window's and the one before: a receiver that turns slower is measured anew. */
 const FASTEST_WINDOW_MS = 10_000;
 /** Each answer moves the room this far toward what it suggests: many answers a second, each a noisy sample. */
