@@ -37,10 +37,14 @@
  * default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
  * events, default 9,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
- * CPU ms per delivery of the workers and of the bench database's backends, the deliveries they
- * deferred, the duplicates the receiver saw, the jobs they released from processes they found silent (beside the
+ * CPU ms per delivery of the workers and of the bench database's backends, the CPU seconds of the
+ * workers, those backends and the receiver over the drain's wall time as a share of the machine's cores
+ * (utilisation), the deliveries they deferred, the duplicates the receiver saw, the jobs they released from processes they found silent (beside the
  * jobs an earlier phase's stopped worker left locked, whose release is right), and where their
- * database backends waited). Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
+ * database backends waited), with the receiver answering at once, and again answering after
+ * 50 and 400 ms (BENCH_SCALE_DELAYS, default 0,50,400: at 400 ms a worker waits on its receiver, not
+ * on the cores).
+ * Each worker process opens up to 2 × WORKER_CONCURRENCY + 6
  * connections: four workers need a server allowing that many beside its other clients.
  *
  * Postgres: DATABASE_URL when set, else an embedded server in a temp dir; a fresh database is
@@ -50,9 +54,9 @@
  * (default 500), BENCH_DRAIN (events of the drain phase, default 10000; 0 skips it), BENCH_PROFILE=1 (a V8 CPU profile of the Settle worker process in
  * bench/results/profiles), BENCH_PG_STATS=1 (for Settle's max and drain phases and the defaults' drain: WAL, its flushes and commits per delivery, buffers per delivery by table
  * and index, and sampled backend activity, on stderr), BENCH_ONLY=settle|anchor (one side only, for tuning sweeps) or drain (the drain
- * and the bare sender only) or defaults (the phases under `npm start`'s defaults only), BENCH_SCALE_BACKLOG and
- * BENCH_SCALE_WORKERS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase), BENCH_LATENCY_RATES (its
- * payments a second, comma-separated, one phase each; default 200), BENCH_ONLY=latency (the defaults' latency phase alone),
+ * and the bare sender only) or defaults (the phases under `npm start`'s defaults only) or scale (the scale phase only), BENCH_SCALE_BACKLOG,
+ * BENCH_SCALE_WORKERS, BENCH_SCALE_WARMUP and BENCH_SCALE_DELAYS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
+ * BENCH_LATENCY_RATES (its payments a second, comma-separated, one phase each; default 200), BENCH_ONLY=latency (the defaults' latency phase alone),
  * BENCH_TIMELINE=1 (each latency phase also prints where the deliveries' time went, step by step: deliveryTimeline),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
@@ -582,6 +586,15 @@ const DEFAULT_SETTINGS: Record<string, string> = Object.fromEntries(Object.keys(
 const DEFAULT_CONCURRENCY = '10';
 const SCALE_BACKLOG = positive('BENCH_SCALE_BACKLOG', 9000, true);
 const SCALE_WORKERS = (process.env.BENCH_SCALE_WORKERS ?? '1,2,4').split(',').map(Number);
+/** Deliveries per worker drained before the timed backlog is committed (BENCH_SCALE_WARMUP, default 1,500). */
+const SCALE_WARMUP = positive('BENCH_SCALE_WARMUP', 1500, true);
+/**
+ * The receiver's answer delays the scale phase runs at (ms): 0, the machine's own ceiling; 50, a
+ * receiver a little away; 400, each delivery holding its request long enough that one worker is
+ * bounded by its requests in flight (its job slots and the companions they take along, about 200
+ * for one org), not by the cores, so more workers show whether they share the backlog.
+ */
+const SCALE_DELAYS = (process.env.BENCH_SCALE_DELAYS ?? '0,50,400').split(',').map(Number);
 /** BENCH_LATENCY=0 skips the defaults' latency phase (A/B runs of the drain and scale phases on a loaded machine). */
 const LATENCY = process.env.BENCH_LATENCY !== '0';
 const CARD = { type: 'card', card: { card_number: '4242424242424242', expiry: '12/35', card_code: '123' } };
@@ -593,7 +606,7 @@ interface DefaultsResult {
   /** CPU ms per delivery of the drain: the worker process, the bench database's backends */
   drainCpu: { workerMs: number; postgresMs: number };
   barePerSec: number;
-  scale: Awaited<ReturnType<typeof scalePhase>>;
+  scale: ScaleResult[];
   load: string;
 }
 
@@ -606,6 +619,10 @@ interface DefaultsContext {
   produceEvents: (count: number) => Promise<number>;
   received: () => number;
   duplicates: () => number;
+  /** commits `count` processing_status events of the bench tenant in one transaction: a backlog that appears at once */
+  produceBacklog: (count: number) => Promise<void>;
+  /** the receiver answers each request this many ms after reading it (keep-alive either way) */
+  receiverDelayMs: (ms: number) => void;
   /** while `collecting` (the latency phase), each delivery's receipt time by the id of the object it is about */
   receipts: { collecting: boolean; byObject: Map<string, number[]>; byEvent: Map<string, number> };
   /** each webhook's sender_secret by its id, so the receiver checks a delivery against its own webhook's */
@@ -789,18 +806,57 @@ function sampleWaits(db: Db, database: string): { stop: () => Promise<string> } 
   };
 }
 
+/** One pass of the scale phase: a backlog drained by `workers` processes, the receiver answering after `delayMs`. */
+interface ScaleResult {
+  workers: number;
+  delayMs: number;
+  perSec: number;
+  duplicates: number;
+  released: number;
+  lockedBefore: number;
+  deferred: number;
+  /** deliveries each worker made */
+  shares: number[];
+  /** attempts' mean time from sending to the answer, and the share of them past a second */
+  attemptMs: number;
+  overOneSecond: number;
+  /** seconds the last 5 % of the backlog took */
+  lastPartS: number;
+  /** transactions the bench database committed per delivery (the bench's own sampling adds about 20 a second) */
+  commitsPerDelivery: number;
+  cpuMs: { worker: number; postgres: number };
+  /** wall seconds from the first receipt to the last, and CPU seconds used meanwhile by each part */
+  wallS: number;
+  cpuS: { workers: number; postgres: number; receiver: number };
+  /** (workers + postgres + receiver) CPU s ÷ (wall s × cores): 1 is every core busy with this drain */
+  utilisation: number;
+  /** every process on the machine (other users of it too), busy CPU s ÷ (wall s × cores) */
+  machineUtilisation: number;
+  waits: string;
+  load: string;
+}
+
+/** CPU seconds (user + system) this process has used: the receiver's, with the bench's own bookkeeping. */
+const ownCpuSeconds = () => {
+  const used = process.cpuUsage();
+  return (used.user + used.system) / 1e6;
+};
+
 /**
  * The same backlog drained by 1, 2 and 4 worker processes (BENCH_SCALE_WORKERS) with the
- * defaults, started together once SCALE_BACKLOG events are committed: the rate from the first
- * receipt to the last, the duplicates the receiver saw, the jobs they released from processes
- * they found silent (their log) beside the jobs left locked before they started, and where their
- * database backends waited (lock and I/O waits, mean backends per sample).
+ * defaults, started together, SCALE_BACKLOG events committed at once when all are up and have
+ * drained a warm-up backlog (BENCH_SCALE_WARMUP per worker), for each receiver delay of
+ * BENCH_SCALE_DELAYS: the rate from the first receipt to the last, each worker's share of it, the duplicates the receiver saw,
+ * the jobs they released from processes they found silent (their log) beside the jobs left locked
+ * before they started, where their database backends waited (lock and I/O waits, mean backends
+ * per sample), and the CPU seconds the workers, the bench database's backends and the receiver
+ * used over the drain's wall time, as a share of the machine's cores: near 1, the machine bounds
+ * the rate, and more processes can only share the same cores.
  */
-async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string): Promise<Array<{ workers: number; perSec: number; duplicates: number; released: number; lockedBefore: number; deferred: number; cpuMs: { worker: number; postgres: number }; waits: string }>> {
-  const results = [];
+async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, database: string, delayMs: number): Promise<ScaleResult[]> {
+  const results: ScaleResult[] = [];
+  ctx.receiverDelayMs(delayMs);
   for (const count of SCALE_WORKERS) {
-    for (let committed = 0; committed < SCALE_BACKLOG; committed += MAX_BATCH) await ctx.produceEvents(Math.min(MAX_BATCH, SCALE_BACKLOG - committed));
-    const baseline = ctx.received();
     const duplicatesBefore = ctx.duplicates();
     // Jobs an earlier phase's stopped worker left locked: releasing those is releasing a stopped process.
     const lockedBefore = Number((await ctx.db.raw('select count(*) as n from graphile_worker.jobs where locked_at is not null')).rows[0].n);
@@ -810,25 +866,86 @@ async function scalePhase(ctx: DefaultsContext, env: Record<string, string>, dat
     };
     const ports = await Promise.all(Array.from({ length: count }, () => freePort()));
     const workers = ports.map((port) => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], { ...env, WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1' }, false, onOutput));
+    // Every worker up (its heartbeat in) before the backlog appears, in one commit: on a loaded
+    // machine a process takes seconds to start, and a drain begun by the first one up would time
+    // the others' start-up as theirs.
+    const up = Date.now() + 60_000;
+    const beating = async () => Number((await ctx.db.raw(`select count(*) as n from worker_heartbeats where seen_at > now() - interval '5 seconds'`)).rows[0].n);
+    while (await beating() < count && Date.now() < up) await sleep(50);
+    const metrics = () => Promise.all(ports.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => '')));
+    const counted = (text: string, pattern: RegExp) => [...text.matchAll(pattern)].reduce((n, m) => n + Number(m[1]), 0);
+    // What the workers counted so far: deliveries by worker, deferrals, and their attempts' times (sent to answered).
+    const workerCounts = async () => {
+      const texts = await metrics();
+      const all = (pattern: RegExp) => texts.reduce((sum, text) => sum + counted(text, pattern), 0);
+      return {
+        shares: texts.map((text) => counted(text, /^settle_webhook_deliveries_total\{outcome="delivered"\} (\d+)/gm)),
+        deferred: all(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm),
+        attempts: all(/^settle_webhook_delivery_duration_seconds_count\{outcome="delivered"\} (\d+)/gm),
+        attemptSeconds: all(/^settle_webhook_delivery_duration_seconds_sum\{outcome="delivered"\} ([\d.e+-]+)/gm),
+        withinOneSecond: all(/^settle_webhook_delivery_duration_seconds_bucket\{le="1",outcome="delivered"\} (\d+)/gm),
+      };
+    };
+    // Warm: each process's first deliveries pay for compiling its delivery path, a cost N
+    // processes pay N times over; a backlog that appears later finds every worker as a running
+    // deployment's are.
+    const warmedFrom = ctx.received();
+    await ctx.produceBacklog(SCALE_WARMUP * count);
+    const warm = Date.now() + 300_000;
+    while (ctx.received() - warmedFrom < SCALE_WARMUP * count && Date.now() < warm) await sleep(20);
+    const before = await workerCounts();
+    const baseline = ctx.received();
+    await ctx.produceBacklog(SCALE_BACKLOG);
     const until = Date.now() + 600_000;
     while (ctx.received() === baseline && Date.now() < until) await sleep(2);
     const waits = sampleWaits(ctx.db, database);
-    const workerCpu = () => workers.reduce((sum, worker) => sum + cpuSeconds(worker.pid), 0);
-    const first = { at: performance.now(), done: ctx.received(), worker: workerCpu(), postgres: postgresCpuSeconds() };
-    while (ctx.received() - baseline < SCALE_BACKLOG && Date.now() < until) await sleep(2);
-    const delivered = ctx.received() - first.done;
-    const perSec = delivered / ((performance.now() - first.at) / 1000);
-    const cpuMs = { worker: ((workerCpu() - first.worker) / delivered) * 1000, postgres: ((postgresCpuSeconds() - first.postgres) / delivered) * 1000 };
+    // A worker that exits keeps its last reading (its /proc entry is gone by the end).
+    const workerLast = new Map<number, number>();
+    const workerCpu = () => workers.reduce((sum, worker) => {
+      const now = cpuSeconds(worker.pid);
+      if (!Number.isNaN(now)) workerLast.set(worker.pid!, now);
+      return sum + (workerLast.get(worker.pid!) ?? 0);
+    }, 0);
+    const commits = async () => Number((await ctx.db.raw('select xact_commit from pg_stat_database where datname = current_database()')).rows[0].xact_commit);
+    const first = { at: performance.now(), done: ctx.received(), worker: workerCpu(), postgres: postgresCpuSeconds(), receiver: ownCpuSeconds(), machine: machineBusySeconds(), commits: await commits() };
+    // The last 5 % alone: deliveries deferred or retried come back late, and stretch the drain.
+    let at95 = NaN;
+    while (ctx.received() - baseline < SCALE_BACKLOG && Date.now() < until) {
+      if (Number.isNaN(at95) && ctx.received() - baseline >= SCALE_BACKLOG * 0.95) at95 = performance.now();
+      await sleep(2);
+    }
+    const received = ctx.received() - first.done;
+    const wallS = (performance.now() - first.at) / 1000;
+    const lastPartS = Number.isNaN(at95) ? 0 : wallS - (at95 - first.at) / 1000;
+    const cpuS = { workers: workerCpu() - first.worker, postgres: postgresCpuSeconds() - first.postgres, receiver: ownCpuSeconds() - first.receiver };
+    const commitsPerDelivery = (await commits() - first.commits) / received;
+    const cores = os.cpus().length;
+    const utilisation = (cpuS.workers + cpuS.postgres + cpuS.receiver) / (wallS * cores);
+    const machineUtilisation = (machineBusySeconds() - first.machine) / (wallS * cores);
+    const perSec = received / wallS;
+    const cpuMs = { worker: (cpuS.workers / received) * 1000, postgres: (cpuS.postgres / received) * 1000 };
     const waited = await waits.stop();
+    const after = await workerCounts();
     // Deliveries the workers put off (a later job) rather than sent when their turn came.
-    const deferred = (await Promise.all(ports.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text(), () => ''))))
-      .reduce((sum, text) => sum + [...text.matchAll(/^settle_webhook_deferrals_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0), 0);
+    const deferred = after.deferred - before.deferred;
+    // Each worker's share of the deliveries: a worker that waits on another's turn delivers less.
+    const shares = after.shares.map((n, i) => n - before.shares[i]!);
+    // An attempt's time includes its wait in line at the receiver and in the worker's event loop:
+    // requests in flight ÷ rate. Past a second, an attempt detaches (a watch job) as if hanging.
+    const attempts = after.attempts - before.attempts;
+    const attemptMs = ((after.attemptSeconds - before.attemptSeconds) / attempts) * 1000;
+    const overOneSecond = (attempts - (after.withinOneSecond - before.withinOneSecond)) / attempts;
     await Promise.all(workers.map(stopChild));
     if (ctx.received() - baseline < SCALE_BACKLOG) throw new Error(`scale ${count}: ${SCALE_BACKLOG - (ctx.received() - baseline)} still outstanding after 600 s`);
-    results.push({ workers: count, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, deferred, cpuMs, waits: waited });
-    process.stderr.write(`defaults: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s (CPU ms per delivery: workers ${cpuMs.worker.toFixed(2)},`
-      + ` postgres ${cpuMs.postgres.toFixed(2)}; ${deferred} deferred); lock/IO waits ${waited}\n`);
+    const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    results.push({
+      workers: count, delayMs, perSec, duplicates: ctx.duplicates() - duplicatesBefore, released, lockedBefore, deferred, shares, commitsPerDelivery, lastPartS, attemptMs, overOneSecond, cpuMs, wallS, cpuS, utilisation, machineUtilisation, waits: waited, load,
+    });
+    process.stderr.write(`defaults, receiver answering after ${delayMs} ms: ${count} worker(s) drained ${SCALE_BACKLOG} at ${perSec.toFixed(0)}/s in ${wallS.toFixed(1)} s (the last 5 % in ${lastPartS.toFixed(1)} s);`
+      + ` CPU s workers ${cpuS.workers.toFixed(1)}, postgres ${cpuS.postgres.toFixed(1)}, receiver ${cpuS.receiver.toFixed(1)} = ${(utilisation * 100).toFixed(0)} % of ${cores} cores`
+      + ` (machine ${(machineUtilisation * 100).toFixed(0)} %); deliveries by worker ${shares.join('/')}; ${commitsPerDelivery.toFixed(2)} commits per delivery; attempts ${attemptMs.toFixed(0)} ms on average, ${(overOneSecond * 100).toFixed(1)} % past 1 s; ${deferred} deferred; lock/IO waits ${waited}; load ${load}\n`);
   }
+  ctx.receiverDelayMs(0);
   return results;
 }
 
@@ -877,13 +994,15 @@ async function main(): Promise<void> {
   const secrets = new Map<string, string>();
   const seen = new Set<string>();
   const receipts: DefaultsContext['receipts'] = { collecting: false, byObject: new Map(), byEvent: new Map() };
+  let answerDelayMs = 0;
   const receiver = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const at = performance.now();
       const id = req.headers['x-service-event-id'] as string;
-      res.writeHead(200).end();
+      if (answerDelayMs > 0) setTimeout(() => res.writeHead(200).end(), answerDelayMs);
+      else res.writeHead(200).end();
       if (seen.has(id)) {
         duplicates += 1;
         return;
@@ -948,15 +1067,20 @@ async function main(): Promise<void> {
   const defaultsEnv = { ...DEFAULT_SETTINGS, DATABASE_URL: benchUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true', SETTLE_VAULT_KEY: vaultKey };
   const defaultsContext: DefaultsContext = {
     db, benchUrl, vaultKey, receiverUrl, receipts, produceEvents: (count) => produceEvents(count, false), received: () => received, duplicates: () => duplicates, secrets,
+    receiverDelayMs: (ms) => void (answerDelayMs = ms),
+    produceBacklog: (count) => db.transaction(async (tx) => {
+      for (let committed = 0; committed < count; committed += MAX_BATCH) await recordEvents(tx, tenant, eventDrafts(Math.min(MAX_BATCH, count - committed)));
+    }),
   };
   const defaults: DefaultsResult[] = [];
 
   console.error(`settings: ${Object.entries(SETTINGS).map(([k, v]) => `${k}=${v}`).join(' ')}; load average ${loadBefore}`);
+  const eventDrafts = (count: number) => Array.from({ length: count }, () => {
+    sequence += 1;
+    return { trigger: PROCESSING_STATUS_TRIGGER, objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
+  });
   const produceEvents = async (count: number, inWindow: boolean): Promise<number> => {
-    const drafts = Array.from({ length: count }, () => {
-      sequence += 1;
-      return { trigger: PROCESSING_STATUS_TRIGGER, objectType: 'processing_account', objectId: `acct_bench_${sequence}`, value: { id: `acct_bench_${sequence}`, status: 'active' } };
-    });
+    const drafts = eventDrafts(count);
     const ids = await db.transaction((tx) => recordEvents(tx, tenant, drafts));
     const at = performance.now();
     if (inWindow) for (const id of ids) if (!seen.has(id)) committedAt.set(id, at);
@@ -980,6 +1104,11 @@ async function main(): Promise<void> {
     };
 
     // ---- what `npm start` gives: latency, drain beside the bare sender, 1/2/4 workers -----------
+    if (ONLY === 'scale') {
+      const scale: ScaleResult[] = [];
+      for (const delay of SCALE_DELAYS) scale.push(...await scalePhase(defaultsContext, defaultsEnv, database, delay));
+      defaults.push({ rows: size, latency: null, drainPerSec: NaN, drainCpu: { workerMs: NaN, postgresMs: NaN }, barePerSec: NaN, scale, load: loadAverage() });
+    }
     if (ONLY === '' || ONLY === 'defaults' || ONLY === 'latency') {
       let latency: LatencyResult | null = null;
       if (TIMELINE) await keepJobTimes(db);
@@ -1003,12 +1132,13 @@ async function main(): Promise<void> {
       const bareMeasured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
       await stopChild(bare);
       process.stderr.write(`${bareMeasured.donePerSec.toFixed(0)}/s\n`);
-      const scale = SCALE_BACKLOG > 0 ? await scalePhase(defaultsContext, defaultsEnv, database) : [];
+      const scale: ScaleResult[] = [];
+      if (SCALE_BACKLOG > 0) for (const delay of SCALE_DELAYS) scale.push(...await scalePhase(defaultsContext, defaultsEnv, database, delay));
       defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
     }
 
     // ---- Settle ---------------------------------------------------------------------------------
-    if (ONLY !== 'anchor' && ONLY !== 'defaults') {
+    if (ONLY !== 'anchor' && ONLY !== 'defaults' && ONLY !== 'scale') {
 
       const settlePhase = async (phase: string, rate: number | null, worker: ChildProcess) => {
         process.stderr.write(`${size} rows, settle ${phase}: `);
@@ -1041,7 +1171,7 @@ async function main(): Promise<void> {
     }
 
     // ---- the anchors: graphile-worker no-op jobs, same database and settings; the bare sender ---
-    if (ONLY !== 'settle' && ONLY !== 'defaults') {
+    if (ONLY !== 'settle' && ONLY !== 'defaults' && ONLY !== 'scale') {
       if (ONLY !== 'drain') {
         const anchor = startChild('noop-worker', [path.join(projectRoot, 'bench/webhooks.ts')], { ...workerEnv, BENCH_ROLE: 'noop-worker' }, true);
         let anchorDone = 0;
@@ -1097,19 +1227,27 @@ async function main(): Promise<void> {
     settle: 'settle: signed deliveries', anchor: 'anchor: graphile-worker no-op jobs', bare: 'anchor: bare node:http sender',
   };
   for (const d of defaults) {
-    const one = d.scale.find((s) => s.workers === 1);
     console.log(`\nwebhooks with npm start's defaults, ${d.rows} rows (load average at the end ${d.load}; figures need a quiet machine):`);
     if (d.latency) {
       console.log(`  latency: ${d.latency.paymentsPerSec.toFixed(0)} card payments/s to one org with two webhooks (payment, processed), payment's 2xx → receipt:`
         + ` p50 ${d.latency.p50Ms.toFixed(1)} ms, p99 ${d.latency.p99Ms.toFixed(1)} ms, max ${d.latency.maxMs.toFixed(1)} ms`
         + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${d.latency.failed} payment requests failed; target p99 < 100 ms)`);
     }
-    console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
-      + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
+    if (!Number.isNaN(d.drainPerSec)) {
+      console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
+        + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
+    }
     if (d.scale.length) {
-      console.log(table(['workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'CPU ms/delivery (workers + postgres)', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'backends waiting (mean per sample)'],
-        d.scale.map((s) => [s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.deferred,
-          s.duplicates, s.released, s.lockedBefore, s.waits])));
+      console.log(`  scale: ${SCALE_BACKLOG} queued deliveries drained by N workers started together; utilisation = CPU s of the workers, the bench database's backends and the receiver`
+        + ` ÷ (wall s × ${os.cpus().length} cores); machine = every process on it (other users too); targets: 2 workers >= 1.6 × one, 4 >= 2.5 × one where the cores allow`);
+      console.log(table(['receiver delay', 'workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'wall s (last 5 %)', 'CPU s workers + postgres + receiver', 'utilisation', 'machine',
+        'CPU ms/delivery (workers + postgres)', 'commits/delivery', 'attempt ms (share past 1 s)', 'deliveries by worker', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'load', 'backends waiting (mean per sample)'],
+      d.scale.map((s) => {
+        const one = d.scale.find((o) => o.workers === 1 && o.delayMs === s.delayMs);
+        return [`${s.delayMs} ms`, s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', `${s.wallS.toFixed(1)} (${s.lastPartS.toFixed(1)})`,
+          `${s.cpuS.workers.toFixed(1)} + ${s.cpuS.postgres.toFixed(1)} + ${s.cpuS.receiver.toFixed(1)}`, `${(s.utilisation * 100).toFixed(0)} %`, `${(s.machineUtilisation * 100).toFixed(0)} %`,
+          `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.commitsPerDelivery.toFixed(2), `${s.attemptMs.toFixed(0)} (${(s.overOneSecond * 100).toFixed(1)} %)`, s.shares.join('/'), s.deferred, s.duplicates, s.released, s.lockedBefore, s.load, s.waits];
+      })));
     }
   }
   console.log(`\nwebhooks: one worker process, ${SECONDS} s per phase (after ${WARMUP_SECONDS} s warm-up), backlog ${BACKLOG} at max, Node ${process.version}, ${os.cpus().length} CPUs`);

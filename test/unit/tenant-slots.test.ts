@@ -3,7 +3,7 @@
  * a budget, so the rest of it stays free for orgs whose receivers answer, however many orgs hang.
  */
 import t from 'tap';
-import { slowBudget, TenantSlots } from '../../workers/webhooks/tenantSlots.ts';
+import { COMPANIONS_MAX, COMPANIONS_MIN, slowBudget, TenantSlots } from '../../workers/webhooks/tenantSlots.ts';
 
 t.test('the budget leaves a quarter of the concurrency, at least one slot, to orgs that answer', async (t) => {
   t.same([1, 2, 4, 10, 16].map(slowBudget), [1, 1, 3, 7, 12]);
@@ -128,4 +128,46 @@ t.test('a receiver slow over each request is marked slow by the first answer of 
   const leaders = [await slots.acquire('org_a'), await slots.acquire('org_a')];
   t.ok(leaders.every(Boolean), 'within its limit it still gets slots');
   t.equal(await slots.acquire('org_a'), null, 'over its limit it is deferred');
+});
+
+/** Answers `count` companions of org_a sent at once, one every `gapMs` from `tookMs` on: a line at the receiver when gapMs > 0. */
+function answerCompanions(slots: TenantSlots, clock: { now: number }, count: number, tookMs: number, gapMs: number): void {
+  const sent = Array.from({ length: count }, () => slots.accompany('org_a'));
+  for (const slot of sent) slot!.sending();
+  const start = clock.now;
+  sent.forEach((slot, i) => {
+    clock.now = start + tookMs + i * gapMs;
+    slot!.release();
+  });
+}
+
+t.test("an org's room for companions shrinks once its answers wait in line, and grows back once they are quick again", async (t) => {
+  const clock = { now: 0 };
+  const slots = new TenantSlots(2, () => clock.now, 10);
+  t.equal(slots.companionRoom('org_a'), COMPANIONS_MAX, 'an org not yet answered has the whole room');
+  const probe = await slots.acquire('org_a');
+  probe!.sending();
+  clock.now = 20;
+  probe!.release(); // answered in 20 ms: its receivers answer that fast
+  // Five processes' rounds of 200 at once: each answer waits behind those ahead, 5 ms apart.
+  answerCompanions(slots, clock, 200, 20, 5);
+  const shrunk = slots.companionRoom('org_a');
+  t.ok(shrunk < COMPANIONS_MAX / 2, `requests that only waited in line took the room down (${shrunk})`);
+  t.ok(shrunk >= COMPANIONS_MIN, 'never below the least room');
+  t.ok(slots.answering('org_a'), 'the org still answers: its companions go on, fewer at once');
+  // The line gone: answers as quick as the fastest again.
+  for (let round = 0; round < 20; round++) answerCompanions(slots, clock, 20, 20, 0);
+  t.equal(slots.companionRoom('org_a'), COMPANIONS_MAX, 'quick answers give the room back');
+});
+
+t.test('a receiver that takes long over every request, with no line, keeps the whole room for companions', async (t) => {
+  const clock = { now: 0 };
+  const slots = new TenantSlots(2, () => clock.now, 10);
+  const probe = await slots.acquire('org_a');
+  probe!.sending();
+  clock.now = 150;
+  probe!.release();
+  // Every answer after 150 ms however many are out: the receiver's own time, not a line.
+  for (let round = 0; round < 10; round++) answerCompanions(slots, clock, 100, 150, 0);
+  t.equal(slots.companionRoom('org_a'), COMPANIONS_MAX);
 });

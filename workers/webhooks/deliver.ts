@@ -406,11 +406,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
 
 /** Delivery jobs one job takes along at most: one statement's worth of an answering org's backlog. */
 const COMPANIONS_PER_JOB = 50;
-/**
- * Companions of one org running at once in one process at most: as many requests as its receivers
- * get at once from them (within the outbound agent's 256 sockets per host).
- */
-const COMPANIONS_PER_ORG = 200;
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
 const COMPANIONS_QUIET_MS = 250;
 
@@ -451,7 +446,8 @@ class Companions {
     const org = leader.org_id;
     const tenant = `${org} ${leader.environment}`;
     const nowMs = performance.now();
-    const room = Math.min(COMPANIONS_PER_JOB, COMPANIONS_PER_ORG - (this.running.get(org) ?? 0));
+    // Companions of the org out here at most: what its receivers absorb (tenantSlots.ts, companionRoom).
+    const room = Math.min(COMPANIONS_PER_JOB, this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0));
     if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > nowMs) return;
     this.running.set(org, (this.running.get(org) ?? 0) + room);
     let taken: CompanionJob[] = [];

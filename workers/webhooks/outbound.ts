@@ -25,7 +25,7 @@ const USER_AGENT = 'Settle-Webhooks/1';
 
 export function createOutbound(options: OutboundOptions): Outbound {
   // Every socket a receiver was sent on stays open for the next: a backlog goes out in rounds of up
-  // to COMPANIONS_PER_ORG requests (deliver.ts), and closing those past a smaller pool of free
+  // to COMPANIONS_MAX requests per org (tenantSlots.ts), and closing those past a smaller pool of free
   // sockets made each round connect again.
   const filtering = { allowPrivateIPAddress: options.allowPrivate, allowMetaIPAddress: false, keepAlive: true, maxSockets: 256, maxFreeSockets: 256 };
   const agents = { http: new RequestFilteringHttpAgent(filtering), https: new RequestFilteringHttpsAgent(filtering) };

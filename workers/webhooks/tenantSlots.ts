@@ -41,6 +41,18 @@
  * loaded machine stalls this process, or the receiver's, for a few hundred milliseconds at a time
  * (two worker processes, their database and the receiver on two cores): a hanging receiver still
  * gives its job slots back within a second (deliver.ts, DETACH_AFTER_MS).
+ *
+ * How many companions of an org this process keeps out at once (companionRoom) follows what its
+ * receivers absorb, not a constant: requests beyond that only wait in line (at the receiver, or in
+ * an event loop on a loaded machine), each answer comes later, and none sooner. Several worker
+ * processes each keeping a constant out multiply the line by their number, until attempts pass
+ * RESPONSIVE_MS and DETACH_AFTER_MS and the org's deliveries take the paths kept for hanging
+ * receivers (watch jobs, deferrals: more statements per delivery, each deferral's commit in the
+ * server's one-at-a-time line of notifying commits). So each answer compares its time with the
+ * org's fastest of late: within twice that (or QUEUE_ALLOWANCE_MS over it), the room grows; past
+ * it, the room shrinks in proportion, as TCP Vegas and Netflix's gradient limiter do. Every
+ * process sees the same line and shrinks with it, so together they keep about what the receivers
+ * absorb, and a process added to a backlog adds its job slots, not a line.
  */
 
 /** A request of the org out longer than this makes its receivers slow: a waiting attempt defers. */
@@ -57,6 +69,34 @@ const ANSWERS_FLOWING_MS = 1000;
 
 /** An org that answered an attempt within RESPONSIVE_MS this recently may go past its limit while alone. */
 const ANSWERED_MEMORY_MS = 1000;
+
+/**
+ * Companions of one org out at once in one process at most (as many requests as its receivers get
+ * at once from it, within the outbound agent's 256 sockets per host), and at least however long the
+ * line: one job's worth (deliver.ts, COMPANIONS_PER_JOB), so a backlog still goes out in batches of
+ * that many per job and statement rather than one delivery per job.
+ */
+export const COMPANIONS_MAX = 200;
+export const COMPANIONS_MIN = 50;
+/**
+ * An answer that took longer than twice the org's fastest of late, and longer than that fastest and
+ * this, waited in line: RESPONSIVE_MS, past which an answer no longer counts as one that answers.
+ */
+const QUEUE_ALLOWANCE_MS = RESPONSIVE_MS;
+/** The org's fastest answer is the least of this window's and the one before: a receiver that turns slower is measured anew. */
+const FASTEST_WINDOW_MS = 10_000;
+/** Each answer moves the room this far toward what it suggests: many answers a second, each a noisy sample. */
+const ROOM_SMOOTHING = 0.1;
+
+/** An org's room for companions here, and the fastest answers it is judged against. */
+interface CompanionRoom {
+  room: number;
+  fastestMs: number;
+  /** when the current window of fastestMs began */
+  windowAt: number;
+  /** the window before's fastest */
+  fastestBeforeMs: number;
+}
 
 /** Attempts of slow orgs may fill the worker's concurrency up to this, leaving a quarter (at least one slot) to the rest. */
 export function slowBudget(capacity: number): number {
@@ -96,6 +136,7 @@ export class TenantSlots {
   private readonly held = new Map<string, number>();
   /** attempts of any org in flight up to which a slow org may start one; 0: no such limit */
   private readonly budget: number;
+  private readonly companionRooms = new Map<string, CompanionRoom>();
 
   /** `capacity`: the worker's concurrency (0: slow orgs are limited only per org). */
   constructor(limit: number, now: () => number = () => performance.now(), capacity = 0) {
@@ -222,8 +263,37 @@ export class TenantSlots {
     };
   }
 
+  /**
+   * How many companions of `org` may be out at once here: COMPANIONS_MAX until its answers show a
+   * line, then what keeps its attempts near its fastest (see above).
+   */
+  companionRoom(org: string): number {
+    return Math.floor(this.companionRooms.get(org)?.room ?? COMPANIONS_MAX);
+  }
+
+  /** An answer that took `took` ms moves the org's room for companions (see above). */
+  private fitRoom(org: string, took: number): void {
+    const now = this.now();
+    let fit = this.companionRooms.get(org);
+    if (!fit) {
+      fit = { room: COMPANIONS_MAX, fastestMs: took, windowAt: now, fastestBeforeMs: Infinity };
+      this.companionRooms.set(org, fit);
+    }
+    if (now - fit.windowAt > FASTEST_WINDOW_MS) {
+      fit.fastestBeforeMs = fit.fastestMs;
+      fit.fastestMs = took;
+      fit.windowAt = now;
+    } else fit.fastestMs = Math.min(fit.fastestMs, took);
+    const fastest = Math.min(fit.fastestMs, fit.fastestBeforeMs);
+    const target = Math.max(2 * fastest, fastest + QUEUE_ALLOWANCE_MS);
+    const gradient = Math.min(1, Math.max(0.5, target / Math.max(took, 1)));
+    const suggested = fit.room * gradient + Math.sqrt(fit.room);
+    fit.room = Math.min(COMPANIONS_MAX, Math.max(COMPANIONS_MIN, fit.room + (suggested - fit.room) * ROOM_SMOOTHING));
+  }
+
   /** An attempt of `org` was answered (or failed) `took` ms after its request went out. */
   private judge(org: string, took: number): void {
+    this.fitRoom(org, took);
     // An answer right behind another waited in line behind it: its time says nothing new of the receiver.
     const inLine = this.flowing(org);
     this.lastAnswerAt.set(org, this.now());
