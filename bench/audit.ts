@@ -213,7 +213,7 @@ async function growAudited(size: number): Promise<void> {
        (select a.id, a.org_id, a.environment, a.data, a.created_at
           from accounts a
          where a.org_id = ? and a.data->>'name' = 'Existing'
-           and not exists (select from audit_events e where (e.data->>'object_id') = a.id)
+           and not exists (select from audit_events e where (e.data #>> '{object_id}') = a.id)
          limit ?)
        union all
        select new_object_id('acct'), ?, 'test', '{"name": "Deleted", "email": "deleted@example.com"}', now() - make_interval(secs => g)
