@@ -12,10 +12,12 @@
  * loses none. Rows are locked in id order, so statements that run at once never deadlock.
  *
  * The event is the trigger's to the byte: the statement computes it in the database from the row
- * as locked and the row as stored (after any BEFORE trigger), with the trigger's own functions
- * (`audit_changes` over `audit_fields`, a changed secret named with its values redacted by
- * `audit_secret_changes`, the step named by `audit_action`), and writes none for a change that
- * changed no field. With SETTLE_AUDIT_BY=trigger (`auditRows.inStatement` false) the statement
+ * as locked and the row as stored (after any BEFORE trigger): its changes read off the fields the
+ * change named when they are exactly the trigger's (`namedFieldChangesSql`), else with the
+ * trigger's own functions (`audit_changes` over `audit_fields`, a changed secret named with its
+ * values redacted by `audit_secret_changes`); the step is named by `audit_action`; and it writes
+ * none for a change that changed no field (test/repository/audited-changes.test.ts compares both
+ * writers on each kind of change). With SETTLE_AUDIT_BY=trigger (`auditRows.inStatement` false) the statement
  * writes no event and the triggers audit it, with the first change's actor.
  */
 import { AUDIT_SETTING_SQL } from './auditContext.ts';
