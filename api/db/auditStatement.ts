@@ -26,7 +26,7 @@ import type { StoredObject } from './storedRow.ts';
 import { newId } from '../ids.ts';
 
 /** The keys the trigger's `audit_scrub` drops, matched case-insensitively as PostgreSQL's `~*`. */
-const SECRET_KEY = /(sealed|secret|hash|password|card_code|fingerprint)/i;
+export const SECRET_KEY = /(sealed|secret|hash|password|card_code|fingerprint)/i;
 /** A key with letters outside ASCII is left to the database: its case-insensitive matching is its own. */
 const NOT_ASCII = /[^\x00-\x7f]/;
 

@@ -6,11 +6,12 @@
  * the table's trigger writes none for the statement; a row of another tenant is never touched.
  */
 import t from 'tap';
+import { auditRows } from '../../api/db/auditStatement.ts';
 import { changesBetween, deleteAuditedRows, updateAuditedRows, type ChangedItem } from '../../api/db/auditedChanges.ts';
 import { insertObjects, selectObjectById } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { repositoryDatabase } from '../helpers/rollback.ts';
+import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
 const acme: Tenant = { orgId: 'org_acme', environment: 'test' };
@@ -84,4 +85,42 @@ t.test('a group of changes and deletes: each row audited once with its own actor
   t.match(await auditOf('acct_g2', 'delete'), [{ request_id: 'gone-2' }]);
   t.equal((await auditOf('acct_g2', 'delete')).length, 1, 'once');
   t.same(await auditOf('acct_g3', 'delete'), [], 'the other tenant\'s row is still there');
+});
+
+t.test('each change\'s event is the one the trigger writes: nested, removed, null, secret-named and trigger-set fields', async (t) => {
+  const before = { email: 'a@example.com', phone: '555-0100', address: { city: 'Old', line: '1 Main' }, attrs: null, note: 'plain' };
+  const cases: Array<[name: string, after: Record<string, unknown>]> = [
+    ['a nested field', { ...before, address: { city: 'New', line: '1 Main' } }],
+    ['a field removed', { ...before, phone: undefined }],
+    ['an object where there was null', { ...before, attrs: { plan: 'gold' } }],
+    ['a value that reads like a secret\'s name', { ...before, note: 'Hashimoto' }],
+    ['a secret-named field', { ...before, attrs: { api_secret: 'new' } }],
+    ['nothing', { ...before }],
+  ];
+  await withRollback(db, async (tx) => {
+    for (const [name, after] of cases) {
+      const written: Array<Array<Record<string, any>>> = [];
+      for (const inStatement of [true, false]) {
+        const id = `acct_case_${cases.findIndex(([n]) => n === name)}_${inStatement}`;
+        await insertObjects(tx, 'accounts', acme, [customer(id, before)]);
+        auditRows.inStatement = inStatement;
+        try {
+          await updateAuditedRows(tx, 'accounts', 'account', [{ tenant: acme, id, changes: changesBetween(before, after), audit: actor(name) }]);
+        } finally {
+          auditRows.inStatement = true;
+        }
+        written.push((await tx.raw(`select data from audit_events where data->>'object_id' = ? and data->>'action' = 'update'`, [id])).rows.map((r: { data: Record<string, any> }) => r.data));
+      }
+      const [byStatement, byTrigger] = written.map((events) => events.map((e) => ({ ...e, object_id: 'ACCT' })));
+      t.same(byStatement, byTrigger, `${name}: the trigger's event`);
+      t.equal(byStatement.length, name === 'nothing' ? 0 : 1, `${name}: ${name === 'nothing' ? 'no event' : 'one event'}`);
+    }
+    // A field the database sets on the way in is in the event too.
+    await tx.raw(`create function test_stamp() returns trigger language plpgsql as $$ begin new.data := new.data || '{"stamped": true}'; return new; end $$`);
+    await tx.raw('create trigger test_stamp before update on accounts for each row execute function test_stamp()');
+    await insertObjects(tx, 'accounts', acme, [customer('acct_stamped', before)]);
+    await updateAuditedRows(tx, 'accounts', 'account', [{ tenant: acme, id: 'acct_stamped', changes: [[['note'], 'changed']], audit: actor('stamped') }]);
+    const [event] = (await tx.raw(`select data from audit_events where data->>'object_id' = 'acct_stamped' and data->>'action' = 'update'`)).rows;
+    t.same(event.data.changes, { note: ['plain', 'changed'], stamped: [null, true] }, 'a field set by a BEFORE trigger');
+  });
 });
