@@ -10,11 +10,15 @@
  * Live environments are never reset, so their work passes without a hold.
  *
  * Requests do not each take the lock: the requests of one tenant in this process join one hold
- * for a lease (LEASE_MS), and the first request after it ends takes a new one (one round trip per tenant
- * per lease; every other request pays a counter). A hold is given back once its lease has ended
- * and its last request has finished. A reset refuses new holds as soon as it starts, so it waits
- * at most one lease plus the longest request already running; requests arriving meanwhile wait
- * for the reset to commit, then take a new hold.
+ * for a lease (LEASE_MS; one round trip per tenant per lease, every other request pays a counter).
+ * A hold that requests joined is renewed before its lease ends (RENEW_MS): the next hold is taken
+ * in the background and new requests join it once it is granted, so a tenant under steady traffic
+ * never has its requests wait for the lock's round trip (taken when the lease ends, the next hold
+ * would hold up every request arriving meanwhile, five times a second). A tenant that went quiet takes no new hold: the
+ * first request after its lease ends takes one. A hold is given back once its lease has ended
+ * and its last request has finished. A reset refuses new holds, renewals included, as soon as it
+ * starts, so it waits at most one lease plus the longest request already running; requests
+ * arriving meanwhile wait for the reset to commit, then take a new hold.
  */
 import type { Db } from './db/connection.ts';
 import { awaitTenantReset, TenantLockSession, type SharedHold } from './db/tenantLocks.ts';
@@ -33,15 +37,23 @@ interface Hold {
   uses: number;
   /** its lease has ended: no new request joins it */
   ended: boolean;
+  /** requests that joined it: a hold nobody joined is not renewed */
+  joined: number;
 }
 
 /** How long requests of one tenant join the same hold. */
 export const LEASE_MS = 200;
+/** When into its lease a hold that requests joined is renewed: the round trip has the rest of the lease. */
+export const RENEW_MS = 150;
 
-/** Starts a hold's lease: `end` is called once it is over (a test ends leases itself). */
-export type LeaseTimer = (end: () => void) => void;
+/**
+ * Starts a hold's lease: `end` is called once it is over, `renew` before that, when the next hold
+ * may be taken (a test ends and renews leases itself).
+ */
+export type LeaseTimer = (end: () => void, renew: () => void) => void;
 
-const leaseTimer: LeaseTimer = (end) => {
+const leaseTimer: LeaseTimer = (end, renew) => {
+  setTimeout(renew, RENEW_MS).unref();
   setTimeout(end, LEASE_MS).unref();
 };
 
@@ -75,6 +87,7 @@ export class TenantGate {
     const current = this.#current.get(key);
     const hold = current && !current.share.lost ? current : await this.#take(key, tenant);
     hold.uses += 1;
+    hold.joined += 1;
     let left = false;
     return () => {
       if (left) return;
@@ -97,14 +110,25 @@ export class TenantGate {
     for (;;) {
       const share = await this.#locks.tryShare(tenant);
       if (share) {
-        const hold: Hold = { share, uses: 0, ended: false };
+        const hold: Hold = { share, uses: 0, ended: false, joined: 0 };
         this.#current.set(key, hold);
         // The requests waiting for this hold join it before its lease can end (they resume as microtasks, before any timer).
-        this.#startLease(() => this.#end(key, hold));
+        this.#startLease(() => this.#end(key, hold), () => this.#renew(key, tenant, hold));
         return hold;
       }
       await this.#locks.awaitReset(tenant);
     }
+  }
+
+  /**
+   * Takes the next hold of a tenant whose current one requests joined, while that one still runs:
+   * once granted it is the one new requests join, and the renewed hold is given back when its
+   * lease is over and its last request has left. A refused renewal (a reset waits or runs) takes
+   * its hold once the reset is over, as a request's would.
+   */
+  #renew(key: string, tenant: Tenant, hold: Hold): void {
+    if (this.#current.get(key) !== hold || hold.joined === 0) return;
+    this.#take(key, tenant).catch(() => {});
   }
 
   #end(key: string, hold: Hold): void {

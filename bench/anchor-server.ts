@@ -4,17 +4,9 @@
  * primary key; POST /payments one INSERT of one row (id, org, env, amount, a small jsonb, status)
  * into a table of its own with its primary key and one (org, env, created_at) index, made at start.
  * No auth, versions, validation, views, transactions or idempotency. Its throughput is what
- * bench/api-crud.ts and bench/payments.ts compare Settle with.
-    ctx.body = result.rows[0];
-    return;
-  }
- * The benchmark's anchor: the least a Koa service can do for the same three requests, against the
- * same `accounts` table. POST /customers is one INSERT (returning the row), GET /customers/:id one
- * SELECT by primary key, PUT /customers/:id one bare UPDATE by primary key merging the body's
- * name into the row (returning it), PUT /webhooks/:id the same with the body's status, DELETE
- * /customers/:id one DELETE by primary key (returning the row); no auth, versions, validation, views, transactions, audit,
- * events or idempotency. Its
- * throughput is what bench/api-crud.ts compares Settle with.
+ * bench/api-crud.ts and bench/payments.ts compare Settle with. PUT /customers/:id is one bare UPDATE
+ * by primary key merging the body's name into the row (returning it), PUT /webhooks/:id the same
+ * with the body's status, DELETE /customers/:id one DELETE by primary key (returning the row).
  *
  * Env: DATABASE_URL, PORT, ANCHOR_ORG_ID (the org rows are written for), ANCHOR_POOL (default 10,
  * Settle's default SETTLE_DB_POOL).

@@ -12,9 +12,10 @@
  * The shared machinery is in bench/harness.ts.
  *
  * Env: BENCH_SECONDS (per scenario and server, default 10), BENCH_WARMUP_SECONDS (default 2),
- * BENCH_CONNECTIONS (default 32), BENCH_ROWS (default 10000,1000000), BENCH_PROFILE=1 (CPU
- * profiles of both servers in bench/results/profiles). Results: the tables on stdout, JSON in
- * bench/results/api-crud.json.
+ * BENCH_CONNECTIONS (default 32), BENCH_ROWS (default 10000,1000000), BENCH_SCENARIOS (the
+ * scenarios to run, comma-separated, of create-customer, get-by-id and update-customer; default all
+ * three), BENCH_PROFILE=1 (CPU profiles of both servers in bench/results/profiles). Results: the
+ * tables on stdout, JSON in bench/results/api-crud.json.
  */
 import { createDb } from '../api/db/connection.ts';
 import { cleanup, dataSizes, growTenant, measure, report, SERVER_NAMES, startServers, summarize, type Measurement, type Scenario, type Summary, type Target, type Targets } from './harness.ts';
@@ -25,6 +26,9 @@ const WEBHOOKS = 512;
 /** Customers the delete scenario may delete (both servers, warm-up included); past them its requests answer 404. */
 const DELETES = 150_000;
 const TARGETS: Targets = { ratio: 0.75, p99Ms: 50 };
+const SCENARIO_NAMES = ['create-customer', 'get-by-id', 'update-customer', 'update-webhook', 'delete-customer'];
+const chosen = (process.env.BENCH_SCENARIOS ?? SCENARIO_NAMES.join(',')).split(',').map((name) => name.trim());
+for (const name of chosen) if (!SCENARIO_NAMES.includes(name)) throw new Error(`BENCH_SCENARIOS: no scenario "${name}" (${SCENARIO_NAMES.join(', ')})`);
 
 const { servers, headers, key, databaseUrl } = await startServers('api-crud');
 const customerBody = JSON.stringify({ name: 'Bench Customer', email: 'bench@example.com' });
@@ -115,10 +119,11 @@ for (const rows of dataSizes()) {
     // Last: it shrinks the tenant. Settle's delete is audited; the anchor's is one DELETE.
     { name: `delete-customer @${label}`, targets: same({ path: '', options: nextOf(await idsToDelete(DELETES, ids), (id) => ({ method: 'DELETE', path: `/customers/${id}`, headers })) }) },
   ];
-  const measured = await measure(servers, sized);
+  const run = sized.filter((scenario) => chosen.includes(scenario.name.split(' @')[0]));
+  const measured = await measure(servers, run);
   measurements.push(...measured);
-  summaries.push(...summarize(sized, measured, TARGETS));
-  scenarios.push(...sized);
+  summaries.push(...summarize(run, measured, TARGETS));
+  scenarios.push(...run);
 }
 
 report('api-crud', measurements, summaries, TARGETS, { database: process.env.DATABASE_URL ? 'server' : 'embedded', rows: dataSizes() });
@@ -127,7 +132,7 @@ const sizes = dataSizes();
 if (sizes.length > 1) {
   const tag = (n: number) => (n >= 1_000_000 ? `${n / 1_000_000}M` : `${n / 1000}k`);
   console.log('\nflat at scale (largest size as % of smallest, Settle):');
-  for (const base of ['create-customer', 'get-by-id', 'update-customer', 'update-webhook', 'delete-customer']) {
+  for (const base of chosen) {
     const small = summaries.find((s) => s.scenario === `${base} @${tag(sizes[0])}`)!;
     const large = summaries.find((s) => s.scenario === `${base} @${tag(sizes[sizes.length - 1])}`)!;
     const ratio = (100 * large.settleReqPerSec) / small.settleReqPerSec;

@@ -129,3 +129,73 @@ t.test('a hold whose connection was lost is not joined', async (t) => {
   t.equal(locks.tries, 2, 'a new hold is taken');
   before();
 });
+
+/** Leases ended and renewed by the test, oldest first. */
+function renewableLeases() {
+  const leases: Array<{ end: () => void; renew: () => void }> = [];
+  return {
+    start: (end: () => void, renew: () => void) => void leases.push({ end, renew }),
+    renewOldest: () => leases[0]!.renew(),
+    endOldest: () => leases.shift()!.end(),
+  };
+}
+
+/** Locks whose shares are granted only when the test says, as a round trip that takes its time. */
+function slowLocks() {
+  const locks = memoryLocks();
+  const pending: Array<() => void> = [];
+  const grantNow = locks.tryShare;
+  return Object.assign(locks, {
+    grantAll: () => pending.splice(0).forEach((grant) => grant()),
+    tryShare: (tenant: Tenant) => new Promise<SharedHold | null>((resolve) => pending.push(() => resolve(grantNow(tenant)))),
+  });
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+t.test('under steady traffic the next hold is taken before the lease ends: requests never wait for the lock', async (t) => {
+  const locks = slowLocks();
+  const leases = renewableLeases();
+  const gate = new TenantGate(locks, leases.start);
+  const entering = gate.enter(acme);
+  locks.grantAll();
+  const first = await entering;
+  leases.renewOldest();
+  locks.grantAll();
+  await turn();
+  t.equal(locks.tries, 2, 'the hold that requests joined is renewed during its lease');
+  leases.endOldest();
+  const after = gate.enter(acme);
+  t.ok(await settled(after), 'a request arriving as the lease ends joins the renewed hold at once');
+  t.equal(locks.tries, 2, 'no lock round trip for it');
+  first();
+  t.equal(locks.held(acme), 1, 'the renewed hold is given back once its lease is over and its last request has left');
+  (await after)();
+});
+
+t.test('a renewal is refused while a reset waits, and a hold nobody joined is not renewed', async (t) => {
+  const locks = memoryLocks();
+  const leases = renewableLeases();
+  const gate = new TenantGate(locks, leases.start);
+  (await gate.enter(acme))();
+  locks.startReset(acme);
+  leases.renewOldest();
+  await turn();
+  t.equal(locks.held(acme), 1, 'no new share while a reset waits');
+  leases.endOldest();
+  t.equal(locks.held(acme), 0, 'the lease ends and its idle hold is given back: the reset may run');
+  const waiting = gate.enter(acme);
+  t.notOk(await settled(waiting), 'a request waits for the reset');
+  locks.finishReset();
+  (await waiting)();
+  t.equal(locks.held(acme), 1, 'after the reset the request joins the hold taken for the renewal');
+  leases.renewOldest();
+  await turn();
+  t.equal(locks.tries, 4, 'that hold, joined, is renewed (the refused try and the one after the reset were the second and third)');
+  leases.endOldest();
+  leases.renewOldest();
+  await turn();
+  t.equal(locks.tries, 4, 'the renewed hold, joined by nobody, is not');
+  leases.endOldest();
+  t.equal(locks.held(acme), 0, 'and is given back at its lease end');
+});
