@@ -9,25 +9,13 @@
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
 import { BY_STATEMENT, noteAuditWriters } from './helpers/auditWriters.ts';
+import { noteFirstWrites, writesAlone as firstWrites } from './helpers/firstWrites.ts';
+import { refuseWrite } from './helpers/refuseWrite.ts';
 
 const api = await startTestApi(t);
 await noteAuditWriters(api.db);
-await api.db.raw(`
-  create table test_first_writes (table_name text, op text, alone boolean);
-  create function test_note_first_write() returns trigger language plpgsql as $$
-  begin
-    insert into test_first_writes values (tg_table_name, lower(tg_op), pg_current_xact_id_if_assigned() is null);
-    return null;
-  end $$`);
-for (const table of ['webhooks', 'accounts', 'payment_methods', 'invoices']) {
-  await api.db.raw(`create trigger test_note_first_write before update or delete on ${table} for each statement execute function test_note_first_write()`);
-}
-
-/** Whether each statement that changed (or deleted) rows of `table` since the last call was its transaction's first write. */
-async function writesAlone(table: string, op: 'update' | 'delete'): Promise<boolean[]> {
-  const noted = (await api.db.raw('delete from test_first_writes where table_name = ? and op = ? returning alone', [table, op])).rows;
-  return noted.map((row: { alone: boolean }) => row.alone);
-}
+await noteFirstWrites(api.db, ['webhooks', 'accounts', 'payment_methods', 'invoices'], ['update', 'delete']);
+const writesAlone = (table: string, op: 'update' | 'delete') => firstWrites(api.db, table, op);
 
 async function auditOf(objectId: string, action: string): Promise<Array<{ data: Record<string, any>; depth: number }>> {
   return (await api.db.raw(`select a.data, w.depth from audit_events a join test_audit_writers w on w.event_id = a.id
@@ -115,13 +103,7 @@ t.test('a status change whose webhook changed after it was read is written on th
 
 t.test('a change whose statement fails writes neither the change nor its event', async (t) => {
   const id = await newWebhook();
-  await api.db.raw(`create function test_refuse_url() returns trigger language plpgsql as $$
-    begin
-      if new.data->>'url' = 'https://example.com/refused' then raise exception 'refused by the test'; end if;
-      return new;
-    end $$;
-    create trigger test_refuse_url before update on webhooks for each row execute function test_refuse_url()`);
-  t.teardown(() => api.db.raw('drop trigger test_refuse_url on webhooks; drop function test_refuse_url()'));
+  await refuseWrite(api.db, t, 'webhooks', 'update', 'url', 'https://example.com/refused');
   const refused = await api.request('PUT', `/webhooks/${id}`, { json: { status: 'disabled', url: 'https://example.com/refused' } });
   t.ok(refused.status >= 400, `refused (${refused.status})`);
   t.match((await api.db.raw('select data from webhooks where id = ?', [id])).rows[0].data, { status: 'active', url: 'https://example.com/hook' });

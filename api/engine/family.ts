@@ -90,9 +90,16 @@ export interface CreateSteps<Plan = unknown> {
   plan: (ctx: RuleContext & { collection: Collection }, decoded: StoredObject) => Promise<Plan | null>;
   /**
    * One statement storing one plan or a group of them, each audited with its own actor, with its
-   * events; answers the created rows in order. Default: the plan is the row, stored with its audit event.
+   * events; answers the created rows in order. Default: the plan is a `PlannedRow`, its row stored
+   * with its audit event and its events.
    */
   statement?: (db: Db, items: Array<PlannedItem<Plan>>) => Promise<StoredObject[]>;
+}
+
+/** A one-row create planned on the pool: the completed row and the outbox events its creation causes. */
+export interface PlannedRow {
+  row: StoredObject;
+  events: EventDraft[];
 }
 
 /** A plan to write, with its tenant and the actor that made it (its `settle.audit` setting). */

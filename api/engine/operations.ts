@@ -16,7 +16,7 @@ import type { ListQuery, SelectTerm } from '../query/ast.ts';
 import { AGGREGATES } from '../query/aggregates.ts';
 import { category } from '../query/functions.ts';
 import { SqlCompiler } from '../query/toSql.ts';
-import type { Collection, CreateSteps, Family, PlannedItem, PlannedWrites, RuleContext, StoredObject, Version } from './family.ts';
+import type { Collection, CreateSteps, Family, PlannedItem, PlannedRow, PlannedWrites, RuleContext, StoredObject, Version } from './family.ts';
 import { decidedOutside, ProcessorDecisions, voidingOnFailure } from '../processorDecisions.ts';
 import { acceptedValues, toApi } from '../schema/values.ts';
 import { applyValues, decodeInput, isKnownPath, isPlainObject, project, render, type Json } from './view.ts';
@@ -376,7 +376,7 @@ export async function atWrite(ctx: RuleContext, write: () => Promise<unknown>): 
  */
 async function writePlanned<T>(ctx: OperationContext, steps: CreateSteps<unknown>, planned: unknown, options: CreateOptions<T>): Promise<T> {
   const { family } = ctx.collection;
-  const statement = steps.statement ?? ((db: Db, items: PlannedItem<unknown>[]) => oneRowStatement(db, family, items));
+  const statement = steps.statement ?? ((db: Db, items: PlannedItem<unknown>[]) => oneRowStatement(db, family, items as PlannedItem<PlannedRow>[]));
   const item: PlannedItem<unknown> = { tenant: ctx.tenant, plan: planned, audit: currentAuditSetting() };
   const store = async (op: OperationContext) => {
     // Creates that commit on their own and arrive together share one statement (group commit),
@@ -404,11 +404,16 @@ function writesGrouped(db: Db): boolean {
   return groupCommit.enabled && !db.inTransaction && auditRows.inStatement;
 }
 
-/** A one-row plan's statement: the row and, in a group, each row's audit event with its own actor. */
-async function oneRowStatement(db: Db, family: Family, items: PlannedItem<unknown>[]): Promise<StoredObject[]> {
-  const created = items.map((item): CreatedItem => ({ tenant: item.tenant, row: item.plan as StoredObject, audit: item.audit }));
+/**
+ * A one-row plan's statement: the row and its events and, in a group, each row's audit event with
+ * its own actor. Ungrouped, it is written in a transaction (the answer's): the row, then its events.
+ */
+async function oneRowStatement(db: Db, family: Family, items: PlannedItem<PlannedRow>[]): Promise<StoredObject[]> {
+  const created = items.map((item): CreatedItem => ({ tenant: item.tenant, row: item.plan.row, audit: item.audit, events: item.plan.events }));
   if (items.length > 1 || writesGrouped(db)) return insertAuditedRows(db, family.table, family.name, created);
-  return objects.insertObjects(db, family.table, items[0].tenant, [created[0].row]);
+  const inserted = await objects.insertObjects(db, family.table, items[0].tenant, [created[0].row]);
+  await recordEvents(db, items[0].tenant, items[0].plan.events);
+  return inserted;
 }
 
 /**
@@ -459,17 +464,20 @@ export async function planNested(ctx: RuleContext, family: Family, body: unknown
 
 /**
  * Create steps for a family whose create, for the rows `plain` accepts, writes that one row and
- * nothing else (no afterWrite work, no events): its rules run on the pool and the door's one-row
- * statement stores it. `plain` sees the decoded row before the family's rules, so a rule that
- * would write (an inline entity) never runs outside a transaction.
+ * its events and nothing else (no afterWrite work): its rules run on the pool and the door's
+ * one-row statement stores the row with the events its creation causes. `plain` sees the decoded
+ * row before the family's rules, so a rule that would write (an inline entity) never runs outside
+ * a transaction. A create with events whose statement would not write them (no group commit, or
+ * audit left to the triggers: the row then goes alone) runs in a transaction.
  */
-export function rulesOnPool(plain: (row: StoredObject) => boolean): CreateSteps<StoredObject> {
+export function rulesOnPool(plain: (row: StoredObject) => boolean): CreateSteps<PlannedRow> {
   return {
     async plan(ctx, decoded) {
       if (!plain(decoded)) return null;
       const row = await completeCreate(ctx, decoded);
-      if (ctx.collection.family.rules?.events?.(ctx, row, null).length) return null;
-      return row;
+      const events = ctx.collection.family.rules?.events?.(ctx, row, null) ?? [];
+      if (events.length && !writesGrouped(ctx.tx)) return null;
+      return { row, events };
     },
   };
 }

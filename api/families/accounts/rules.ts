@@ -100,9 +100,12 @@ async function load(ctx: RuleContext, rows: StoredObject[], include: Set<string>
 /** The fields whose rules write or look up other rows: an entity, nested methods, the default method, a settings template. */
 const LINKED = ['entity', 'legal_entity', 'entity_id', 'payment_methods', 'default_payment_method', 'processing_settings_id'];
 
-/** A customer with only its own fields is one row: no entity, nested methods, default method or settings template to write. */
-function isPlainCustomer(row: StoredObject): boolean {
-  return row.type === 'customer' && LINKED.every((key) => row.data[key] === undefined);
+/**
+ * An account with only its own fields is one row (and a processing account's status event): no
+ * entity, nested methods, default method or settings template to write or look up.
+ */
+function isPlainAccount(row: StoredObject): boolean {
+  return LINKED.every((key) => row.data[key] === undefined);
 }
 
 /** A change of a customer that leaves its linked fields as they were writes the customer's row alone. */
@@ -112,7 +115,7 @@ function isPlainCustomerChange(next: StoredObject, previous: StoredObject): bool
 
 export const accountRules: FamilyRules = {
   prepare, validate, afterWrite, load, beforeDelete, events,
-  createSteps: rulesOnPool(isPlainCustomer),
+  createSteps: rulesOnPool(isPlainAccount),
   plainChange: isPlainCustomerChange,
   // A customer's delete writes nothing else: beforeDelete looks only for a processing account's dependents.
   plainDelete: (row) => row.type === 'customer',
