@@ -7,7 +7,9 @@
  */
 import t from 'tap';
 import { startTestApi } from './helpers/api.ts';
-import { BY_STATEMENT, noteAuditWriters } from './helpers/auditWriters.ts';
+import { auditRows } from '../api/db/auditStatement.ts';
+import { groupCommit } from '../api/db/groupWriter.ts';
+import { BY_STATEMENT, BY_TRIGGER, noteAuditWriters } from './helpers/auditWriters.ts';
 import { noteFirstWrites, writesAlone } from './helpers/firstWrites.ts';
 import { refuseWrite } from './helpers/refuseWrite.ts';
 
@@ -92,4 +94,25 @@ t.test('a processing account with an inline entity is still created in a transac
   t.equal(created.status, 200, JSON.stringify(created.body));
   t.same(await writesAlone(api.db, 'accounts', 'insert'), [false], 'the account after its entity, in one transaction');
   t.same((await eventsOf(created.body.id)).map((e) => e.value), ['pending'], 'one event');
+});
+
+t.test('without group commit, or with the audit left to the triggers, the create and its event commit in one transaction', async (t) => {
+  const settings: Array<[string, () => void]> = [
+    ['no group commit', () => { groupCommit.enabled = false; }],
+    ['audit by trigger', () => { auditRows.inStatement = false; }],
+  ];
+  for (const [name, set] of settings) {
+    set();
+    try {
+      const created = await api.request('POST', '/processing_accounts', { json: { name } });
+      t.equal(created.status, 200, name);
+      const events = await eventsOf(created.body.id);
+      t.same(events.map((e) => e.value), ['pending'], `${name}: one event`);
+      t.equal(events[0].written.split('/')[0], (await writtenBy(created.body.id)).split('/')[0], `${name}: committed with the row`);
+      t.same(await auditDepths(created.body.id), [BY_TRIGGER], `${name}: audited by the trigger`);
+    } finally {
+      groupCommit.enabled = true;
+      auditRows.inStatement = true;
+    }
+  }
 });
