@@ -60,13 +60,20 @@ t.test('processing accounts created at once each have their one event, written b
   }
 });
 
-t.test('a create whose statement fails writes neither the row nor its event', async (t) => {
+t.test('a create whose statement fails writes neither the row nor its event, and those grouped with it are written once', async (t) => {
   await refuseWrite(api.db, t, 'accounts', 'insert', 'name', 'Refused');
   const before = await statusEventCount();
   const refused = await api.request('POST', '/processing_accounts', { json: { name: 'Refused' } });
   t.ok(refused.status >= 400, `refused (${refused.status})`);
   t.same((await api.db.raw(`select id from accounts where data->>'name' = 'Refused'`)).rows, [], 'no row');
   t.equal(await statusEventCount(), before, 'no event');
+
+  // Arriving together, the refused one may share a group's statement: the others are written again, each event once.
+  const answers = await Promise.all(['Refused', 'Beside 1', 'Beside 2', 'Beside 3', 'Beside 4'].map((name) => api.request('POST', '/processing_accounts', { json: { name } })));
+  t.ok(answers[0].status >= 400, 'the refused one is refused');
+  t.same(answers.slice(1).map((a) => a.status), [200, 200, 200, 200], 'the others are created');
+  for (const answer of answers.slice(1)) t.same((await eventsOf(answer.body.id)).map((e) => e.value), ['pending'], `${answer.body.name}: one event`);
+  t.equal(await statusEventCount(), before + 4, 'no event of the refused one');
 });
 
 t.test('a create answered with its stored answer (Idempotency-Key) or with fields writes its event once, with the row', async (t) => {
