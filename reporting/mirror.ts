@@ -96,9 +96,12 @@ const ROLLUP_REFRESH_SPACING = 20;
 /** While changes flow, how long a position may stay unrecorded: a restart copies those changes again (collapsed). */
 const BUSY_RECORD_MS = 1000;
 /**
- * While changes flow, a pass starts no sooner than this many times the last one's duration after
- * it. Every insert costs embedded chdb a part (5–15 ms of CPU however few its rows): when the
- * machine is busy and passes slow, they batch more rows each instead of taking all the CPU left.
+ * While changes flow, a pass starts no sooner than this many times the last one's insert took
+ * after it. Every insert costs embedded chdb a part (5–15 ms of CPU however few its rows): when the
+ * machine is busy and inserts slow, passes batch more rows each instead of taking all the CPU left.
+ * The insert only, from the first rows read: a pass that waited on Postgres (a lock, a failover, a
+ * slow read) cost ClickHouse nothing, and spacing passes by that wait added it again to every
+ * change committed meanwhile.
  */
 const PASS_SPACING = 2;
 const ERROR_BACKOFF_MS = 1000;
@@ -126,8 +129,8 @@ export class Mirror {
   #refreshMs = 0;
   /** when a pass last copied rows */
   #copiedAt = 0;
-  /** how long the last pass took to read its changes and insert them (not the rollup refresh or record after) */
-  #copyMs = 0;
+  /** how long the last pass took from its first rows read to their insert (not the wait for Postgres before, nor the rollup refresh or record after) */
+  #insertMs = 0;
   #recorded = '';
   #recordedAt = 0;
   /** the position recorded in ClickHouse: what a restart resumes from */
@@ -317,12 +320,12 @@ export class Mirror {
         this.#passFailures.succeeded();
         emptyPasses = rows > 0 ? 0 : emptyPasses + 1;
         // While changes keep coming, the next pass starts a batch interval after this one did, or
-        // PASS_SPACING times this pass's duration when that is longer (not long for a waiting
+        // PASS_SPACING times this pass's insert when that is longer (not long for a waiting
         // reader). A pass that finds nothing is no sign the flow stopped (a commit every 10 ms
         // leaves some intervals empty): the poll backs off from the batch interval to the idle
         // one, so a pause costs the next commit little.
         const took = Date.now() - started;
-        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, PASS_SPACING * this.#copyMs) - took);
+        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, PASS_SPACING * this.#insertMs) - took);
         const poll = Math.min(this.#options.pollIntervalMs, Math.max(this.#options.batchIntervalMs, 1) * 2 ** (emptyPasses - 1));
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
@@ -374,7 +377,7 @@ export class Mirror {
       return 0;
     }
     const now = Date.now();
-    this.#copyMs = now - started;
+    this.#insertMs = readAt ? now - readAt : 0;
     this.#status.lastPassAt = now;
     if (pass.rows > 0) {
       this.#status.lagMs = Math.max(0, now - oldest);
