@@ -333,10 +333,11 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
    * One delivery's run, after any earlier run of it here has settled. A job is run again while its
    * first run still goes on in this process when the database went away mid-job: the job runner is
    * replaced and the old one's jobs released (workers/main.ts), but its attempts are still out and
-   * their answers still to be recorded. Run at once, the job opened the next attempt while the
-   * answer was on its way, sent it again, and the late answer then logged the earlier attempt as
-   * answered. Waiting costs no statement, and the opening that follows finds an answered delivery
-   * no longer pending and sends nothing; one whose answer could not be recorded is attempted anew.
+   * their answers still to be recorded. A run that did not wait would open the next attempt while
+   * the answer is on its way and send it again, and the late answer would then log the earlier
+   * attempt as answered: a repeat no log accounts for. Waiting costs no statement, and the opening
+   * that follows finds an answered delivery no longer pending and sends nothing; one whose answer
+   * could not be recorded (the database still away) is attempted anew, as the next attempt.
    */
   const deliverOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<void> => {
     const id = given.delivery_id;
