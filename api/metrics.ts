@@ -45,7 +45,7 @@ export const deliveries = new client.Counter({
 });
 export const deferrals = new client.Counter({
   name: 'settle_webhook_deferrals_total',
-  help: "Webhook deliveries put off without an attempt, by reason (no_room: their org's receivers are slow and its slots here are taken; rate_limit: their webhook's rate)",
+  help: "Webhook deliveries put off without an attempt, by reason (no_room: their org's receivers are slow and its slots here are taken; rate_limit: their webhook's rate; earlier_attempt: an earlier run of the delivery in the process is still to record its answer)",
   labelNames: ['reason'] as const,
   registers: [registry],
 });

@@ -155,6 +155,10 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   };
   events.on('pool:create', ({ workerPool }) => announce(workerPool.id));
   events.on('worker:create', ({ worker }) => announce(worker.workerId));
+  // One task list for every job runner of the process: a runner replaced when the database went
+  // away leaves attempts still out, and the next runner's tasks see them (deliver.ts waits for a
+  // delivery's earlier attempt here before it attempts it again) and share its tenants' slots.
+  const tasks = taskList(db, config, options.seams, vault, tenantGate.gate);
   // Job completions and failures both go through graphile-worker's batcher: unbatched, a failure
   // to record them (database restarting) is an unhandled rejection that kills the process.
   const start = () => run({
@@ -177,7 +181,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     concurrency: config.workerConcurrency,
     noHandleSignals: true,
     pollInterval: config.workerPollIntervalMs,
-    taskList: taskList(db, config, options.seams, vault, tenantGate.gate),
+    taskList: tasks,
   });
   // When the database goes away mid-job, graphile-worker shuts its pool down ("queue is in an
   // inconsistent state"), and that shutdown can hang. Replace the pool at once; the old pool's ids

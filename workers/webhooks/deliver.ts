@@ -279,6 +279,11 @@ function deliveryJob(payload: unknown): DeliveryJob {
   return job as DeliveryJob;
 }
 
+/** An attempt whose job completed before its answer came: `recorded` settles once the answer is recorded or given up on. */
+interface DetachedAttempt {
+  recorded: Promise<void>;
+}
+
 interface SentAttempt {
   opened: OpenedAttempt;
   outcome: AttemptOutcome;
@@ -322,11 +327,47 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const detached = new Set<Promise<void>>();
+  /** Each delivery's latest run in this process, until its attempt's answer is recorded (or given up on). */
+  const unsettled = new Map<string, Promise<void>>();
+  /**
+   * One delivery's run, after any earlier run of it here has settled. A job is run again while its
+   * first run still goes on in this process when the database went away mid-job: the job runner is
+   * replaced and the old one's jobs released (workers/main.ts), but its attempts are still out and
+   * their answers still to be recorded. A run that did not wait would open the next attempt while
+   * the answer is on its way and send it again, and the late answer would then log the earlier
+   * attempt as answered: a repeat no log accounts for. Waiting costs no statement, and the opening
+   * that follows finds an answered delivery no longer pending and sends nothing; one whose answer
+   * could not be recorded (the database still away) is attempted anew, as the next attempt.
+   */
+  const deliverOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<void> => {
+    const id = given.delivery_id;
+    const earlier = unsettled.get(id);
+    let settle!: () => void;
+    const mine = new Promise<void>((resolve) => (settle = resolve));
+    unsettled.set(id, mine);
+    const settled = () => {
+      settle();
+      if (unsettled.get(id) === mine) unsettled.delete(id);
+    };
+    let detachedAttempt: DetachedAttempt | undefined;
+    try {
+      if (earlier) {
+        deferrals.inc({ reason: 'earlier_attempt' });
+        await earlier;
+      }
+      detachedAttempt = await attemptOne(given, jobId, inLine, companion);
+    } finally {
+      if (detachedAttempt) void detachedAttempt.recorded.finally(settled);
+      else settled();
+    }
+  };
   /**
    * One delivery's attempt, from its rate and tenant slots to its recorded answer. `jobId`: the job
    * carrying it; `inLine`: it holds a resend's line; `companion`: taken along by another job.
+   * Resolves when the job may complete: with the attempt, when it was detached from its job and
+   * its answer is still to be recorded.
    */
-  const deliverOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<void> => {
+  const attemptOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<DetachedAttempt | undefined> => {
     let job = given;
     // Over its webhook's rate: the delivery comes back for its slot, no attempt made.
     let later = await deps.rates.admit(job);
@@ -337,14 +378,15 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     }
     if (later) {
       deferrals.inc({ reason: 'rate_limit' });
-      return void (await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY));
+      await deferDelivery(deps.db, { ...job, rate_slot_ms: later.slotMs }, later.runAt, RATE_SLOT_PRIORITY);
+      return undefined;
     }
     let slot = (companion ? deps.slots.accompany(job.org_id, jobId) : null) ?? await deps.slots.acquire(job.org_id, jobId);
     while (!slot && inLine) {
       await pause(IN_LINE_RETRY_MS);
       slot = await deps.slots.acquire(job.org_id);
     }
-    if (!slot) return deferUntilRoom(deps, job);
+    if (!slot) return void (await deferUntilRoom(deps, job));
     let opened: OpenedAttempt | undefined;
     try {
       // Logged before it goes out: a crash from here on leaves an attempt whose outcome is unknown, never none.
@@ -352,7 +394,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     } finally {
       if (!opened && slot.release()) await wakeDeferred(deps, job.org_id);
     }
-    if (!opened) return;
+    if (!opened) return undefined;
     slot.sending();
     const started = performance.now();
     const sending = attempt(deps, job, opened.webhook, deliveryBody(job, String(opened.webhook.url))).then(
@@ -372,11 +414,11 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       if (settled.gone) await disableWebhook(deps.db, deps.domain, job.webhook_id, DISABLED_GONE, new Date(deps.now?.() ?? Date.now()));
       else if (!settled.delivered && !settled.retry) await noteExhausted(deps.db, deps.domain, job.webhook_id, deps.disableAfterMs, new Date(deps.now?.() ?? Date.now()));
     };
-    if (inLine || detached.size >= DETACHED_MAX) return finish(await sending);
+    if (inLine || detached.size >= DETACHED_MAX) return void (await finish(await sending));
     let timer: NodeJS.Timeout | undefined;
     const early = await Promise.race([sending, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), DETACH_AFTER_MS)))]);
     clearTimeout(timer);
-    if (early) return finish(early);
+    if (early) return void (await finish(early));
     // Hanging: the watch job takes the delivery's key, this job completes, the answer is awaited here.
     try {
       await deferDelivery(deps.db, job, new Date((deps.now?.() ?? Date.now()) + deps.timeoutMs + WATCH_GRACE_MS));
@@ -384,12 +426,13 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
       // No watch job (the database is away: a failover): the job keeps the attempt and ends with
       // its answer, which frees the org's slot. Left to nobody, the slot would stay taken, and an
       // org with all its slots taken so would have every later delivery deferred until a restart.
-      return finish(await sending);
+      return void (await finish(await sending));
     }
     watched = true;
     // Not recorded (the database is away): counted, and the watch job makes the next attempt.
     const running = sending.then(finish).catch(() => void deliveries.inc({ outcome: 'unrecorded' })).finally(() => detached.delete(running));
     detached.add(running);
+    return { recorded: running };
   };
   const companions = new Companions(deps);
   return async (payload, helpers) => {
