@@ -7,21 +7,17 @@ import t from 'tap';
 import { createDb } from '../api/db/connection.ts';
 import type { Tenant } from '../api/engine/family.ts';
 import { freshDatabase } from './helpers/db.ts';
-import { listedWithPlan } from './helpers/listPlan.ts';
+import { listedWithPlan, seedTenantRows } from './helpers/listPlan.ts';
 
 const db = createDb(await freshDatabase(t), 2);
 t.teardown(() => db.destroy());
 const tenant: Tenant = { orgId: 'org_operations', environment: 'test' };
-const OPERATIONS = 30000;
 
 // A tenant with many operations, two of each transaction.
-await db.raw('alter table transaction_operations set (autovacuum_enabled = false)');
-await db.raw(
-  `insert into transaction_operations (id, org_id, environment, type, data, created_at)
-   select 'op_' || lpad(g::text, 8, '0'), ?, ?, 'sale', jsonb_build_object('transaction_id', 'txn_' || (g / 2), 'amount', 100, 'status', 'complete'),
-          now() - make_interval(secs => ? - g)
-     from generate_series(1, ?) g`,
-  [tenant.orgId, tenant.environment, OPERATIONS, OPERATIONS]);
+await seedTenantRows(db, tenant, {
+  table: 'transaction_operations', idPrefix: 'op_', type: 'sale', count: 30000,
+  dataSql: "jsonb_build_object('transaction_id', 'txn_' || (g / 2), 'amount', 100, 'status', 'complete')",
+});
 
 function listed(transactionId: string): Promise<{ ids: string[]; plan: string }> {
   return listedWithPlan(db, tenant, 'transaction_operations', [['q', `transaction_id == "${transactionId}"`], ['limit', '100']]);

@@ -24,3 +24,17 @@ export async function listedWithPlan(db: Db, tenant: Tenant, path: string, query
   const explained = await db.raw(`explain (format json) ${sql.replace(/\$\d+/g, '?')}`, bindings as never[]);
   return { ids: answer.values.map((value) => (value as { id: string }).id), plan: JSON.stringify(explained.rows[0]['QUERY PLAN']) };
 }
+
+/**
+ * A large tenant's rows of `table`, unanalyzed (autovacuum off for the table): `count` of them with
+ * ids `${idPrefix}00000001`… in the order of their creation, one second apart, ending now, each of
+ * `type` with the data `dataSql` makes of the row number `g`.
+ */
+export async function seedTenantRows(db: Db, tenant: Tenant, rows: { table: string; idPrefix: string; type: string; dataSql: string; count: number }): Promise<void> {
+  await db.raw(`alter table ${rows.table} set (autovacuum_enabled = false)`);
+  await db.raw(
+    `insert into ${rows.table} (id, org_id, environment, type, data, created_at)
+     select ? || lpad(g::text, 8, '0'), ?, ?, ?, ${rows.dataSql}, now() - make_interval(secs => ? - g)
+       from generate_series(1, ?) g`,
+    [rows.idPrefix, tenant.orgId, tenant.environment, rows.type, rows.count, rows.count]);
+}
