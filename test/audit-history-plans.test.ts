@@ -5,9 +5,10 @@
  * runs (captured from the engine).
  */
 import t from 'tap';
-import { createDb, type QueryEvent } from '../api/db/connection.ts';
+import { createDb } from '../api/db/connection.ts';
 import type { Tenant } from '../api/engine/family.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { listedWithPlan } from './helpers/listPlan.ts';
 
 const db = createDb(await freshDatabase(t), 2);
 t.teardown(() => db.destroy());
@@ -25,25 +26,8 @@ await db.raw(
   [tenant.orgId, tenant.environment, EVENTS, EVENTS]);
 await db.raw('analyze audit_events');
 
-async function listed(filter: [string, string]): Promise<{ ids: string[]; plan: string }> {
-  const { list } = await import('../api/engine/operations.ts');
-  const { parseListQuery } = await import('../api/query/listQuery.ts');
-  const { collectionByPath } = await import('../api/families/index.ts');
-  const { createDomainServices } = await import('../api/domain.ts');
-  const { loadConfig } = await import('../api/config.ts');
-  let captured: QueryEvent | null = null;
-  const capture = (q: QueryEvent) => { if (/from audit_events/.test(q.sql)) captured ??= q; };
-  db.on('query', capture);
-  const ctx = {
-    tx: db, tenant, version: 'v1' as const, principal: { kind: 'secret' as const, keyId: 'k', settings: {} },
-    domain: createDomainServices(loadConfig({ DATABASE_URL: 'postgres://unused' })), collection: collectionByPath.get('audit_events')!,
-  };
-  const answer = await list(ctx, parseListQuery([filter, ['order_by', 'desc(created_at)'], ['limit', '50']]));
-  db.off('query', capture);
-  if (!captured) throw new Error('the list query was not seen');
-  const { sql, bindings } = captured as QueryEvent;
-  const explained = await db.raw(`explain (format json) ${sql.replace(/\$\d+/g, '?')}`, bindings as never[]);
-  return { ids: answer.values.map((value) => (value as { id: string }).id), plan: JSON.stringify(explained.rows[0]['QUERY PLAN']) };
+function listed(filter: [string, string]): Promise<{ ids: string[]; plan: string }> {
+  return listedWithPlan(db, tenant, 'audit_events', [filter, ['order_by', 'desc(created_at)'], ['limit', '50']]);
 }
 
 t.test('an object\'s history reads the index by object', async (t) => {

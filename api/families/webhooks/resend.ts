@@ -27,6 +27,8 @@ async function chooseEvents(tx: Db, tenant: Tenant, webhookId: string, filter: R
     `select e.id from webhooks w
        join events e on e.org_id = w.org_id and e.environment = w.environment and e.trigger = w.data->>'trigger' and e.object_id <> w.id and not e.test
       where w.id = ? and w.org_id = ? and w.environment = ?
+        -- the tenant index's key: the window is a range of it by created_at
+        and tenant_key(e.org_id, e.environment) = tenant_key(w.org_id, w.environment)
         and (?::text is null or e.id = ?) and (?::timestamptz is null or e.created_at >= ?) and (?::timestamptz is null or e.created_at <= ?)
         and (not ?::boolean or (exists (select 1 from webhook_deliveries d where d.webhook_id = w.id and d.event_id = e.id)
                                 and not exists (select 1 from webhook_deliveries d where d.webhook_id = w.id and d.event_id = e.id and d.state in ('delivered', 'pending'))))
