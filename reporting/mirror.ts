@@ -100,7 +100,7 @@ const BUSY_RECORD_MS = 1000;
  * after it. Every insert costs embedded chdb a part (5–15 ms of CPU however few its rows): when the
  * machine is busy and inserts slow, passes batch more rows each instead of taking all the CPU left.
  * The insert only, from the first rows read: a pass that waited on Postgres (a lock, a failover, a
- * slow read) cost ClickHouse nothing, and spacing passes by that wait added it again to every
+ * slow read) costs ClickHouse nothing, and spacing passes by that wait would add it again to every
  * change committed meanwhile.
  */
 const PASS_SPACING = 2;

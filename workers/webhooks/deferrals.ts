@@ -26,7 +26,7 @@ export async function deferDelivery(db: Db, job: DeliveryJob, runAt: Date, prior
  * Brings a deferred delivery's job forward to now; false when it is running or gone already.
  * `ahead`: its org's receivers are not slow now, so the job takes its place among the first
  * attempts again (FIRST_ATTEMPT_PRIORITY, due since its event was made): it is taken before the
- * org's deliveries made after it. Left behind them, it waited for as long as its org's new
+ * org's deliveries made after it. Left behind them, it would wait for as long as its org's new
  * deliveries kept coming. The workers are told of it as of a new job (graphile-worker's
  * `jobs:insert`), so an idle one takes it at once instead of at its next poll for due jobs.
  */

@@ -337,7 +337,10 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
    * the answer is on its way and send it again, and the late answer would then log the earlier
    * attempt as answered: a repeat no log accounts for. Waiting costs no statement, and the opening
    * that follows finds an answered delivery no longer pending and sends nothing; one whose answer
-   * could not be recorded (the database still away) is attempted anew, as the next attempt.
+   * could not be recorded (the database still away) is attempted anew, as the next attempt. The
+   * wait ends when the earlier attempt is overdue (its timeout and WATCH_GRACE_MS): a recording
+   * hung on a connection that died silently must not hold the job's slot, nor the delivery, for
+   * as long as the operating system takes to notice.
    */
   const deliverOne = async (given: DeliveryJob, jobId: string, inLine: boolean, companion: boolean): Promise<void> => {
     const id = given.delivery_id;
@@ -353,7 +356,7 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     try {
       if (earlier) {
         deferrals.inc({ reason: 'earlier_attempt' });
-        await earlier;
+        await settledOrOverdue(earlier, deps.timeoutMs + WATCH_GRACE_MS);
       }
       detachedAttempt = await attemptOne(given, jobId, inLine, companion);
     } finally {
@@ -555,4 +558,11 @@ function byWorker<T extends { lockedBy: string }>(items: T[]): Map<string, T[]> 
   const groups = new Map<string, T[]>();
   for (const item of items) groups.set(item.lockedBy, [...(groups.get(item.lockedBy) ?? []), item]);
   return groups;
+}
+
+/** Resolves when `earlier` settles or `overdueMs` have passed, whichever comes first. */
+function settledOrOverdue(earlier: Promise<void>, overdueMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const overdue = new Promise<void>((resolve) => (timer = setTimeout(resolve, overdueMs)));
+  return Promise.race([earlier, overdue]).finally(() => clearTimeout(timer));
 }

@@ -26,6 +26,8 @@ const underway = new WeakMap<RuleContext['tx'], Set<string>>();
 
 /** Recomputes the invoices (in id order), leaving out the items of `excluding` (ones about to be deleted). */
 export async function recomputeInvoices(ctx: RuleContext, invoiceIds: string[], excluding: string[] = []): Promise<void> {
+  // The guard is kept per transaction: on the pool, concurrent requests would share one set.
+  if (!ctx.tx.inTransaction) throw new Error('An invoice is recomputed inside the transaction of the change that moves it');
   let running = underway.get(ctx.tx);
   if (!running) underway.set(ctx.tx, (running = new Set()));
   for (const id of [...new Set(invoiceIds)].sort()) {
