@@ -32,7 +32,7 @@ import type { DnsLookups } from './dnsLookup.ts';
 import type { OAuthParams, OAuthTokens } from './oauth.ts';
 import { answerText, describeFailure, type Outbound } from './outbound.ts';
 import type { RateLimiter } from './rateLimiter.ts';
-import type { TenantSlots } from './tenantSlots.ts';
+import { COMPANIONS_PER_JOB, type TenantSlots } from './tenantSlots.ts';
 import { DISABLED_GONE, disableWebhook, noteExhausted } from './webhookHealth.ts';
 
 export interface DeliveryDeps {
@@ -450,8 +450,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
   };
 }
 
-/** Delivery jobs one job takes along at most: one statement's worth of an answering org's backlog. */
-const COMPANIONS_PER_JOB = 50;
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
 const COMPANIONS_QUIET_MS = 250;
 

@@ -72,12 +72,15 @@ const ANSWERED_MEMORY_MS = 1000;
 
 /**
  * Companions of one org out at once in one process at most (as many requests as its receivers get
- * at once from it, within the outbound agent's 256 sockets per host), and at least however long the
- * line: one job's worth (deliver.ts, COMPANIONS_PER_JOB), so a backlog still goes out in batches of
- * that many per job and statement rather than one delivery per job.
+ * at once from it, within the outbound agent's 256 sockets per host).
  */
 export const COMPANIONS_MAX = 200;
-export const COMPANIONS_MIN = 50;
+/**
+ * Delivery jobs one job takes along at most (deliver.ts): one statement's worth of an answering
+ * org's backlog. It is also the least room for companions however long the line, so a backlog
+ * still goes out in batches of that many per job and statement rather than one delivery per job.
+ */
+export const COMPANIONS_PER_JOB = 50;
 /**
  * An answer that took longer than twice the org's fastest of late, and longer than that fastest and
  * this, waited in line: RESPONSIVE_MS, past which an answer no longer counts as one that answers.
@@ -288,7 +291,7 @@ export class TenantSlots {
     const target = Math.max(2 * fastest, fastest + QUEUE_ALLOWANCE_MS);
     const gradient = Math.min(1, Math.max(0.5, target / Math.max(took, 1)));
     const suggested = fit.room * gradient + Math.sqrt(fit.room);
-    fit.room = Math.min(COMPANIONS_MAX, Math.max(COMPANIONS_MIN, fit.room + (suggested - fit.room) * ROOM_SMOOTHING));
+    fit.room = Math.min(COMPANIONS_MAX, Math.max(COMPANIONS_PER_JOB, fit.room + (suggested - fit.room) * ROOM_SMOOTHING));
   }
 
   /** An attempt of `org` was answered (or failed) `took` ms after its request went out. */
