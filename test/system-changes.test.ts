@@ -122,6 +122,58 @@ t.test('an invoice recomputes through its family\'s update: the totals, a percen
   t.match(last, { depth: BY_STATEMENT, data: { actor: { type: 'system', name: 'bank_reject' }, changes: { status: ['partially_paid', 'unpaid'] } } });
 });
 
+/** A processing account funded with no delay (its style `settings`), with a bank account as its funding method, and a payment to it. */
+async function fundedShop(settings: Record<string, unknown>): Promise<{ accountId: string; paymentIds: string[] }> {
+  const account = await api.request('POST', '/processing_accounts', { json: { name: 'Shop', funding_delay: 0, ...settings, payment_methods: [BANK] } });
+  if (account.status !== 200) throw new Error(JSON.stringify(account.body));
+  const paymentIds: string[] = [];
+  for (const amount of [10, 20]) {
+    const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount, customer_id: customer.id, processing_id: account.body.id, payment_method: CARD } });
+    if (paid.status !== 200) throw new Error(JSON.stringify(paid.body));
+    paymentIds.push(paid.body.id);
+  }
+  return { accountId: account.body.id, paymentIds };
+}
+
+/** The audit events of a transaction that change its funding_status: [writer, action, actor, change]. */
+async function fundingAuditOf(id: string): Promise<unknown[][]> {
+  return (await auditOf(id)).filter((e) => 'funding_status' in (e.data.changes ?? {})).map((e) => [e.depth, e.data.action, e.data.actor, e.data.changes]);
+}
+
+t.test('the funding run funds each due payment through the family\'s update: one audit event each, by the door\'s statement, as the job', async (t) => {
+  const { paymentIds } = await fundedShop({});
+  await runTask('funding_day', {});
+  for (const id of paymentIds) {
+    t.equal((await api.request('GET', `/transactions/${id}`)).body.funding_status, 'funded');
+    t.same(await fundingAuditOf(id), [[BY_STATEMENT, 'update', { type: 'system', name: 'funding_day' }, { funding_status: ['pending', 'funded'] }]], id);
+  }
+  await runTask('funding_day', {});
+  for (const id of paymentIds) t.equal((await fundingAuditOf(id)).length, 1, 'a second run finds nothing due');
+});
+
+t.test('a deposit the bank refuses holds what it paid out again through the family\'s update: an audit event each, as the job, beside the deposit\'s own', async (t) => {
+  const { accountId, paymentIds } = await fundedShop({ funding_style: 'manual' });
+  await runTask('funding_day', {});
+  const deposit = await api.request('POST', '/transactions', { json: { type: 'deposit', processing_id: accountId } });
+  t.equal(deposit.status, 200, JSON.stringify(deposit.body));
+  const actor = (await fundingAuditOf(paymentIds[0]))[1][2];
+  for (const id of paymentIds) {
+    t.same(await fundingAuditOf(id), [
+      [BY_STATEMENT, 'update', { type: 'system', name: 'funding_day' }, { funding_status: ['pending', 'held'] }],
+      [BY_STATEMENT, 'update', actor, { funding_status: ['held', 'funded'] }],
+    ], `${id}: cleared and held by the run, funded by the requested deposit`);
+  }
+  t.match(actor, { type: 'secret_key' }, 'the deposit\'s request');
+  await runTask('bank_reject', { transaction_id: deposit.body.id });
+  t.equal((await api.request('GET', `/transactions/${deposit.body.id}`)).body.status, 'rejected');
+  for (const id of paymentIds) {
+    t.equal((await api.request('GET', `/transactions/${id}`)).body.funding_status, 'held');
+    t.same((await fundingAuditOf(id)).at(-1), [BY_STATEMENT, 'update', { type: 'system', name: 'bank_reject' }, { funding_status: ['funded', 'held'] }], `${id} held again`);
+  }
+  const unfunded = await api.db.raw(`select count(*)::int as n from ledger_entries where posting = ?`, [`unfund:${deposit.body.id}`]);
+  t.ok(unfunded.rows[0].n > 0, 'the ledger gives the money back (unfund: legs)');
+});
+
 t.test('no database function changes or deletes a family\'s rows beside the door, but those listed with why (test/unit/table-writers.json `functions`)', async (t) => {
   const listed = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'unit', 'table-writers.json'), 'utf8')).functions as Record<string, Record<string, string>>;
   const tables = [...new Set(families.map((family) => family.table))];

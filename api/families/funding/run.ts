@@ -83,7 +83,7 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
     const method = style === 'manual' ? null : await repo.fundingMethod(tx, tenant, accountId);
     if (options.only && !method) return NONE;
     const funds = method !== null;
-    const items = await claimDueForFunding(tx, tenant, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
+    const items = await claimDueForFunding(ctx, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
     const cleared = items.filter((item) => item.was === 'pending');
     const clearedNet = sum(cleared.map(netOf));
     const run = newId('run');
