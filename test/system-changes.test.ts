@@ -21,6 +21,8 @@ import { BY_STATEMENT, noteAuditWriters } from './helpers/auditWriters.ts';
 const api = await startTestApi(t);
 await noteAuditWriters(api.db);
 
+/** What the audit names of a method whose paying default another method took. */
+const AUDITED_DEFAULT_TAKEN = { account_defaults: [{ paying: 'all' }, {}] };
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 const BANK = { type: 'bank_account', bank_account: { account_number: '000123456', routing_number: '036001808', account_type: 'checking' } };
 const customer = (await api.request('POST', '/customers', { json: { name: 'Payer' } })).body;
@@ -172,6 +174,21 @@ t.test('a deposit the bank refuses holds what it paid out again through the fami
   }
   const unfunded = await api.db.raw(`select count(*)::int as n from ledger_entries where posting = ?`, [`unfund:${deposit.body.id}`]);
   t.ok(unfunded.rows[0].n > 0, 'the ledger gives the money back (unfund: legs)');
+});
+
+t.test('a method that becomes the account\'s default takes it from the previous one through the family\'s update: an audit event on the previous default naming the removed default, as the request', async (t) => {
+  const payer = (await api.request('POST', '/customers', { json: { name: 'Two cards' } })).body;
+  const method = (json: Record<string, unknown>) => api.request('POST', '/payment_methods', { version: 'v2', json: { account_id: payer.id, ...CARD, ...json } });
+  const first = await method({ account_defaults: { paying: 'all' } });
+  t.equal(first.status, 200, JSON.stringify(first.body));
+  const second = await method({ account_defaults: { paying: 'all' } });
+  t.equal(second.status, 200, JSON.stringify(second.body));
+  t.same((await api.request('GET', `/payment_methods/${first.body.id}`, { version: 'v2' })).body.account_defaults?.paying ?? null, null);
+  const audit = await auditOf(first.body.id);
+  t.same(audit.map((e) => [e.depth, e.data.action, e.data.changes]), [[BY_STATEMENT, 'update', AUDITED_DEFAULT_TAKEN]], 'the removed default, named by the door\'s statement');
+  t.match(audit[0].data, { actor: { type: 'secret_key' }, request_id: second.headers.get('x-request-id') });
+  const pointer = (await auditOf(payer.id)).map((e) => e.data.changes.default_payment_method);
+  t.same(pointer, [[null, first.body.id], [first.body.id, second.body.id]], 'the customer\'s pointer moves once, to the new default');
 });
 
 t.test('no database function changes or deletes a family\'s rows beside the door, but those listed with why (test/unit/table-writers.json `functions`)', async (t) => {
