@@ -9,9 +9,10 @@
  *   manual   cleared into `available` and held there until a deposit request releases it
  *
  * Without a funding method, cleared money waits in `held` until one exists. Each account's run
- * is one database transaction under the account's row lock; the due rows are claimed by an
- * update of their `funding_status`, so two workers running the same day, or a run retried after
- * a crash, fund each transaction exactly once.
+ * is one database transaction under the account's row lock; the due rows are claimed (locked,
+ * skipping any a request holds) and their `funding_status` changed through the transaction
+ * family's update, each audited, so two workers running the same day, or a run retried after a
+ * crash, fund each transaction exactly once.
  */
 import type { Db } from '../../db/connection.ts';
 import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
