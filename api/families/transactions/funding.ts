@@ -51,12 +51,13 @@ function fundingItemOf(row: StoredObject): FundingItem {
 
 /**
  * Claims an account's due transactions for a run (lockDueItems: a row a request holds is skipped)
- * and moves them to `spec.to`, locked until the run commits; answers them as they were, in id order.
+ * and moves them to `spec.to`, locked until the run commits; answers them as they were, in id order
+ * (by code unit, as the run lists them).
  */
 export async function claimDueForFunding(ctx: RuleContext, spec: SettleSpec): Promise<FundingItem[]> {
   const due = await lockDueItems(ctx.tx, ctx.tenant, spec);
   await moveFunding(ctx, due, spec.to);
-  return due.map(fundingItemOf);
+  return due.map(fundingItemOf).sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 /** Held transactions a release pays out (the caller holds their locks), now funded. */
