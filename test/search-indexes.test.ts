@@ -13,7 +13,7 @@ import { startTestApi } from './helpers/api.ts';
 import type { QueryEvent } from '../api/db/connection.ts';
 import { defaultPayingMethod } from '../api/families/transactions/repository.ts';
 import { fundingMethod } from '../api/families/funding/repository.ts';
-import { clearDefault } from '../api/families/payment_methods/repository.ts';
+import { lockOtherDefaults } from '../api/families/payment_methods/repository.ts';
 
 const search = await import(new URL('../api/console/public/search.js', import.meta.url).href) as {
   textPattern: (term: string) => string;
@@ -79,7 +79,7 @@ t.test('the writers\' questions about an account\'s methods read the index the s
   await api.db.transaction(async (tx) => {
     await defaultPayingMethod(tx, tenant, ann.id);
     await fundingMethod(tx, tenant, ann.id);
-    await clearDefault(tx, tenant, ann.id, 'paying', method.id);
+    await lockOtherDefaults(tx, tenant, ann.id, 'paying', method.id);
     throw new Error('rolled back');
   }).catch((error: Error) => t.equal(error.message, 'rolled back'));
   api.db.off('query', capture);

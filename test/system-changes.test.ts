@@ -21,6 +21,8 @@ import { BY_STATEMENT, noteAuditWriters } from './helpers/auditWriters.ts';
 const api = await startTestApi(t);
 await noteAuditWriters(api.db);
 
+/** What the audit names of a method whose paying default another method took. */
+const AUDITED_DEFAULT_TAKEN = { account_defaults: [{ paying: 'all' }, {}] };
 const CARD = { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } };
 const BANK = { type: 'bank_account', bank_account: { account_number: '000123456', routing_number: '036001808', account_type: 'checking' } };
 const customer = (await api.request('POST', '/customers', { json: { name: 'Payer' } })).body;
@@ -120,6 +122,73 @@ t.test('an invoice recomputes through its family\'s update: the totals, a percen
   t.same(released.map((e) => [e.depth, e.data.action, e.data.actor]), [[BY_STATEMENT, 'delete', { type: 'system', name: 'bank_reject' }]]);
   const last = (await auditOf(invoice)).at(-1)!;
   t.match(last, { depth: BY_STATEMENT, data: { actor: { type: 'system', name: 'bank_reject' }, changes: { status: ['partially_paid', 'unpaid'] } } });
+});
+
+/** A processing account funded with no delay (its style `settings`), with a bank account as its funding method, and a payment to it. */
+async function fundedShop(settings: Record<string, unknown>): Promise<{ accountId: string; paymentIds: string[] }> {
+  const account = await api.request('POST', '/processing_accounts', { json: { name: 'Shop', funding_delay: 0, ...settings, payment_methods: [BANK] } });
+  if (account.status !== 200) throw new Error(JSON.stringify(account.body));
+  const paymentIds: string[] = [];
+  for (const amount of [10, 20]) {
+    const paid = await api.request('POST', '/transactions', { json: { type: 'payment', amount, customer_id: customer.id, processing_id: account.body.id, payment_method: CARD } });
+    if (paid.status !== 200) throw new Error(JSON.stringify(paid.body));
+    paymentIds.push(paid.body.id);
+  }
+  return { accountId: account.body.id, paymentIds };
+}
+
+/** The audit events of a transaction that change its funding_status: [writer, action, actor, change]. */
+async function fundingAuditOf(id: string): Promise<unknown[][]> {
+  return (await auditOf(id)).filter((e) => 'funding_status' in (e.data.changes ?? {})).map((e) => [e.depth, e.data.action, e.data.actor, e.data.changes]);
+}
+
+t.test('the funding run funds each due payment through the family\'s update: one audit event each, by the door\'s statement, as the job', async (t) => {
+  const { paymentIds } = await fundedShop({});
+  await runTask('funding_day', {});
+  for (const id of paymentIds) {
+    t.equal((await api.request('GET', `/transactions/${id}`)).body.funding_status, 'funded');
+    t.same(await fundingAuditOf(id), [[BY_STATEMENT, 'update', { type: 'system', name: 'funding_day' }, { funding_status: ['pending', 'funded'] }]], id);
+  }
+  await runTask('funding_day', {});
+  for (const id of paymentIds) t.equal((await fundingAuditOf(id)).length, 1, 'a second run finds nothing due');
+});
+
+t.test('a deposit the bank refuses holds what it paid out again through the family\'s update: an audit event each, as the job, beside the deposit\'s own', async (t) => {
+  const { accountId, paymentIds } = await fundedShop({ funding_style: 'manual' });
+  await runTask('funding_day', {});
+  const deposit = await api.request('POST', '/transactions', { json: { type: 'deposit', processing_id: accountId } });
+  t.equal(deposit.status, 200, JSON.stringify(deposit.body));
+  const actor = (await fundingAuditOf(paymentIds[0]))[1][2];
+  for (const id of paymentIds) {
+    t.same(await fundingAuditOf(id), [
+      [BY_STATEMENT, 'update', { type: 'system', name: 'funding_day' }, { funding_status: ['pending', 'held'] }],
+      [BY_STATEMENT, 'update', actor, { funding_status: ['held', 'funded'] }],
+    ], `${id}: cleared and held by the run, funded by the requested deposit`);
+  }
+  t.match(actor, { type: 'secret_key' }, 'the deposit\'s request');
+  await runTask('bank_reject', { transaction_id: deposit.body.id });
+  t.equal((await api.request('GET', `/transactions/${deposit.body.id}`)).body.status, 'rejected');
+  for (const id of paymentIds) {
+    t.equal((await api.request('GET', `/transactions/${id}`)).body.funding_status, 'held');
+    t.same((await fundingAuditOf(id)).at(-1), [BY_STATEMENT, 'update', { type: 'system', name: 'bank_reject' }, { funding_status: ['funded', 'held'] }], `${id} held again`);
+  }
+  const unfunded = await api.db.raw(`select count(*)::int as n from ledger_entries where posting = ?`, [`unfund:${deposit.body.id}`]);
+  t.ok(unfunded.rows[0].n > 0, 'the ledger gives the money back (unfund: legs)');
+});
+
+t.test('a method that becomes the account\'s default takes it from the previous one through the family\'s update: an audit event on the previous default naming the removed default, as the request', async (t) => {
+  const payer = (await api.request('POST', '/customers', { json: { name: 'Two cards' } })).body;
+  const method = (json: Record<string, unknown>) => api.request('POST', '/payment_methods', { version: 'v2', json: { account_id: payer.id, ...CARD, ...json } });
+  const first = await method({ account_defaults: { paying: 'all' } });
+  t.equal(first.status, 200, JSON.stringify(first.body));
+  const second = await method({ account_defaults: { paying: 'all' } });
+  t.equal(second.status, 200, JSON.stringify(second.body));
+  t.same((await api.request('GET', `/payment_methods/${first.body.id}`, { version: 'v2' })).body.account_defaults?.paying ?? null, null);
+  const audit = await auditOf(first.body.id);
+  t.same(audit.map((e) => [e.depth, e.data.action, e.data.changes]), [[BY_STATEMENT, 'update', AUDITED_DEFAULT_TAKEN]], 'the removed default, named by the door\'s statement');
+  t.match(audit[0].data, { actor: { type: 'secret_key' }, request_id: second.headers.get('x-request-id') });
+  const pointer = (await auditOf(payer.id)).map((e) => e.data.changes.default_payment_method);
+  t.same(pointer, [[null, first.body.id], [first.body.id, second.body.id]], 'the customer\'s pointer moves once, to the new default');
 });
 
 t.test('no database function changes or deletes a family\'s rows beside the door, but those listed with why (test/unit/table-writers.json `functions`)', async (t) => {

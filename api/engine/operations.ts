@@ -528,6 +528,23 @@ export async function updateNested(ctx: RuleContext, family: Family, row: Stored
 }
 
 /**
+ * `updateNested` for many rows the caller holds locked, each given the same stored values (a
+ * worker's step over many objects: the funding run's funding_status): decoded and planned by the
+ * family's rules row by row, and written by the door's one statement per MAX_BATCH rows, each row
+ * with its audit event; then afterWrite and events, in the caller's transaction.
+ */
+export async function updateNestedAll(ctx: RuleContext, family: Family, rows: StoredObject[], extra: Map<string, unknown>): Promise<StoredObject[]> {
+  if (rows.length === 0) return [];
+  ctx.decisions?.beforeWrite();
+  const op: OperationContext = { ...ctx, collection: { path: family.table, family } };
+  const updated: StoredObject[] = [];
+  for (let at = 0; at < rows.length; at += MAX_BATCH) {
+    updated.push(...await changeRows(op, rows.slice(at, at + MAX_BATCH).map((row): [StoredObject, Json] => [row, {}]), extra));
+  }
+  return updated;
+}
+
+/**
  * Deletes stored rows of a family that go with another object (an entity's stakeholders) through
  * the delete door, as a client's delete of them, in the caller's transaction.
  */

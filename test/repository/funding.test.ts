@@ -10,14 +10,19 @@ import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
+import { loadConfig } from '../../api/config.ts';
+import { createDomainServices } from '../../api/domain.ts';
+import type { RuleContext } from '../../api/engine/family.ts';
+import '../../api/families/index.ts';
 import { fundingMethod } from '../../api/families/funding/repository.ts';
 import { claimDueForFunding, fundHeld, recordFundingSteps } from '../../api/families/transactions/funding.ts';
-import { settleDueItems } from '../../api/families/transactions/fundingRepository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
 const acme: Tenant = { orgId: 'org_acme', environment: 'test' };
 const globex: Tenant = { orgId: 'org_globex', environment: 'test' };
+const domain = createDomainServices(loadConfig());
+const runIn = (tx: Db, tenant: Tenant): RuleContext => ({ tx, tenant, version: 'v1', principal: { kind: 'secret', keyId: 'funding_run', settings: {} }, domain });
 
 function row(id: string, type: string, data: Record<string, unknown>): StoredObject {
   return { id, type, created_at: new Date(), modified_at: new Date(), data };
@@ -58,10 +63,10 @@ t.test('a run settles the account\'s payments due by its date, held ones only wh
     ]);
     await insertObjects(tx, 'transactions', globex, [payment('txn_globex', 'acct_shop', { funding_status: 'pending', funding_date: '2026-11-20' })]);
     const spec = { accountId: 'acct_shop', dueBy: '2026-11-25', to: 'funded' as const, includeHeld: false };
-    const settled = await settleDueItems(tx, acme, spec);
+    const settled = await claimDueForFunding(runIn(tx, acme), spec);
     t.same(settled.map((i) => [i.id, i.was, i.amount]), [['txn_due', 'pending', 1000]], 'the due payment only');
-    t.same(await settleDueItems(tx, acme, spec), [], 'a second run finds nothing left');
-    const withHeld = await settleDueItems(tx, acme, { ...spec, includeHeld: true });
+    t.same(await claimDueForFunding(runIn(tx, acme), spec), [], 'a second run finds nothing left');
+    const withHeld = await claimDueForFunding(runIn(tx, acme), { ...spec, includeHeld: true });
     t.same(withHeld.map((i) => [i.id, i.was]), [['txn_held', 'held']], 'held ones when asked');
     const status = async (id: string) => (await tx.raw(`select data->>'funding_status' as s from transactions where id = ?`, [id])).rows[0].s;
     t.equal(await status('txn_due'), 'funded');
@@ -77,9 +82,9 @@ t.test('the transaction family\'s funding steps: a claim, a held payout and each
       payment('txn_due', 'acct_shop', { funding_status: 'pending', funding_date: '2026-11-25' }),
       payment('txn_held', 'acct_shop', { funding_status: 'held', funding_date: '2026-11-20' }),
     ]);
-    const [claimed] = await claimDueForFunding(tx, acme, { accountId: 'acct_shop', dueBy: '2026-11-25', to: 'funded', includeHeld: false });
+    const [claimed] = await claimDueForFunding(runIn(tx, acme), { accountId: 'acct_shop', dueBy: '2026-11-25', to: 'funded', includeHeld: false });
     t.match(claimed, { id: 'txn_due', was: 'pending', amount: 1000, fee: 30 });
-    await fundHeld(tx, ['txn_held']);
+    await fundHeld(runIn(tx, acme), ['txn_held']);
     await recordFundingSteps(tx, acme, [{ id: 'txn_due', amount: 1000, depositId: 'txn_deposit', steps: ['clear', 'fund'] }, { id: 'txn_held', amount: 1000, steps: ['fund'] }]);
     const status = async (id: string) => (await tx.raw(`select data->>'funding_status' as s from transactions where id = ?`, [id])).rows[0].s;
     t.same([await status('txn_due'), await status('txn_held')], ['funded', 'funded']);

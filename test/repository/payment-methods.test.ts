@@ -8,7 +8,7 @@ import type { Db } from '../../api/db/connection.ts';
 import { insertObjects } from '../../api/db/objects.ts';
 import type { StoredObject } from '../../api/db/storedRow.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
-import { accountExists, clearDefault, methodsInsert } from '../../api/families/payment_methods/repository.ts';
+import { accountExists, lockOtherDefaults, methodsInsert } from '../../api/families/payment_methods/repository.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
 
 const db = await repositoryDatabase(t);
@@ -33,7 +33,7 @@ t.test('an account exists only in its own tenant', async (t) => {
   });
 });
 
-t.test('making a method the default clears that default on the account\'s other methods only', async (t) => {
+t.test('a method that becomes the default takes it from the account\'s other methods only: those are locked and read for the family\'s update', async (t) => {
   await withRollback(db, async (tx) => {
     await insertObjects(tx, 'payment_methods', acme, [
       method('pm_old', 'acct_a', { paying: true, funding: true }),
@@ -41,11 +41,9 @@ t.test('making a method the default clears that default on the account\'s other 
       method('pm_other_account', 'acct_b', { paying: true }),
     ]);
     await insertObjects(tx, 'payment_methods', globex, [method('pm_globex', 'acct_a', { paying: true })]);
-    await clearDefault(tx, acme, 'acct_a', 'paying', 'pm_new');
-    t.same((await dataOf(tx, 'payment_methods', 'pm_old')).account_defaults, { funding: true }, 'the paying default is gone, the funding one stays');
-    t.same((await dataOf(tx, 'payment_methods', 'pm_new')).account_defaults, { paying: true }, 'the kept method stays the default');
-    t.same((await dataOf(tx, 'payment_methods', 'pm_other_account')).account_defaults, { paying: true }, 'another account is untouched');
-    t.same((await dataOf(tx, 'payment_methods', 'pm_globex')).account_defaults, { paying: true }, 'another tenant is untouched');
+    const others = await lockOtherDefaults(tx, acme, 'acct_a', 'paying', 'pm_new');
+    t.same(others.map((m) => m.id), ['pm_old'], 'not the kept method, not another account\'s, not another tenant\'s');
+    t.same(others[0].data.account_defaults, { paying: true, funding: true }, 'read whole, for the family\'s update');
   });
 });
 

@@ -70,7 +70,7 @@ export async function postRelease(ctx: RuleContext, row: StoredObject): Promise<
   const held = await bucketTotal(ctx.tx, ctx.tenant, accountId, 'held');
   await postLegs(ctx.tx, ctx.tenant, row.id, `release:${row.id}`, [{ accountId, bucket: 'held', amount: -held }, { accountId, bucket: 'available', amount: held }]);
   const items = paidOut(await lockHeldItems(ctx.tx, ctx.tenant, accountId), await bucketTotal(ctx.tx, ctx.tenant, accountId, 'available'));
-  await fundHeld(ctx.tx, items.map((item) => item.id));
+  await fundHeld(ctx, items.map((item) => item.id));
   await insertTransfers(ctx.tx, ctx.tenant, items.map((item) => ({
     id: newId('trf'), transaction_id: row.id, account_id: accountId, assoc_transaction_id: item.id, entry_type: 'deposit', amount: netOf(item),
   })));

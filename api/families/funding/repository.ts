@@ -3,7 +3,7 @@ import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantCheck, tenantScan } from '../../db/tenant.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
-import type { FundingItem } from '../transactions/fundingRepository.ts';
+import type { FundingItem } from '../transactions/funding.ts';
 import { METHOD_ACCOUNT_SQL } from '../payment_methods/accountSql.ts';
 
 const ROW = STORED_ROW;

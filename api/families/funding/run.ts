@@ -9,9 +9,10 @@
  *   manual   cleared into `available` and held there until a deposit request releases it
  *
  * Without a funding method, cleared money waits in `held` until one exists. Each account's run
- * is one database transaction under the account's row lock; the due rows are claimed by an
- * update of their `funding_status`, so two workers running the same day, or a run retried after
- * a crash, fund each transaction exactly once.
+ * is one database transaction under the account's row lock; the due rows are claimed (locked,
+ * skipping any a request holds) and their `funding_status` changed through the transaction
+ * family's update, each audited, so two workers running the same day, or a run retried after a
+ * crash, fund each transaction exactly once.
  */
 import type { Db } from '../../db/connection.ts';
 import type { DomainServices, RuleContext, StoredObject, Tenant } from '../../engine/family.ts';
@@ -83,7 +84,7 @@ export async function fundAccount(db: Db, domain: DomainServices, tenant: Tenant
     const method = style === 'manual' ? null : await repo.fundingMethod(tx, tenant, accountId);
     if (options.only && !method) return NONE;
     const funds = method !== null;
-    const items = await claimDueForFunding(tx, tenant, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
+    const items = await claimDueForFunding(ctx, { accountId, dueBy: isoDate(asOf), to: funds ? 'funded' : 'held', includeHeld: funds, only: options.only });
     const cleared = items.filter((item) => item.was === 'pending');
     const clearedNet = sum(cleared.map(netOf));
     const run = newId('run');

@@ -1,6 +1,7 @@
 /** Payment method SQL beyond the generic operations: the owning account, defaults per account. */
 import { auditRows, createdAudit, ownAuditSql } from '../../db/auditStatement.ts';
 import { rows, type Db } from '../../db/connection.ts';
+import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import { METHOD_ACCOUNT_SQL } from './accountSql.ts';
 import type { StoredObject, Tenant } from '../../engine/family.ts';
@@ -44,10 +45,15 @@ export async function accountExists(db: Db, tenant: Tenant, id: string): Promise
   return found.length > 0;
 }
 
-export async function clearDefault(db: Db, tenant: Tenant, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
+/**
+ * Locks and reads the account's other methods that are its `kind` default (found by the account's
+ * index, as the search finds them: an account has a few methods, so no order is asked for).
+ */
+export function lockOtherDefaults(db: Db, tenant: Tenant, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<StoredObject[]> {
   const scope = tenantScan(tenant);
-  await rows(db,
-    `update payment_methods set data = data #- ?::text[], modified_at = now()
-      where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and id <> ? and (data->'account_defaults'->>?) is not null`,
-    [['account_defaults', kind], ...scope.bindings, accountId, keepId, kind]);
+  return rows<StoredObject>(db,
+    `select ${STORED_ROW} from payment_methods
+      where ${scope.sql} and ${METHOD_ACCOUNT_SQL} = ? and id <> ? and (data->'account_defaults'->>?) is not null
+      for update`,
+    [...scope.bindings, accountId, keepId, kind]);
 }

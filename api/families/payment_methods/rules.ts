@@ -3,7 +3,8 @@ import type { FamilyRules, RuleContext, StoredObject } from '../../engine/family
 import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { applyClientAccount, spendClientTokenOnce } from '../clientIntent.ts';
-import { accountExists, clearDefault } from './repository.ts';
+import { updateNestedAll } from '../../engine/operations.ts';
+import { accountExists, lockOtherDefaults } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 import { METHOD_STATUSES, methodStatus, VERIFICATION_STATUSES } from './statuses.ts';
 
@@ -108,7 +109,22 @@ function followPayingDefault(...args: Parameters<PayingDefaultFollower>): Promis
 
 const coversPayments = (paying: unknown) => paying === 'payments' || paying === 'all';
 
-/** A method that becomes an account's paying (or funding) default takes it from the others; the customer's pointer follows. */
+/**
+ * The account's other methods that were its `kind` default are no longer, each a change through
+ * the family's update (audited, with the request's actor) in the transaction that marks `keepId`.
+ */
+async function takeDefault(ctx: RuleContext, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
+  // Imported when first used: the family's declaration imports these rules.
+  const { paymentMethods } = await import('./family.ts');
+  const others = await lockOtherDefaults(ctx.tx, ctx.tenant, accountId, kind, keepId);
+  await updateNestedAll(ctx, paymentMethods, others, new Map([[`account_defaults.${kind}`, undefined]]));
+}
+
+/**
+ * A method that becomes an account's paying (or funding) default takes it from the others; the
+ * customer's pointer follows first, so a previous default's own change finds it moved on and
+ * leaves it.
+ */
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const accountId = next.data.account_id;
   if (typeof accountId !== 'string') return;
@@ -116,15 +132,15 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   const wasPaying = previous ? section(previous, 'account_defaults').paying : undefined;
   if (paying !== wasPaying) {
     if (coversPayments(paying)) {
-      await clearDefault(ctx.tx, ctx.tenant, accountId, 'paying', next.id);
       await followPayingDefault(ctx, accountId, next.id);
+      await takeDefault(ctx, accountId, 'paying', next.id);
     } else if (coversPayments(wasPaying)) {
       await followPayingDefault(ctx, accountId, null, next.id);
     }
   }
   const funding = section(next, 'account_defaults').funding;
   if (funding && (!previous || section(previous, 'account_defaults').funding !== funding)) {
-    await clearDefault(ctx.tx, ctx.tenant, accountId, 'funding', next.id);
+    await takeDefault(ctx, accountId, 'funding', next.id);
   }
 }
 

@@ -1,19 +1,11 @@
 /**
- * Funding SQL of the transaction table: the funding run's claim of due transactions and a
- * release's payout of held ones. Called by the family's funding steps (./funding.ts) only.
+ * Funding SQL of the transaction table: the rows a funding step changes, locked and read for the
+ * family's update (./funding.ts), which writes each change with its audit event. Called by the
+ * family's funding steps only.
  */
 import { rows, type Db } from '../../db/connection.ts';
 import { tenantScan } from '../../db/tenant.ts';
-import type { Tenant } from '../../engine/family.ts';
-
-export interface FundingItem {
-  id: string;
-  type: string;
-  /** funding status before this change */
-  was: 'pending' | 'held';
-  amount: number;
-  fee: number;
-}
+import type { StoredObject, Tenant } from '../../engine/family.ts';
 
 export interface SettleSpec {
   accountId: string;
@@ -26,30 +18,37 @@ export interface SettleSpec {
   only?: string[];
 }
 
+const ROW = 't.id, t.type, t.data, t.created_at, t.modified_at';
+
 /**
- * Marks the due items and returns them; the row locks make a second, concurrent run find nothing.
- * A row a request holds (a refund of it, a void) is skipped, not waited for: it is funded by the
- * next run, and a request that locks that row before the account cannot deadlock with the run.
+ * Locks and reads an account's due transactions, in id order; the row locks make a second,
+ * concurrent run find nothing once this one has changed them. A row a request holds (a refund of
+ * it, a void) is skipped, not waited for: it is funded by the next run, and a request that locks
+ * that row before the account cannot deadlock with the run.
  */
-export async function settleDueItems(db: Db, tenant: Tenant, spec: SettleSpec): Promise<FundingItem[]> {
+export function lockDueItems(db: Db, tenant: Tenant, spec: SettleSpec): Promise<StoredObject[]> {
   const scope = tenantScan(tenant, 't');
   const only = spec.only ? ' and t.id = any(?::text[])' : '';
-  const found = await rows<FundingItem & { amount: string; fee: string }>(db,
-    `with due as (
-       select t.id, t.data->>'funding_status' as was from transactions t
-        where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held')
-          and ((t.data->>'funding_status' = 'pending' and t.data->>'funding_date' <= ?) or (? and t.data->>'funding_status' = 'held'))${only}
-        order by t.id for update of t skip locked
-     )
-     update transactions t set data = t.data || jsonb_build_object('funding_status', ?::text), modified_at = now()
-       from due where t.id = due.id
-     returning t.id, t.type, due.was, (t.data->>'amount')::bigint as amount, coalesce((t.data->>'fee')::bigint, 0) as fee`,
-    [...scope.bindings, spec.accountId, spec.dueBy, spec.includeHeld, ...(spec.only ? [spec.only] : []), spec.to]);
-  return found.map((r) => ({ ...r, amount: Number(r.amount), fee: Number(r.fee) })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  return rows<StoredObject>(db,
+    `select ${ROW} from transactions t
+      where ${scope.sql} and t.data->>'processing_id' = ? and t.data->>'funding_status' in ('pending', 'held')
+        and ((t.data->>'funding_status' = 'pending' and t.data->>'funding_date' <= ?) or (? and t.data->>'funding_status' = 'held'))${only}
+      order by t.id for update of t skip locked`,
+    [...scope.bindings, spec.accountId, spec.dueBy, spec.includeHeld, ...(spec.only ? [spec.only] : [])]);
 }
 
-export async function markFunded(db: Db, ids: string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await rows(db, `update transactions set data = data || '{"funding_status": "funded"}'::jsonb, modified_at = now() where id = any(?::text[])`, [ids]);
+/** Locks and reads the tenant's transactions of `ids`, in id order. */
+export function lockTransactions(db: Db, tenant: Tenant, ids: string[]): Promise<StoredObject[]> {
+  const scope = tenantScan(tenant, 't');
+  return rows<StoredObject>(db, `select ${ROW} from transactions t where ${scope.sql} and t.id = any(?::text[]) order by t.id for update of t`, [...scope.bindings, ids]);
 }
 
+/** Locks and reads the funded transactions a deposit paid out (its `deposit` transfer rows), in id order. */
+export function lockFundedBy(db: Db, tenant: Tenant, depositId: string): Promise<StoredObject[]> {
+  const scope = tenantScan(tenant, 't');
+  return rows<StoredObject>(db,
+    `select ${ROW} from transfers f join transactions t on t.id = f.assoc_transaction_id
+      where f.transaction_id = ? and f.entry_type = 'deposit' and ${scope.sql} and t.data->>'funding_status' = 'funded'
+      order by t.id for update of t`,
+    [depositId, ...scope.bindings]);
+}

@@ -41,6 +41,20 @@ const ALLOWED: Record<string, string[]> = {
  */
 export const SYSTEM_TRANSITION = 'system_transition';
 
+/**
+ * The stored marker of a funding step the service takes on its own (funding.ts: a run's claim, a
+ * release's payout, a refused deposit's return to held): the family's prepare reads it, allows
+ * only the funding_status moves below, and removes it. No client input reaches it, as above.
+ */
+export const FUNDING_STEP = 'funding_step';
+
+/** The funding_status moves the service makes: cleared (held without a funding method), funded, and held again when a deposit is refused. */
+const FUNDING_MOVES: Record<string, string[]> = { pending: ['held', 'funded'], held: ['funded'], funded: ['held'] };
+
+export function canMoveFunding(from: unknown, to: unknown): boolean {
+  return typeof from === 'string' && typeof to === 'string' && (FUNDING_MOVES[from]?.includes(to) ?? false);
+}
+
 export function canTransition(from: string, to: string): boolean {
   return ALLOWED[from]?.includes(to) ?? false;
 }

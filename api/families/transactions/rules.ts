@@ -20,8 +20,9 @@ import { applyClientIntent } from '../clientIntent.ts';
 import { authorizeCard } from './decide.ts';
 import { isRelease, releaseRules } from './releases.ts';
 import { isReverseFlow, planReverseFlow } from './reverseFlow.ts';
+import { returnFundedToHeld } from './funding.ts';
 import { applyAllocations, loadAllocations, planAllocations, releaseAllocations } from './allocations.ts';
-import { canTransition, creationEvents, isSystemMade, statusCodeFor, SYSTEM_TRANSITION, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
+import { canMoveFunding, canTransition, creationEvents, FUNDING_STEP, isSystemMade, statusCodeFor, SYSTEM_TRANSITION, SYSTEM_TYPES, systemCreationEvents, transitionEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 
 type Data = Json;
@@ -466,8 +467,21 @@ function prepareSystemTransition(next: StoredObject, previous: StoredObject): St
   return { ...next, data: { ...data, ...statusCodeFor(to, typeof reason === 'string' ? reason : undefined) } };
 }
 
+/**
+ * A funding step the service takes (funding.ts): its funding_status is all it changes, and only
+ * along the moves the funding run, a release and a refused deposit make.
+ */
+function prepareFundingStep(next: StoredObject, previous: StoredObject): StoredObject {
+  const { [FUNDING_STEP]: _step, ...data } = next.data;
+  if (!canMoveFunding(previous.data.funding_status, data.funding_status)) {
+    throw new Error(`The service cannot move ${previous.id}'s funding from ${previous.data.funding_status} to ${data.funding_status}`);
+  }
+  return { ...next, data };
+}
+
 async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: StoredObject): Promise<StoredObject> {
   if (SYSTEM_TRANSITION in next.data) return prepareSystemTransition(next, previous);
+  if (FUNDING_STEP in next.data) return prepareFundingStep(next, previous);
   for (const key of new Set([...Object.keys(next.data), ...Object.keys(previous.data)])) {
     if (!MUTABLE.has(key) && JSON.stringify(next.data[key]) !== JSON.stringify(previous.data[key])) {
       throw invalidAttributes({ [key]: 'Cannot be changed after the transaction is created' });
@@ -487,6 +501,11 @@ async function prepareUpdate(ctx: RuleContext, next: StoredObject, previous: Sto
   return { ...next, data: { ...next.data, ...statusCodeFor(to) } };
 }
 
+/** A deposit the bank refuses (or that is voided) once it was under way: what it paid out is held again. */
+function isRefusedDeposit(next: StoredObject, previous: StoredObject): boolean {
+  return next.type === 'deposit' && ['processing', 'processed'].includes(String(previous.data.status)) && ['rejected', 'voided'].includes(String(next.data.status));
+}
+
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const data = next.data;
   const step = statusOperation(next, previous);
@@ -494,6 +513,7 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   if (previous) {
     if (previous.data.status === 'authorized' && data.status !== 'authorized') await repo.removeJob(ctx.tx, `expire_auth:${next.id}`);
     await releaseAllocations(ctx, next, previous);
+    if (isRefusedDeposit(next, previous)) await returnFundedToHeld(ctx, next.id);
     return;
   }
   await applyAllocations(ctx, next);
