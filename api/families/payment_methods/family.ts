@@ -5,6 +5,7 @@
  */
 import type { Family, FieldSpec } from '../../engine/family.ts';
 import { attrsField, idField, timestampFields } from '../common.ts';
+import { declarePaymentMethodFamily } from './declared.ts';
 import { paymentMethodRules } from './rules.ts';
 import { BANK_CURRENCIES, METHOD_STATUSES, VERIFICATION_STATUSES } from './statuses.ts';
 
@@ -61,7 +62,7 @@ const fields: FieldSpec[] = [
   ...timestampFields,
 ];
 
-export const paymentMethods: Family = {
+export const paymentMethods: Family = declarePaymentMethodFamily({
   name: 'payment_method',
   table: 'payment_methods',
   idPrefix: 'pm',
@@ -71,4 +72,4 @@ export const paymentMethods: Family = {
   rules: paymentMethodRules,
   // a browser's payment-method form, or a token made without an intent (CONTRACT §13)
   clientScopes: { payment_method_form: ['create'], none: ['create'] },
-};
+});

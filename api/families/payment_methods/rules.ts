@@ -4,6 +4,7 @@ import { isPlainObject, type Json } from '../../engine/view.ts';
 import { invalidAttributes } from '../../errors.ts';
 import { applyClientAccount, spendClientTokenOnce } from '../clientIntent.ts';
 import { updateNestedAll } from '../../engine/operations.ts';
+import { paymentMethodFamily } from './declared.ts';
 import { accountExists, lockOtherDefaults } from './repository.ts';
 import { abaValid, cardBrand, expiryInPast, luhnValid, mask, normaliseExpiry } from './numbers.ts';
 import { METHOD_STATUSES, methodStatus, VERIFICATION_STATUSES } from './statuses.ts';
@@ -114,10 +115,8 @@ const coversPayments = (paying: unknown) => paying === 'payments' || paying === 
  * the family's update (audited, with the request's actor) in the transaction that marks `keepId`.
  */
 async function takeDefault(ctx: RuleContext, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
-  // Imported when first used: the family's declaration imports these rules.
-  const { paymentMethods } = await import('./family.ts');
   const others = await lockOtherDefaults(ctx.tx, ctx.tenant, accountId, kind, keepId);
-  await updateNestedAll(ctx, paymentMethods, others, new Map([[`account_defaults.${kind}`, undefined]]));
+  await updateNestedAll(ctx, paymentMethodFamily(), others, new Map([[`account_defaults.${kind}`, undefined]]));
 }
 
 /**

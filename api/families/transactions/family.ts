@@ -5,16 +5,17 @@
  * creation, so each version filters on its own fields.
  */
 import type { Family } from '../../engine/family.ts';
+import { declareTransactionFamily } from './declared.ts';
 import { transactionShape } from './fields.ts';
 import { paymentSteps } from './payment.ts';
 import { transactionRules } from './rules.ts';
 import { TRANSACTION_TRIGGERS } from './triggers.ts';
 
 
-export const transactions: Family = {
+export const transactions: Family = declareTransactionFamily({
   ...transactionShape,
   rules: { ...transactionRules, createSteps: paymentSteps },
   triggers: Object.values(TRANSACTION_TRIGGERS),
   // made without an intent: one payment or one payment method, whatever the browser sends (CONTRACT §13)
   clientScopes: { checkout_plugin: ['create'], checkout_page: ['create'], payment_form: ['create'], none: ['create'] },
-};
+});

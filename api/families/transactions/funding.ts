@@ -15,6 +15,7 @@ import { updateNestedAll } from '../../engine/operations.ts';
 import { fundingOperation } from '../transaction_operations/operations.ts';
 import { recordOperations } from '../transaction_operations/repository.ts';
 import { lockDueItems, lockFundedBy, lockTransactions, type SettleSpec } from './fundingRepository.ts';
+import { transactionFamily } from './declared.ts';
 import { FUNDING_STEP } from './lifecycle.ts';
 
 export type { SettleSpec };
@@ -39,10 +40,7 @@ export interface FundingStep {
 
 /** Changes each row's funding_status to `to` through the family's update, each audited with the work's actor. */
 async function moveFunding(ctx: RuleContext, rows: StoredObject[], to: 'funded' | 'held'): Promise<StoredObject[]> {
-  // Imported when first used: the family's declaration imports its rules, whose afterWrite calls
-  // here (a refused deposit), so a static import would make the rules wait on the declaration.
-  const { transactions } = await import('./family.ts');
-  return updateNestedAll(ctx, transactions, rows, new Map<string, unknown>([['funding_status', to], [FUNDING_STEP, true]]));
+  return updateNestedAll(ctx, transactionFamily(), rows, new Map<string, unknown>([['funding_status', to], [FUNDING_STEP, true]]));
 }
 
 function fundingItemOf(row: StoredObject): FundingItem {
