@@ -115,6 +115,19 @@ export interface BenchEnv {
   pids: Record<ServerName, number>;
 }
 
+/**
+ * BENCH_DATABASE (default unset: a fresh database, dropped afterwards): the name of a database on
+ * DATABASE_URL's server to run in and keep, made when missing, so the rows a bench grows (1M
+ * payments take long to generate) serve the next run too; the org "bench" and its rows are reused.
+ */
+function keptDatabase(): string | null {
+  const name = process.env.BENCH_DATABASE;
+  if (!name) return null;
+  if (!process.env.DATABASE_URL) throw new Error('BENCH_DATABASE needs DATABASE_URL (a server to keep it on)');
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`BENCH_DATABASE must be a plain lower-case name, got "${name}"`);
+  return name;
+}
+
 /** A fresh migrated database, a test key of org "bench", and both servers answering. */
 /** `settleEnv`: more environment for Settle's web process (e.g. its REPORTING_URL; `off` unless given). */
 /** A fresh, migrated database for one bench run (on DATABASE_URL's server, else an embedded one), dropped at cleanup. */
@@ -131,10 +144,17 @@ export async function benchDatabase(): Promise<string> {
     postmasterPid = Number(fs.readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
   }
   const adminUrl = serverUrl;
-  const database = `settle_bench_${process.pid}_${Date.now().toString(36)}`;
+  const kept = keptDatabase();
+  const database = kept ?? `settle_bench_${process.pid}_${Date.now().toString(36)}`;
   benchDatabaseName = database;
-  await adminQuery(adminUrl, `create database ${database}`);
-  cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
+  if (kept) {
+    await adminQuery(adminUrl, `create database ${database}`).catch((error: { code?: string }) => {
+      if (error.code !== '42P04') throw error; // it exists: the rows grown by an earlier run are reused
+    });
+  } else {
+    await adminQuery(adminUrl, `create database ${database}`);
+    cleanups.push(() => adminQuery(adminUrl, `drop database if exists ${database} with (force)`));
+  }
   const benchUrl = databaseUrl(serverUrl, database);
   await migrate(benchUrl);
   return benchUrl;

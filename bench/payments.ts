@@ -13,7 +13,8 @@
  * payments name none) and one customer, the payer of every payment.
  *
  * Env: BENCH_SECONDS (per server, default 10), BENCH_WARMUP_SECONDS (default 2), BENCH_CONNECTIONS
- * (default 32), BENCH_ROWS (default 10000,1000000), BENCH_COUNT_PAYMENTS, BENCH_PROFILE=1 (CPU profiles of both servers
+ * (default 32), BENCH_ROWS (default 10000,1000000), BENCH_COUNT_PAYMENTS, BENCH_DATABASE (a database kept
+ * for the next run, so 1M payments are generated once: bench/harness.ts), BENCH_PROFILE=1 (CPU profiles of both servers
  * in bench/results/profiles).
  * Results: the table on stdout, JSON in bench/results/payments.json. See bench/harness.ts.
  */

@@ -47,6 +47,26 @@ t.test('payments arriving together share statements, and each keeps its tenant, 
   t.equal(methods, ids.length, 'each inline card stored');
 });
 
+t.test('payments arriving together keep their own text through the statement: quotes, backslashes, line breaks, unicode and "null"', async (t) => {
+  const texts = ['say "hi"', 'back\\slash \\" and \\u0041', 'two\nlines\tand a tab', 'é ✓ 🙂 \u2028', 'null', '{"not": "json"}', '[1, 2]', ''];
+  const sent = Array.from({ length: 24 }, (_, i) => ({ description: `${texts[i % texts.length]} #${i}`, requestId: `text-${i}` }));
+  const answers = await Promise.all(sent.map((s) => api.request('POST', '/transactions', {
+    key: shops.acme, headers: { 'X-Request-Id': s.requestId }, json: { type: 'payment', amount: 2, description: s.description, payment_method: CARD },
+  })));
+  t.same(answers.map((a) => [a.status, a.body.description]), sent.map((s) => [200, s.description]), 'each answered with its own text');
+  const ids = answers.map((a) => a.body.id);
+  const stored = (await api.db.raw(`select id, data->>'description' as description, xmin::text as writer from transactions where id = any(?)`, [ids])).rows;
+  const byId = new Map(stored.map((r: any) => [r.id, r]));
+  t.same(ids.map((id) => byId.get(id)?.description), sent.map((s) => s.description), 'each stored with its own text');
+  t.ok(new Set(stored.map((r: any) => r.writer)).size < ids.length, 'fewer database transactions than payments');
+  const audits = (await api.db.raw(`select data->>'object_id' as object_id, data->'changes'->'description'->>1 as description, data->>'request_id' as request_id
+                                      from audit_events where data->>'object_type' = 'transaction' and data->>'object_id' = any(?)`, [ids])).rows;
+  const auditOf = new Map(audits.map((a: any) => [a.object_id, a]));
+  t.same(ids.map((id) => [auditOf.get(id)?.description, auditOf.get(id)?.request_id]), sent.map((s) => [s.description, s.requestId]), 'each audit event holds its own text and request');
+  const methods = (await api.db.raw(`select count(*)::int as n from payment_methods where id = any(?) and data->'card'->>'card_number' = 'xxxxxxxxxxxx4242'`, [answers.map((a) => a.body.payment_method_id)])).rows[0].n;
+  t.equal(methods, ids.length, 'each inline card stored masked');
+});
+
 t.test('customers created together share statements, and each is audited with its own request and key, in its tenant', async (t) => {
   const sent = Array.from({ length: 40 }, (_, i) => ({ key: i % 2 ? shops.other : shops.acme, requestId: `customer-${i}`, name: `Customer ${i}` }));
   const answers = await Promise.all(sent.map((s) => api.request('POST', '/customers', { key: s.key, headers: { 'X-Request-Id': s.requestId }, json: { name: s.name } })));

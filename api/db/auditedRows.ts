@@ -10,6 +10,7 @@
 import { AUDIT_SETTING_SQL } from './auditContext.ts';
 import { rows, type Db } from './connection.ts';
 import { tenantsEventsInsert, type EventDraft } from './events.ts';
+import { JSONB_LIST, jsonList } from './jsonList.ts';
 import { STORED_ROW, type StoredObject } from './storedRow.ts';
 import type { Tenant } from './tenant.ts';
 import { auditCreatedSql, createdAudit, ownAuditSql } from './auditStatement.ts';
@@ -30,7 +31,7 @@ export async function insertAuditedRows(db: Db, table: string, objectType: strin
   const found = await rows<StoredObject>(db,
     `with row_in as (
        select *, ${ownAuditSql(table)} as own_audit
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[]) with ordinality
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}, ?::text[], ${JSONB_LIST}, ${JSONB_LIST}, ?::text[], ?::text[]) with ordinality
            as r(id, org_id, environment, type, data, event_id, event, built, keys, actor, n)),
      inserted as (
        insert into ${table} (id, org_id, environment, type, data)
@@ -45,8 +46,8 @@ export async function insertAuditedRows(db: Db, table: string, objectType: strin
      select ${STORED_ROW.split(', ').map((column) => `inserted.${column}`).join(', ')}, ${AUDIT_SETTING_SQL} as actor from inserted`,
     [
       items.map((item) => item.row.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
-      items.map((item) => item.row.type), items.map((item) => JSON.stringify(item.row.data)),
-      audit.eventIds, audit.events, audit.built, audit.keys, items.map((item) => item.audit),
+      items.map((item) => item.row.type), jsonList(items.map((item) => JSON.stringify(item.row.data))),
+      audit.eventIds, jsonList(audit.events), jsonList(audit.built), audit.keys, items.map((item) => item.audit),
       ...(events?.bindings ?? []),
       items[0].audit,
     ]);

@@ -8,6 +8,7 @@
  */
 import { newId } from '../ids.ts';
 import type { Db } from './connection.ts';
+import { JSONB_LIST, jsonList } from './jsonList.ts';
 
 /**
  * A webhook trigger's name as a family declares it. Only `trigger()` makes one, and each family
@@ -70,7 +71,7 @@ export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts:
   return {
     sql: `insert into events (id, org_id, environment, trigger, object_type, object_id, value${testColumns})
      select id, org_id, environment, trigger, object_type, object_id, value${testValues}
-       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]${nType}) as e(id, org_id, environment, trigger, object_type, object_id, value${nColumn})${written}`,
+       from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}${nType}) as e(id, org_id, environment, trigger, object_type, object_id, value${nColumn})${written}`,
     bindings: [
       ids,
       rows.map((r) => r.tenant.orgId),
@@ -78,7 +79,7 @@ export function tenantsEventsInsert(groups: Array<{ tenant: EventTenant; drafts:
       rows.map((r) => r.draft.trigger),
       rows.map((r) => r.draft.objectType),
       rows.map((r) => r.draft.objectId),
-      rows.map((r) => JSON.stringify(r.draft.value)),
+      jsonList(rows.map((r) => JSON.stringify(r.draft.value))),
       ...(options.writtenIn ? [rows.map((r) => r.n)] : []),
     ],
     ids,

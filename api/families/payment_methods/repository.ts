@@ -1,6 +1,7 @@
 /** Payment method SQL beyond the generic operations: the owning account, defaults per account. */
 import { auditRows, createdAudit, ownAuditSql } from '../../db/auditStatement.ts';
 import { rows, type Db } from '../../db/connection.ts';
+import { JSONB_LIST, jsonList } from '../../db/jsonList.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import { METHOD_ACCOUNT_SQL } from './accountSql.ts';
@@ -24,7 +25,7 @@ export function methodsInsert(items: MethodItem[]): { ctes: string; bindings: un
   return {
     ctes: `method_in as (
        select *${audit ? `, ${ownAuditSql('payment_methods')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}, ${JSONB_LIST}, ?::text[], ?::text[], ?::text[], ${JSONB_LIST})
            as m(id, org_id, environment, type, data, built, keys, actor, event_id, event)),
      method as (
        insert into payment_methods (id, org_id, environment, type, data)
@@ -32,8 +33,8 @@ export function methodsInsert(items: MethodItem[]): { ctes: string; bindings: un
        returning id${audit ? ', type, data' : ''})`,
     bindings: [
       items.map((item) => item.row.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
-      items.map((item) => item.row.type), items.map((item) => JSON.stringify(item.row.data)),
-      built.built, built.keys, items.map((item) => item.audit), built.eventIds, built.events,
+      items.map((item) => item.row.type), jsonList(items.map((item) => JSON.stringify(item.row.data))),
+      jsonList(built.built), built.keys, items.map((item) => item.audit), built.eventIds, jsonList(built.events),
     ],
     audited: `select 'payment_method' as object_type, 'payment_methods' as tbl, i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor, m.type as stored_type, m.data as stored_data, i.event_id, i.event, i.built
            from method_in i join method m using (id)`,

@@ -1,6 +1,7 @@
 /** Operation rows: the one writer of `transaction_operations`, each row with its events. */
 import { rows, type Db } from '../../db/connection.ts';
 import { eventsInsert, type EventDraft, type EventTenant } from '../../db/events.ts';
+import { JSONB_LIST, jsonList } from '../../db/jsonList.ts';
 import { operationData, operationEvents, type OperationDraft } from './operations.ts';
 
 /** The insert of operation rows, for a data-modifying CTE of a larger statement (a payment's). */
@@ -8,10 +9,10 @@ export function operationsInsert(groups: Array<{ tenant: EventTenant; operations
   const flat = groups.flatMap(({ tenant, operations }) => operations.map((op) => ({ tenant, op })));
   return {
     sql: `insert into transaction_operations (id, org_id, environment, type, data)
-     select id, org_id, environment, type, data from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[]) as o(id, org_id, environment, type, data)`,
+     select id, org_id, environment, type, data from unnest(?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}) as o(id, org_id, environment, type, data)`,
     bindings: [
       flat.map((r) => r.op.id), flat.map((r) => r.tenant.orgId), flat.map((r) => r.tenant.environment),
-      flat.map((r) => r.op.type), flat.map((r) => JSON.stringify(operationData(r.op))),
+      flat.map((r) => r.op.type), jsonList(flat.map((r) => JSON.stringify(operationData(r.op)))),
     ],
   };
 }

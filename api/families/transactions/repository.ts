@@ -3,6 +3,7 @@ import { AUDIT_SETTING_SQL, currentAuditSetting } from '../../db/auditContext.ts
 import { auditCreatedSql, auditRows, createdAudit, ownAuditSql } from '../../db/auditStatement.ts';
 import { rows, type Db } from '../../db/connection.ts';
 import { STORED_ROW } from '../../db/storedRow.ts';
+import { JSONB_LIST, jsonList } from '../../db/jsonList.ts';
 import { tenantsEventsInsert, type EventDraft } from '../../db/events.ts';
 import { tenantScan } from '../../db/tenant.ts';
 import type { Sql } from '../../db/connection.ts';
@@ -227,7 +228,7 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
     `with ${methods.ctes},
      txn_in as (
        select *${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}, ${JSONB_LIST}, ?::text[], ?::text[], ?::text[], ${JSONB_LIST})
            as t(id, org_id, environment, type, data, built, keys, actor, event_id, event)),
      txn as (
        insert into transactions (id, org_id, environment, type, data) select id, org_id, environment, type, data from txn_in
@@ -250,8 +251,8 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
     [
       ...methods.bindings,
       items.map((item) => item.write.transaction.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
-      items.map((item) => item.write.transaction.type), items.map((item) => JSON.stringify(item.write.transaction.data)),
-      txnAudit.built, txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, txnAudit.events,
+      items.map((item) => item.write.transaction.type), jsonList(items.map((item) => JSON.stringify(item.write.transaction.data))),
+      jsonList(txnAudit.built), txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, jsonList(txnAudit.events),
       ...operations.bindings,
       ...events.bindings,
       jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt.toISOString()), jobs.map((j) => j.key ?? null),
