@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
  * updates wrote all three of the table's indexes anew. At 40, 10,000 rows inserted 500 at a time
  * and updated twice 25 at a time were all heap-only (57 % at 70, 97 % at 50), in a table no
  * larger than at 70 (299 pages against 311: the updates that were not heap-only grew it); in the
- * backlog drain of bench/webhooks.ts, 1.8–1.9 of a delivery's two updates were heap-only (0.8 at 70,
+ * backlog drain of bench/webhooks.ts, 1.8–1.9 of a delivery's two updates were heap-only (0.8–1.3 at 70,
  * 1.1–1.4 at 50). Applies to pages written from now on; takes a lock that lets reads and writes go on.
  */
 export async function up(knex: Knex): Promise<void> {
