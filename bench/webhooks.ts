@@ -489,7 +489,14 @@ async function startPgStats(db: Db, url: string) {
   // WAL syncs are the flushes commits wait for (and the WAL writer's own); commits are the bench database's alone.
   const walStats = async () => (await db.raw(`select wal_records, wal_fpi, wal_bytes, wal_sync,
       (select xact_commit from pg_stat_database where datname = current_database()) as xact_commit from pg_stat_wal`)).rows[0] as Record<string, string>;
+  // Rows written, by table: inserts, updates (of which heap-only: no index entry written) and deletes.
+  const writes = async () => new Map((await db.raw(
+    `select case when schemaname = 'public' then relname else schemaname || '.' || relname end as name,
+            n_tup_ins as ins, n_tup_upd as upd, n_tup_hot_upd as hot, n_tup_del as del
+       from pg_stat_all_tables where schemaname in ('public', 'graphile_worker')`))
+    .rows.map((r: Record<string, string>) => [r.name, { ins: Number(r.ins), upd: Number(r.upd), hot: Number(r.hot), del: Number(r.del) }]));
   const before = await statio();
+  const writesBefore = await writes();
   const walBefore = await walStats();
   const sampler = new pg.Client({ connectionString: url });
   await sampler.connect();
@@ -512,7 +519,10 @@ async function startPgStats(db: Db, url: string) {
       sampling = false;
       await loop;
       await sampler.end();
+      // A backend reports its table counters at most once a second.
+      await sleep(1500);
       const after = await statio();
+      const writesAfter = await writes();
       const walAfter = await walStats();
       const wal = (name: string) => ((Number(walAfter[name]) - Number(walBefore[name])) / delivered).toFixed(name === 'wal_bytes' ? 0 : 2);
       const touched = [...after].map(([name, a]) => ({ name, hit: a.hit - (before.get(name)?.hit ?? 0), read: a.read - (before.get(name)?.read ?? 0) }))
@@ -522,6 +532,12 @@ async function startPgStats(db: Db, url: string) {
           + ` commits of the bench database per delivery: ${wal('xact_commit')}`,
         'buffers per delivery (hit + read from outside shared_buffers):',
         ...touched.map((r) => `  ${((r.hit + r.read) / delivered).toFixed(2).padStart(7)}  (read ${(r.read / delivered).toFixed(3)})  ${r.name}`),
+        'rows written per delivery (inserted, updated of which heap-only, deleted):',
+        ...[...writesAfter].map(([name, w]) => {
+          const b = writesBefore.get(name) ?? { ins: 0, upd: 0, hot: 0, del: 0 };
+          const per = (n: number) => (n / delivered).toFixed(2);
+          return { name, total: w.ins - b.ins + w.upd - b.upd + w.del - b.del, text: `  ins ${per(w.ins - b.ins)}  upd ${per(w.upd - b.upd)} (hot ${per(w.hot - b.hot)})  del ${per(w.del - b.del)}  ${name}` };
+        }).filter((r) => r.total > 0).sort((x, y) => y.total - x.total).map((r) => r.text),
         `busy backends, ${rounds} samples (average backends per sample):`,
         ...[...samples].sort((x, y) => y[1] - x[1]).slice(0, 12).map(([k, n]) => `  ${(n / rounds).toFixed(2).padStart(5)}  ${k}`)];
       return lines.join('\n');
