@@ -103,48 +103,74 @@ function everyFieldChangesSql(): string {
 }
 
 /**
- * The same changes read off the fields the change named (the first key of each of its paths),
- * about 6 µs a customer, with whether they are exact: they are when nothing else of the row
- * changed (its type, and its data but those fields; a BEFORE trigger may have set others) and
+ * The same changes read off the fields the change named (`c.named`, the first key of each of its
+ * paths, as the writer sent them), with whether they are exact: they are when nothing else of the
+ * row changed (its type, and its data but those fields; a BEFORE trigger may have set others) and
  * neither the names nor the values of the fields that changed name a secret (the pattern of
  * `audit_scrub`), so scrubbing them keeps them whole and no secret changed. A row's fields are its
  * type and its data's keys (`audit_row_fields`), so a change that names `type` is left to
- * `everyFieldChangesSql` too.
+ * `everyFieldChangesSql` too. The names are cast once a row (the fence keeps the cast from being
+ * copied into each use).
  */
 function namedFieldChangesSql(): string {
   return `select c.type = c.prior_type and not 'type' = any(k.keys) and c.data - k.keys = c.prior_data - k.keys
                  and x.changes::text !~* '${SECRET_KEY.source}' as exact, x.changes
-            from (select array(select distinct e->0->>0 from jsonb_array_elements(c.change_list) e) as keys) k
+            from (select c.named::text[] as keys offset 0) k
             cross join lateral (
               select coalesce(jsonb_object_agg(key, jsonb_build_array(c.prior_data->key, c.data->key)), '{}') as changes
                 from unnest(k.keys) key
                where coalesce(c.prior_data->key, 'null') is distinct from coalesce(c.data->key, 'null')) x`;
 }
 
-/** The event of each changed row whose fields changed: the trigger's update branch over `changed`. */
+/**
+ * An event's `data` as the trigger's `audit_data(audit_context_of(setting), …)` builds it, from
+ * `ctx.c`, the actor setting parsed (`eventContextSql`): written out here rather than called, as
+ * two PL/pgSQL calls and the row type between them cost more than the event's other parts.
+ */
+function eventDataSql(action: string, objectType: string, objectId: string, changes: string): string {
+  return `jsonb_build_object('actor', coalesce(ctx.c->'actor', '{"type": "system"}'), 'action', ${action}, 'object_type', '${objectType}',
+            'object_id', ${objectId}, 'changes', ${changes}, 'request_id', ctx.c->>'request_id', 'ip', ctx.c->>'ip')`;
+}
+
+/** `ctx.c` for `eventDataSql`: the item's actor setting, else the session's, parsed as `audit_context_of` parses it (once a row). */
+function eventContextSql(setting: string): string {
+  return `cross join lateral (select coalesce(nullif(coalesce(${setting}, current_setting('settle.audit', true), ''), ''), '{}')::jsonb as c offset 0) ctx`;
+}
+
+/**
+ * The event of each changed row whose fields changed: the trigger's update branch over `changed`.
+ * Each row's changes are computed once (the fence keeps them from being computed again for the
+ * filter on them).
+ */
 function auditChangedSql(table: string, objectType: string): string {
+  const action = `audit_action('${objectType}', d.type, d.prior_status, d.status)`;
   return `insert into audit_events (id, org_id, environment, data)
-       select coalesce(d.event_id, audit_id()), d.org_id, d.environment,
-              audit_data(audit_context_of(coalesce(d.actor, current_setting('settle.audit', true), '')),
-                         audit_action('${objectType}', d.type, d.prior_data->>'status', d.data->>'status'), '${objectType}', d.id, d.changes)
-         from (select c.*, case when named.exact then named.changes else ${everyFieldChangesSql()} end as changes
-                 from changed c cross join lateral (${namedFieldChangesSql()}) named) d
+       select coalesce(d.event_id, audit_id()), d.org_id, d.environment, ${eventDataSql(action, objectType, 'd.id', 'd.changes')}
+         from (select c.id, c.org_id, c.environment, c.type, c.event_id, c.actor, c.prior_data->>'status' as prior_status, c.data->>'status' as status,
+                      case when named.exact then named.changes else ${everyFieldChangesSql()} end as changes
+                 from changed c cross join lateral (${namedFieldChangesSql()}) named offset 0) d
+         ${eventContextSql('d.actor')}
         where d.changes <> '{}' and ${auditedTableSql(`'${table}'`, 'update')}
        returning 1`;
 }
 
 /** The event of each deleted row: the trigger's delete branch over `deleted`. */
 function auditDeletedSql(table: string, objectType: string): string {
+  const changes = `audit_changes(audit_fields(jsonb_build_object('type', d.type, 'data', d.data)), null)`;
   return `insert into audit_events (id, org_id, environment, data)
-       select coalesce(d.event_id, audit_id()), d.org_id, d.environment,
-              audit_data(audit_context_of(coalesce(d.actor, current_setting('settle.audit', true), '')), 'delete', '${objectType}', d.id,
-                         audit_changes(audit_fields(jsonb_build_object('type', d.type, 'data', d.data)), null))
-         from deleted d
+       select coalesce(d.event_id, audit_id()), d.org_id, d.environment, ${eventDataSql(`'delete'`, objectType, 'd.id', changes)}
+         from deleted d ${eventContextSql('d.actor')}
         where coalesce(current_setting('settle.test_data_reset', true), '') = '' and ${auditedTableSql(`'${table}'`, 'delete')}
        returning 1`;
 }
 
 const JSONB_COLUMNS = new Set(['changes', 'expected']);
+
+/** The fields a change names (the first key of each of its paths), once each, as a PostgreSQL text[] literal. */
+function namedFields(changes: PathChange[]): string {
+  const keys = new Set(changes.map(([path]) => path[0]));
+  return `{${[...keys].map((key) => `"${key.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
+}
 
 /** Whether a row's `data` is as the item `u` was planned from (always, for an item planned under its lock). */
 function asReadSql(data: string): string {
@@ -220,7 +246,7 @@ async function updateOnce(db: Db, table: string, objectType: string, items: Chan
   const sorted = inIdOrder(items, (item) => item.id);
   const events = writtenEvents(sorted, 'changed');
   const found = await rows<StoredObject & { n: string }>(db,
-    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'changes', 'expected', 'event_id', 'actor'])}),
+    `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'changes', 'named', 'expected', 'event_id', 'actor'])}),
      prior as (
        select t.id, t.type, t.data from ${table} t join u on t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
         order by t.id for update of t),
@@ -229,14 +255,14 @@ async function updateOnce(db: Db, table: string, objectType: string, items: Chan
          from u join prior on prior.id = u.id
         where t.id = u.id and ${asReadSql('prior.data')}
         returning ${STORED_ROW.split(', ').map((column) => `t.${column}`).join(', ')}, t.org_id, t.environment,
-                  prior.type as prior_type, prior.data as prior_data, u.changes as change_list, u.event_id, u.actor, u.n)${audited ? `,
+                  prior.type as prior_type, prior.data as prior_data, u.named, u.event_id, u.actor, u.n)${audited ? `,
      audit as (${auditChangedSql(table, objectType)})` : ''}${events ? `,
      event as (${events.sql})` : ''}
      select ${STORED_ROW}, n from changed`,
     [
       items[0].audit,
       sorted.map((item) => item.id), sorted.map((item) => item.tenant.orgId), sorted.map((item) => item.tenant.environment),
-      sorted.map((item) => JSON.stringify(item.changes)), expectedData(sorted),
+      sorted.map((item) => JSON.stringify(item.changes)), sorted.map((item) => (audited ? namedFields(item.changes) : null)), expectedData(sorted),
       sorted.map(() => (audited ? newId('aud') : null)), sorted.map((item) => item.audit),
       ...(events?.bindings ?? []),
     ]);
