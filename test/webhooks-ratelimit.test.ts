@@ -58,8 +58,11 @@ t.test('two workers never exceed one webhook\'s limit together; every event arri
   const got = await receiver.waitFor(EVENTS, 30_000);
   t.equal(got.length, EVENTS, 'every event arrived');
   t.equal(new Set(got.map((r) => r.headers['x-service-event-id'])).size, EVENTS, 'each once');
-  const times = got.map((r) => r.at);
-  const seconds = perSecond(times);
+  const times = got.map((r) => r.at).sort((a, b) => a - b);
+  // Counted from the second arrival: the first opens the receiver's connection and can run late
+  // by its setup, and seconds counted from a late start hold more of the slots that follow it
+  // (12 and 13 seen at low load, on the old code as on the new).
+  const seconds = perSecond(times.slice(1));
   // Slots are 100 ms apart; an arrival that ran late (the web and both workers share this process)
   // can fall into the next second beside that second's own ten.
   // Arrival times, not send times: on a loaded machine two late arrivals can fall into the next
