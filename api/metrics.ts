@@ -49,12 +49,6 @@ export const deferrals = new client.Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
-export const deliveryJobs = new client.Counter({
-  name: 'settle_webhook_delivery_jobs_total',
-  help: "Webhook delivery jobs run, by what they took along (taken: more of their org's due deliveries; no_room: none, the org's room for them here stayed taken; none: none, the org's receivers not answering or nothing else due)",
-  labelNames: ['companions'] as const,
-  registers: [registry],
-});
 export const deliveryDuration = new client.Histogram({
   name: 'settle_webhook_delivery_duration_seconds',
   help: 'Time from sending a webhook to its answer (or failure)',

@@ -16,8 +16,6 @@ export interface Receiver {
   received: Received[];
   /** decides each answer; default 200 */
   respond: (request: Received, index: number) => { status: number; body?: string; headers?: Record<string, string> };
-  /** how long after a request's end its answer goes out (a receiver that takes its time); default 0, at once */
-  answerAfterMs: number;
   waitFor: (count: number, ms?: number) => Promise<Received[]>;
 }
 
@@ -26,7 +24,6 @@ export async function startReceiver(t: Test): Promise<Receiver> {
     url: '',
     received: [],
     respond: () => ({ status: 200 }),
-    answerAfterMs: 0,
     waitFor: async (count, ms = 10_000) => {
       await eventually(() => receiver.received.length, (n) => n >= count, ms, 20);
       return receiver.received;
@@ -39,9 +36,8 @@ export async function startReceiver(t: Test): Promise<Receiver> {
       const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
       const index = receiver.received.push(request) - 1;
       const answer = receiver.respond(request, index);
-      const send = () => res.writeHead(answer.status, answer.headers ?? {}).end(answer.body ?? '');
-      if (receiver.answerAfterMs > 0) setTimeout(send, receiver.answerAfterMs);
-      else send();
+      res.writeHead(answer.status, answer.headers ?? {});
+      res.end(answer.body ?? '');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

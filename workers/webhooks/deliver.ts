@@ -22,7 +22,7 @@ import type { DomainServices } from '../../api/engine/family.ts';
 import { RATE_SLOT_PRIORITY, type DeliveryJob } from '../../api/families/webhooks/deliveryJobs.ts';
 import { WEBHOOK_LOG_STATUSES } from '../../api/families/webhook_logs/family.ts';
 import { formatTimestamp } from '../../api/schema/values.ts';
-import { deferrals, deliveries, deliveryDuration, deliveryJobs } from '../../api/metrics.ts';
+import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
 import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs, type CompanionJob } from './companionJobs.ts';
@@ -452,10 +452,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
 
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
 const COMPANIONS_QUIET_MS = 250;
-/** The longest a job waits for its org's room for companions (Companions.roomFor), holding its job slot. */
-const ROOM_WAIT_MS = 1000;
-/** Room for this many companions makes a waiting job take them: fewer would be a statement for a handful. */
-const ROOM_WORTH_TAKING = 10;
 
 /**
  * Companion jobs: a job of an org whose receivers answer takes up to COMPANIONS_PER_JOB more of its
@@ -471,8 +467,6 @@ class Companions {
   private readonly quietUntil = new Map<string, number>();
   /** companions of each org running here */
   private readonly running = new Map<string, number>();
-  /** jobs of each org waiting for room for companions (roomFor) */
-  private readonly roomWaiters = new Map<string, Set<(back: boolean) => void>>();
   private readonly completions: Batcher<{ id: string; lockedBy: string }, void>;
   private readonly failures: Batcher<{ id: string; lockedBy: string; message: string }, void>;
 
@@ -495,8 +489,10 @@ class Companions {
   async run(leader: DeliveryJob, lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>): Promise<void> {
     const org = leader.org_id;
     const tenant = `${org} ${leader.environment}`;
-    const room = await this.roomFor(org, tenant);
-    if (room <= 0) return void deliveryJobs.inc({ companions: room < 0 ? 'no_room' : 'none' });
+    const nowMs = performance.now();
+    // Companions of the org out here at most: what its receivers absorb (tenantSlots.ts, companionRoom).
+    const room = Math.min(COMPANIONS_PER_JOB, this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0));
+    if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > nowMs) return;
     this.running.set(org, (this.running.get(org) ?? 0) + room);
     let taken: CompanionJob[] = [];
     try {
@@ -504,9 +500,8 @@ class Companions {
     } finally {
       this.ended(org, room - taken.length);
     }
-    deliveryJobs.inc({ companions: taken.length > 0 ? 'taken' : 'none' });
     if (taken.length === 0) {
-      this.quietUntil.set(tenant, performance.now() + COMPANIONS_QUIET_MS);
+      this.quietUntil.set(tenant, nowMs + COMPANIONS_QUIET_MS);
       return;
     }
     this.quietUntil.delete(tenant);
@@ -519,48 +514,10 @@ class Companions {
     }));
   }
 
-  /**
-   * How many companions this job takes along: up to COMPANIONS_PER_JOB of the org's room left
-   * (companions of the org out here at most: what its receivers absorb, tenantSlots.ts
-   * companionRoom), none while its receivers do not answer or its queue was found empty. A job
-   * that finds the room taken by other jobs' companions waits, up to ROOM_WAIT_MS, for
-   * ROOM_WORTH_TAKING of it to come back, its own delivery going on meanwhile: a job ended
-   * without companions frees its slot only to have it fetch the org's next job alone, one
-   * graphile-worker fetch per delivery, and in a backlog the slots beyond the room's leaders did
-   * nothing else. -1: the room stayed taken.
-   */
-  private async roomFor(org: string, tenant: string): Promise<number> {
-    const until = performance.now() + ROOM_WAIT_MS;
-    for (let waited = false; ; waited = true) {
-      if (!this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > performance.now()) return 0;
-      const room = Math.min(COMPANIONS_PER_JOB, this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0));
-      const left = until - performance.now();
-      if (room >= (waited ? ROOM_WORTH_TAKING : 1) || (room > 0 && left <= 0)) return room;
-      if (left <= 0 || !(await this.roomBack(org, left))) return -1;
-    }
-  }
-
-  /** Resolves true when companions of `org` end here, false after `ms` with none ended. */
-  private roomBack(org: string, ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const waiters = this.roomWaiters.get(org) ?? new Set<(back: boolean) => void>();
-      this.roomWaiters.set(org, waiters);
-      const timer = setTimeout(() => woken(false), ms);
-      const woken = (back: boolean) => {
-        clearTimeout(timer);
-        waiters.delete(woken);
-        if (waiters.size === 0 && this.roomWaiters.get(org) === waiters) this.roomWaiters.delete(org);
-        resolve(back);
-      };
-      waiters.add(woken);
-    });
-  }
-
   private ended(org: string, count: number): void {
     const left = (this.running.get(org) ?? 0) - count;
     if (left > 0) this.running.set(org, left);
     else this.running.delete(org);
-    if (count > 0) for (const woken of [...(this.roomWaiters.get(org) ?? [])]) woken(true);
   }
 
   /** A companion's delivery, then its job completed; failed (to run again later) when the delivery throws. */
