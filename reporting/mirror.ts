@@ -96,23 +96,14 @@ const ROLLUP_REFRESH_SPACING = 20;
 /** While changes flow, how long a position may stay unrecorded: a restart copies those changes again (collapsed). */
 const BUSY_RECORD_MS = 1000;
 /**
- * While changes flow, a pass starts no sooner than this many times what an insert costs now
- * (INSERT_SAMPLES) after the last one started. Every insert costs embedded chdb a part (5–15 ms of
- * CPU however few its rows): when the machine is busy and inserts slow, passes batch more rows
- * each instead of taking all the CPU left.
+ * While changes flow, a pass starts no sooner than this many times the last one's insert took
+ * after it. Every insert costs embedded chdb a part (5–15 ms of CPU however few its rows): when the
+ * machine is busy and inserts slow, passes batch more rows each instead of taking all the CPU left.
  * The insert only, from the first rows read: a pass that waited on Postgres (a lock, a failover, a
  * slow read) costs ClickHouse nothing, and spacing passes by that wait would add it again to every
  * change committed meanwhile.
  */
 const PASS_SPACING = 2;
-/**
- * The inserts PASS_SPACING follows: the median of the last few copying passes'. One insert that
- * waited behind a reader's query on the store (one statement at a time), a merge or a pause of the
- * process takes far longer than inserts cost; spacing by it alone would hold the next pass back
- * twice that long, and every change committed meanwhile would wait for it. Inserts slowed by a
- * busy machine are most of the last few: the spacing follows them.
- */
-const INSERT_SAMPLES = 5;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
@@ -138,11 +129,8 @@ export class Mirror {
   #refreshMs = 0;
   /** when a pass last copied rows */
   #copiedAt = 0;
-  /**
-   * how long the last INSERT_SAMPLES copying passes took from their first rows read to their insert
-   * (not the wait for Postgres before, nor the rollup refresh or record after), oldest first
-   */
-  #recentInserts: number[] = [];
+  /** how long the last pass took from its first rows read to their insert (not the wait for Postgres before, nor the rollup refresh or record after) */
+  #insertMs = 0;
   #recorded = '';
   #recordedAt = 0;
   /** the position recorded in ClickHouse: what a restart resumes from */
@@ -332,12 +320,12 @@ export class Mirror {
         this.#passFailures.succeeded();
         emptyPasses = rows > 0 ? 0 : emptyPasses + 1;
         // While changes keep coming, the next pass starts a batch interval after this one did, or
-        // PASS_SPACING times what an insert costs now when that is longer (not long for a waiting
+        // PASS_SPACING times this pass's insert when that is longer (not long for a waiting
         // reader). A pass that finds nothing is no sign the flow stopped (a commit every 10 ms
         // leaves some intervals empty): the poll backs off from the batch interval to the idle
         // one, so a pause costs the next commit little.
         const took = Date.now() - started;
-        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, PASS_SPACING * this.#insertCost()) - took);
+        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, PASS_SPACING * this.#insertMs) - took);
         const poll = Math.min(this.#options.pollIntervalMs, Math.max(this.#options.batchIntervalMs, 1) * 2 ** (emptyPasses - 1));
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
@@ -389,7 +377,7 @@ export class Mirror {
       return 0;
     }
     const now = Date.now();
-    if (readAt) this.#recentInserts = [...this.#recentInserts, now - readAt].slice(-INSERT_SAMPLES);
+    this.#insertMs = readAt ? now - readAt : 0;
     this.#status.lastPassAt = now;
     if (pass.rows > 0) {
       this.#status.lagMs = Math.max(0, now - oldest);
@@ -422,12 +410,6 @@ export class Mirror {
       await this.#record(this.#rolledUp);
     }
     return pass.rows;
-  }
-
-  /** What a pass's insert costs now: the median of the last INSERT_SAMPLES copying passes' inserts. */
-  #insertCost(): number {
-    const sorted = [...this.#recentInserts].sort((a, b) => a - b);
-    return sorted.length === 0 ? 0 : sorted[Math.floor(sorted.length / 2)];
   }
 
   /** Whether the rollup's refresh is due: while changes flow (a pass copied rows within the idle poll interval), spaced by its own cost too. */

@@ -8,7 +8,7 @@ import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
 import { covers } from '../reporting/feed.ts';
 import { eventually } from './helpers/wait.ts';
-import { paymentsOf, reportingFirst } from './reporting-support.ts';
+import { positionNow, reportingFirst } from './reporting-support.ts';
 
 /** How long the test holds a pass on a lock: a spacing by duration would then hold the next pass back as long again. */
 const HOLD_MS = 15_000;
@@ -18,7 +18,15 @@ const db = createDb(databaseUrl, 3);
 t.teardown(() => db.destroy());
 await rows(db, "insert into orgs (id, name) values ('org_spacing', 'Spacing')");
 const mirror = reporting.running.mirror()!;
-const pay = paymentsOf(db, 'org_spacing');
+let made = 0;
+
+/** Commits one payment; the position a reader would then ask for. */
+async function pay() {
+  made += 1;
+  await rows(db, `insert into transactions (id, org_id, environment, type, data)
+    values (?, 'org_spacing', 'test', 'payment', '{"amount": 100, "status": "processed"}')`, [`txn_spacing${String(made).padStart(13, '0')}`]);
+  return positionNow(db);
+}
 
 /** Whether a pass is waiting for the lock on the table it reads first (its snapshot is taken by then). */
 async function passBlocked(): Promise<boolean> {

@@ -61,17 +61,3 @@ export async function positionNow(db: Db): Promise<Snapshot> {
 
 /** Texts that would show a ClickHouse or SQL error leaking into a response. */
 export const LEAK_PATTERN = /clickhouse|DB::|Code: \d|Exception|SELECT|FROM |stack|\.cpp|Syntax error|UNKNOWN_/i;
-
-/**
- * Payments of one org, one a commit: each call commits the next and answers the position a reader
- * would then ask for.
- */
-export function paymentsOf(db: Db, orgId: string): () => Promise<Snapshot> {
-  let made = 0;
-  return async () => {
-    made += 1;
-    await rows(db, `insert into transactions (id, org_id, environment, type, data)
-      values (?, ?, 'test', 'payment', '{"amount": 100, "status": "processed"}')`, [`txn_${orgId}${String(made).padStart(13, '0')}`, orgId]);
-    return positionNow(db);
-  };
-}
