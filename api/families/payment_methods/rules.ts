@@ -111,18 +111,20 @@ function followPayingDefault(...args: Parameters<PayingDefaultFollower>): Promis
 const coversPayments = (paying: unknown) => paying === 'payments' || paying === 'all';
 
 /**
- * The account's other methods that were its `kind` default are no longer, each a change through
- * the family's update (audited, with the request's actor) in the transaction that marks `keepId`.
+ * The account's other methods that were its `kind` default (locked by the caller) are no longer,
+ * each a change through the family's update (audited, with the request's actor) in the transaction
+ * that marks the new one.
  */
-async function takeDefault(ctx: RuleContext, accountId: string, kind: 'paying' | 'funding', keepId: string): Promise<void> {
-  const others = await lockOtherDefaults(ctx.tx, ctx.tenant, accountId, kind, keepId);
+async function dropDefault(ctx: RuleContext, others: StoredObject[], kind: 'paying' | 'funding'): Promise<void> {
   await updateNestedAll(ctx, paymentMethodFamily(), others, new Map([[`account_defaults.${kind}`, undefined]]));
 }
 
 /**
- * A method that becomes an account's paying (or funding) default takes it from the others; the
- * customer's pointer follows first, so a previous default's own change finds it moved on and
- * leaves it.
+ * A method that becomes an account's paying (or funding) default takes it from the others. The
+ * others are locked before the customer is: a change or delete of one of them locks it, then
+ * follows to the customer, so this order is the same and two such requests queue, never deadlock.
+ * The customer's pointer then follows, before the others change, so a previous default's own
+ * change finds it moved on and leaves it (the pointer changes once).
  */
 async function afterWrite(ctx: RuleContext, next: StoredObject, previous: StoredObject | null): Promise<void> {
   const accountId = next.data.account_id;
@@ -131,15 +133,16 @@ async function afterWrite(ctx: RuleContext, next: StoredObject, previous: Stored
   const wasPaying = previous ? section(previous, 'account_defaults').paying : undefined;
   if (paying !== wasPaying) {
     if (coversPayments(paying)) {
+      const others = await lockOtherDefaults(ctx.tx, ctx.tenant, accountId, 'paying', next.id);
       await followPayingDefault(ctx, accountId, next.id);
-      await takeDefault(ctx, accountId, 'paying', next.id);
+      await dropDefault(ctx, others, 'paying');
     } else if (coversPayments(wasPaying)) {
       await followPayingDefault(ctx, accountId, null, next.id);
     }
   }
   const funding = section(next, 'account_defaults').funding;
   if (funding && (!previous || section(previous, 'account_defaults').funding !== funding)) {
-    await takeDefault(ctx, accountId, 'funding', next.id);
+    await dropDefault(ctx, await lockOtherDefaults(ctx.tx, ctx.tenant, accountId, 'funding', next.id), 'funding');
   }
 }
 
