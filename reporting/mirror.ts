@@ -9,9 +9,11 @@
  * its changes fall on, and they are refreshed together ROLLUP_REFRESH_MS after the last refresh
  * (while changes flow, ROLLUP_REFRESH_SPACING times its own duration when that is longer), or when
  * a caller waits for the rollup itself, so a pass's lag is its copy alone, and under load one
- * refresh serves many passes. A refresh adds the transactions inserted since the rollup's position
- * to their groups (a cost of what changed) and aggregates again only the days where a transaction
- * it may have counted changed (ReportingStore.refreshRollup). Until then a query that reads the
+ * refresh serves many passes. A refresh runs beside the passes, on a ClickHouse connection of its
+ * own (ReportingStore), with the position's record after it: no pass waits for either. A refresh
+ * adds the transactions inserted since the rollup's position to their groups (a cost of what
+ * changed) and aggregates again only the days where a transaction it may have counted changed
+ * (ReportingStore.refreshRollup). Until then a query that reads the
  * rollup aggregates its tenant's changed days from the mirror (rollupWithDaysSql): a reader waits
  * for the copy only.
  * The position recorded in ClickHouse, next to the data, is the rollup's (every change it covers
@@ -88,9 +90,9 @@ const IDLE_RECORD_MS = 5000;
 const ROLLUP_REFRESH_MS = 1000;
 /**
  * While changes flow, a refresh waits at least this many times as long as the last one took. One
- * that aggregates days again grows with their rows, and embedded chdb runs it in the same queue as
- * the passes' inserts: every change committed while it runs waits for it. Spaced so, it holds the
- * queue a twentieth of the time at most; readers meanwhile read the changed days from the mirror.
+ * that aggregates days again grows with their rows, and takes CPU the passes' inserts want on a
+ * small machine. Spaced so, it runs a twentieth of the time at most; readers meanwhile read the
+ * changed days from the mirror.
  */
 const ROLLUP_REFRESH_SPACING = 20;
 /** While changes flow, how long a position may stay unrecorded: a restart copies those changes again (collapsed). */
@@ -146,6 +148,12 @@ export class Mirror {
   #loop: Promise<void> | null = null;
   #exclusive: Promise<unknown> | null = null;
   #passDone: Promise<void> = Promise.resolve();
+  /** the running rollup refresh and position record (#keepUp); it never rejects */
+  #upkeep: Promise<void> | null = null;
+  /** the position the running refresh brings the rollup to */
+  #refreshingTo: Snapshot | null = null;
+  #upkeepFailedAt = 0;
+  readonly #upkeepFailures: FailureLog;
   #waiters = new Set<Waiter>();
   #lagWindow = { rows: 0, maxLagMs: 0, since: Date.now() };
 
@@ -156,6 +164,7 @@ export class Mirror {
     this.#options = options;
     this.#passFailures = new FailureLog(log, 'mirror pass');
     this.#pruneFailures = new FailureLog(log, 'change feed pruning');
+    this.#upkeepFailures = new FailureLog(log, 'rollup refresh');
   }
 
   get #rollupRefreshMs(): number {
@@ -275,6 +284,7 @@ export class Mirror {
     await this.#loop;
     await this.#pruneLoop;
     await this.#exclusive?.catch(() => {});
+    await this.#upkeep;
     // The last position, so a restart need not copy it again (it would, correctly, if this fails).
     if (this.#loop && formatSnapshot(this.#status.position) !== this.#recorded) {
       try {
@@ -287,11 +297,12 @@ export class Mirror {
     for (const waiter of this.#waiters) waiter.resolve(false);
   }
 
-  /** Work that must not overlap a pass (a rebuild): the loop waits for it. */
+  /** Work that must not overlap a pass or a refresh (a rebuild): the loop waits for it. */
   async #runExclusive<T>(work: () => Promise<T>): Promise<T> {
     while (this.#exclusive) await this.#exclusive.catch(() => {});
     const running = (async () => {
       await this.#passDone;
+      await this.#upkeep;
       return work();
     })();
     this.#exclusive = running;
@@ -364,15 +375,18 @@ export class Mirror {
     const started = Date.now();
     let readAt = 0;
     try {
+      // Whether a change is new to the rollup is judged against the position it has once the
+      // running refresh is in: that refresh counts every change before it.
       pass = await readChanges(this.#db, this.#status.position, async (chunk: FeedChunk) => {
         readAt ||= Date.now();
+        this.#store.noteChangedDays(chunk.days);
         await this.#store.insertLines(chunk.lines, this.#store.table, chunk.shape);
         oldest = Math.min(oldest, chunk.oldestChangeMs);
-        this.#store.noteChangedDays(chunk.days);
-      }, { rolledUp: this.#rolledUp });
+      }, { rolledUp: this.#refreshingTo ?? this.#rolledUp });
     } catch (error) {
       if (!(error instanceof FeedPruned)) throw error;
       this.#log.warn({ reason: error.message }, 'mirror position is older than the pruned change feed: rebuilding');
+      await this.#upkeep;
       await this.#rebuildNow(logProgress(this.#log));
       return 0;
     }
@@ -391,25 +405,46 @@ export class Mirror {
     if (!this.#store.rollupTrails) this.#rolledUp = pass.snapshot;
     // The rows are in ClickHouse: readers waiting for them go ahead now, not after the rollup's
     // refresh or the position's own insert (a restart before it is recorded replays these changes).
-    let released = this.#advance(pass.snapshot);
-    // Embedded chdb runs one statement at a time, in the order they come: released readers send
-    // their queries first (within this turn of the event loop), then the rollup and the position.
+    const released = this.#advance(pass.snapshot);
+    // Embedded chdb runs one statement at a time a connection, in the order they come: released
+    // readers send their queries first (within this turn of the event loop), then the next pass.
     if (released > 0) await new Promise((resolve) => setImmediate(resolve));
-    let refreshed = false;
     if (pass.rows > 0) this.#copiedAt = now;
-    if (this.#store.rollupTrails && (this.#rollupAwaited() || this.#refreshDue(now) || this.#recordRequested)) {
-      await this.#refreshRollup();
-      refreshed = true;
-      released = this.#advance(pass.snapshot);
-      if (released > 0) await new Promise((resolve) => setImmediate(resolve));
-    }
-    const changed = formatSnapshot(this.#rolledUp) !== this.#recorded;
-    const due = now - this.#recordedAt > (refreshed ? BUSY_RECORD_MS : IDLE_RECORD_MS);
-    if (changed && (this.#recordRequested || due)) {
-      this.#recordRequested = false;
-      await this.#record(this.#rolledUp);
-    }
+    this.#keepUp(now);
     return pass.rows;
+  }
+
+  /**
+   * Starts, unless one runs, the rollup's refresh when it is due and the position's record after
+   * it (or alone when only the record is due), beside the passes. Called between passes only: the
+   * refresh takes the days noted so far and brings the rollup to the position that covers them.
+   */
+  #keepUp(now: number): void {
+    if (this.#upkeep || this.#stopping || now - this.#upkeepFailedAt < ERROR_BACKOFF_MS) return;
+    const refresh = this.#store.rollupTrails && (this.#rollupAwaited() || this.#refreshDue(now) || this.#recordRequested);
+    const record = formatSnapshot(this.#rolledUp) !== this.#recorded && (this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS);
+    if (!refresh && !record) return;
+    this.#upkeep = this.#upkeepRollup(refresh).finally(() => {
+      this.#upkeep = null;
+      // A reader may wait for a rollup past this refresh's position, or a standby for a record: a pass starts the next.
+      if (this.#waiters.size > 0 || this.#recordRequested) this.wake();
+    });
+  }
+
+  /** The rollup's refresh (when `refresh`) and the position's record when due; a failure is logged and retried after ERROR_BACKOFF_MS. */
+  async #upkeepRollup(refresh: boolean): Promise<void> {
+    try {
+      if (refresh) await this.#refreshRollup();
+      const due = Date.now() - this.#recordedAt > (refresh ? BUSY_RECORD_MS : IDLE_RECORD_MS);
+      if (formatSnapshot(this.#rolledUp) !== this.#recorded && (this.#recordRequested || due)) {
+        this.#recordRequested = false;
+        await this.#record(this.#rolledUp);
+      }
+      this.#upkeepFailures.succeeded();
+    } catch (error) {
+      this.#upkeepFailedAt = Date.now();
+      this.#upkeepFailures.failed(error);
+    }
   }
 
   /** Whether the rollup's refresh is due: while changes flow (a pass copied rows within the idle poll interval), spaced by its own cost too. */
@@ -431,15 +466,24 @@ export class Mirror {
     return !waiter.rollup || covers(this.#rolledUp, waiter.target);
   }
 
-  /** Refreshes the days changed since the rollup's position: it then holds the mirror's position. */
+  /**
+   * Refreshes the days changed since the rollup's position: it then holds the mirror's position as
+   * it was when the refresh began (between passes: the days noted then are every day it changed).
+   * Readers waiting for the rollup there go ahead.
+   */
   async #refreshRollup(): Promise<void> {
     const position = this.#status.position;
-    // Passes and refreshes take turns: no day is noted while this runs.
     const started = Date.now();
-    await this.#store.refreshRollup();
+    this.#refreshingTo = position;
+    try {
+      await this.#store.refreshRollup();
+    } finally {
+      this.#refreshingTo = null;
+    }
     this.#refreshedAt = Date.now();
     this.#refreshMs = this.#refreshedAt - started;
     this.#rolledUp = position;
+    this.#advance(this.#status.position);
   }
 
   async #record(snapshot: Snapshot): Promise<void> {

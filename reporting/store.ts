@@ -27,6 +27,9 @@ interface FreshSet {
   to: string;
 }
 
+/** Changed days by tenant (`tenantKey`): each with the ids to add to its groups, or null to aggregate it again (ChangedDay). */
+type ChangedTenants = Map<string, { orgId: string; environment: string; days: Map<string, FreshSet | null> }>;
+
 function tenantKey(tenant: { orgId: string; environment: string }): string {
   return `${tenant.orgId}\u0000${tenant.environment}`;
 }
@@ -91,6 +94,13 @@ export function storeTarget(config: Config): StoreTarget {
 
 export class ReportingStore {
   readonly client: ClickHouseClient;
+  /**
+   * The connection the rollup's refresh and the position's record run on. Embedded chdb runs one
+   * statement at a time a connection, in the order they come: on the passes' own connection a
+   * refresh (hundreds of ms when the machine is busy) held back every insert queued behind it, and
+   * the lag of every change committed meanwhile. A server runs them side by side on one client.
+   */
+  readonly #upkeepClient: ClickHouseClient;
   readonly database: string;
   readonly table: string;
   readonly embedded: boolean;
@@ -99,11 +109,13 @@ export class ReportingStore {
   #lastStateWrite = 0n;
   /** the last rollup revision written (reporting/columns.ts), read from the table on first use */
   #lastRev: bigint | null = null;
+  /** the rollup's days changed by passes since the running refresh began (or the last one, none running) */
+  #changed: ChangedTenants = new Map();
   /**
-   * the rollup's days changed by passes since their last refresh, by tenant (`tenantKey`): each
-   * with the ids to add to its groups, or null to aggregate it again (ChangedDay)
+   * the days the running refresh brings up to date, each tenant's forgotten once its statements are
+   * in; null while none runs. Passes go on beside it and note their days in `#changed`.
    */
-  readonly #changed = new Map<string, { orgId: string; environment: string; days: Map<string, FreshSet | null> }>();
+  #refreshing: ChangedTenants | null = null;
   /**
    * The rollup holds nothing past the position it was last refreshed to, so a fresh transaction may
    * be added to it. Not so after a restart (a refresh may have been cut short after its inserts) nor
@@ -114,9 +126,10 @@ export class ReportingStore {
   /** where embedded chdb reads inserted rows from (`insert`); null for a server */
   readonly #spool: string | null;
 
-  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`, spool: string | null = null) {
+  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`, spool: string | null = null, upkeepClient = client) {
     if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
     this.client = client;
+    this.#upkeepClient = upkeepClient;
     this.database = database;
     this.table = `${database}.transactions`;
     this.embedded = embedded;
@@ -180,14 +193,20 @@ export class ReportingStore {
     await this.client.command({ query: rollupMonthsFillSql(rollupTable(table)), query_params: { rev } });
   }
 
-  /** Notes days a pass changed: until their refresh, readers aggregate them from the mirror. */
+  /**
+   * Notes days a pass changed: until their refresh, readers aggregate them from the mirror. A pass
+   * notes its rows' days before it inserts them: a day the running refresh aggregates again reads
+   * the mirror as it stands, so rows inserted meanwhile may be counted there already, and that day
+   * is aggregated again after it rather than given additions.
+   */
   noteChangedDays(days: readonly ChangedDay[]): void {
     for (const bucket of days) {
       const key = tenantKey(bucket);
       const tenant = this.#changed.get(key) ?? this.#changed.set(key, { orgId: bucket.orgId, environment: bucket.environment, days: new Map() }).get(key)!;
       const fresh = bucket.fresh;
       const noted = tenant.days.has(bucket.day) ? tenant.days.get(bucket.day)! : fresh && { ids: new Set<string>(), from: fresh.from, to: fresh.to };
-      if (!noted || !fresh || !this.#additionsExact) {
+      const reaggregating = this.#refreshing?.get(key)?.days.get(bucket.day) === null;
+      if (!noted || !fresh || !this.#additionsExact || reaggregating) {
         tenant.days.set(bucket.day, null);
         continue;
       }
@@ -198,14 +217,16 @@ export class ReportingStore {
     }
   }
 
-  /** The days of `tenant` changed since their last refresh, in order. */
+  /** The days of `tenant` changed since their last refresh (the running one's included until it has written them), in order. */
   changedDays(tenant: { orgId: string; environment: string }): string[] {
-    return [...(this.#changed.get(tenantKey(tenant))?.days.keys() ?? [])].sort();
+    const key = tenantKey(tenant);
+    const days = new Set([...(this.#changed.get(key)?.days.keys() ?? []), ...(this.#refreshing?.get(key)?.days.keys() ?? [])]);
+    return [...days].sort();
   }
 
-  /** Whether any tenant has a day changed since its last refresh. */
+  /** Whether any tenant has a day changed since its last refresh, or a refresh runs (the rollup holds the position it started at once it is in). */
   get rollupTrails(): boolean {
-    return this.#changed.size > 0;
+    return this.#changed.size > 0 || this.#refreshing !== null;
   }
 
   /**
@@ -214,34 +235,42 @@ export class ReportingStore {
    * until a refresh completes).
    */
   forgetChangedDays(options: { exact: boolean }): void {
+    if (this.#refreshing) throw new Error('the rollup is being refreshed');
     this.#changed.clear();
     this.#additionsExact = options.exact;
   }
 
   /**
-   * Brings every changed day up to date: fresh transactions added to their groups, other days
-   * aggregated again from the mirror; then their months from their day rows. Each day is forgotten
-   * once its statements are in. A failure leaves every day still noted to be aggregated again: an
-   * addition may have been written before it.
+   * Brings every day changed so far up to date: fresh transactions added to their groups, other
+   * days aggregated again from the mirror; then their months from their day rows. It takes the days
+   * noted when it is called (passes note later ones beside it); each tenant's are forgotten once
+   * its statements are in. A failure leaves every day still noted to be aggregated again: an
+   * addition may have been written before it. One at a time.
    */
   async refreshRollup(): Promise<void> {
-    const tenants = [...this.#changed.entries()];
+    if (this.#refreshing) throw new Error('the rollup is being refreshed');
+    const refreshing = this.#changed;
+    this.#changed = new Map();
+    this.#refreshing = refreshing;
     try {
+      const tenants = [...refreshing.entries()];
       // A statement per TENANTS_PER_REFRESH tenants keeps the SQL text short (a server refuses
       // queries over max_query_size).
       for (let from = 0; from < tenants.length; from += TENANTS_PER_REFRESH) {
-        const batch = tenants.slice(from, from + TENANTS_PER_REFRESH).map(([key, tenant]) => ({ key, tenant, days: new Map(tenant.days) }));
-        await this.#refreshTenants(batch.map(({ tenant, days }) => ({ ...tenant, days })));
-        for (const { key, days } of batch) {
-          const left = this.#changed.get(key);
-          for (const day of days.keys()) left?.days.delete(day);
-          if (left?.days.size === 0) this.#changed.delete(key);
-        }
+        const batch = tenants.slice(from, from + TENANTS_PER_REFRESH);
+        await this.#refreshTenants(batch.map(([, tenant]) => tenant));
+        for (const [key] of batch) refreshing.delete(key);
       }
     } catch (error) {
       this.#additionsExact = false;
+      for (const [key, tenant] of refreshing) {
+        const noted = this.#changed.get(key) ?? this.#changed.set(key, { ...tenant, days: new Map() }).get(key)!;
+        for (const day of tenant.days.keys()) noted.days.set(day, null);
+      }
       for (const tenant of this.#changed.values()) for (const day of tenant.days.keys()) tenant.days.set(day, null);
       throw error;
+    } finally {
+      this.#refreshing = null;
     }
     this.#additionsExact = true;
   }
@@ -264,19 +293,19 @@ export class ReportingStore {
       params.values.rev = (await this.#nextRev(this.table)).toString();
       const rollupWhere = added.map(({ days }) => `(${days.tenant} AND (${days.rollup} OR ${days.months}))`).join(' OR ');
       const mirrorWhere = added.map(({ days, rows }) => `(${days.tenant} AND ${rows})`).join(' OR ');
-      await this.client.command({ query: rollupAddSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
+      await this.#upkeepClient.command({ query: rollupAddSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
     }
     if (recomputed.length === 0) return;
     params.values.rev = (await this.#nextRev(this.table)).toString();
     const mirrorWhere = recomputed.map((days) => `(${days.tenant} AND ${days.mirror})`).join(' OR ');
     const rollupWhere = recomputed.map((days) => `(${days.tenant} AND ${days.rollup})`).join(' OR ');
-    await this.client.command({ query: rollupRefreshSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
+    await this.#upkeepClient.command({ query: rollupRefreshSql(this.table, rollupTable(this.table), mirrorWhere, rollupWhere), query_params: params.values });
     // Their months next, from the day rows just written (added ones included); until the days are
     // forgotten, no reader reads those months.
     const monthsWhere = recomputed.map((days) => `(${days.tenant} AND ${days.months})`).join(' OR ');
     const monthsDaysWhere = recomputed.map((days) => `(${days.tenant} AND ${days.monthsDays})`).join(' OR ');
     params.values.rev = (await this.#nextRev(this.table)).toString();
-    await this.client.command({ query: rollupMonthsRefreshSql(rollupTable(this.table), monthsWhere, monthsDaysWhere), query_params: params.values });
+    await this.#upkeepClient.command({ query: rollupMonthsRefreshSql(rollupTable(this.table), monthsWhere, monthsDaysWhere), query_params: params.values });
   }
 
   async readState(): Promise<MirrorState | null> {
@@ -293,7 +322,7 @@ export class ReportingStore {
     let stamp = BigInt(Date.now()) * 1000n;
     if (stamp <= this.#lastStateWrite) stamp = this.#lastStateWrite + 1n;
     this.#lastStateWrite = stamp;
-    await this.client.command({
+    await this.#upkeepClient.command({
       query: `INSERT INTO ${this.database}.mirror_state (name, snapshot, schema, updated_at)
 VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Micro({stamp:Int64}, 'UTC'))`,
       query_params: { name: STATE_NAME, snapshot: formatSnapshot(position), schema: schemaFingerprint(), stamp: stamp.toString() },
@@ -352,6 +381,7 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
 
   async close(): Promise<void> {
     await this.client.close();
+    if (this.#upkeepClient !== this.client) await this.#upkeepClient.close();
   }
 }
 
@@ -406,6 +436,7 @@ export function openStore(config: Config): ReportingStore {
   fs.mkdirSync(dir, { recursive: true });
   const spool = openSpool(path.join(config.dataDir, 'clickhouse-spool'));
   // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
-  const client = createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
-  return new ReportingStore(client, config.clickhouseDatabase, true, storeTarget(config).follower, spool);
+  // Connections at one path share the engine and its tables, each running its own statements.
+  const connect = () => createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
+  return new ReportingStore(connect(), config.clickhouseDatabase, true, storeTarget(config).follower, spool, connect());
 }
