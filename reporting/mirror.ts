@@ -13,9 +13,8 @@
  * own (ReportingStore), with the position's record after it: no pass waits for either. A refresh
  * adds the transactions inserted since the rollup's position to their groups (a cost of what
  * changed) and aggregates again only the days where a transaction it may have counted changed
- * (ReportingStore.refreshRollup). Until then a query that reads the
- * rollup aggregates its tenant's changed days from the mirror (rollupWithDaysSql): a reader waits
- * for the copy only.
+ * (ReportingStore.refreshRollup). Until then a query that reads the rollup aggregates its
+ * tenant's changed days from the mirror (rollupWithDaysSql): a reader waits for the copy only.
  * The position recorded in ClickHouse, next to the data, is the rollup's (every change it covers
  * is in both tables), at most every BUSY_RECORD_MS while changes flow: a restart resumes from
  * there, copies the changes after it again (the same versions, which the ReplacingMergeTree
