@@ -340,7 +340,7 @@ export class Mirror {
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
         // Idle with days not rolled up yet: the refresh that is due then.
-        else if (this.#store.rollupTrails) delay = Math.min(poll, Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - Date.now()));
+        else if (this.#store.rollupTrails) delay = Math.min(poll, this.#untilRefresh(Date.now()));
         else delay = poll;
       } catch (error) {
         this.#passFailures.failed(error);
@@ -423,7 +423,11 @@ export class Mirror {
     const refresh = this.#store.rollupTrails && (this.#rollupAwaited() || this.#refreshDue(now) || this.#recordRequested);
     const record = formatSnapshot(this.#rolledUp) !== this.#recorded && (this.#recordRequested || now - this.#recordedAt > IDLE_RECORD_MS);
     if (!refresh && !record) return;
-    this.#upkeep = this.#upkeepRollup(refresh).finally(() => {
+    // A record asked for while this upkeep runs may need a later position than it records: the
+    // request stays for the next one.
+    const requested = this.#recordRequested;
+    this.#recordRequested = false;
+    this.#upkeep = this.#upkeepRollup(refresh, requested).finally(() => {
       this.#upkeep = null;
       // A reader may wait for a rollup past this refresh's position, or a standby for a record: a pass starts the next.
       if (this.#waiters.size > 0 || this.#recordRequested) this.wake();
@@ -431,19 +435,27 @@ export class Mirror {
   }
 
   /** The rollup's refresh (when `refresh`) and the position's record when due; a failure is logged and retried after ERROR_BACKOFF_MS. */
-  async #upkeepRollup(refresh: boolean): Promise<void> {
+  async #upkeepRollup(refresh: boolean, requested: boolean): Promise<void> {
     try {
       if (refresh) await this.#refreshRollup();
       const due = Date.now() - this.#recordedAt > (refresh ? BUSY_RECORD_MS : IDLE_RECORD_MS);
-      if (formatSnapshot(this.#rolledUp) !== this.#recorded && (this.#recordRequested || due)) {
-        this.#recordRequested = false;
-        await this.#record(this.#rolledUp);
-      }
+      if (formatSnapshot(this.#rolledUp) !== this.#recorded && (requested || due)) await this.#record(this.#rolledUp);
+      else if (requested) this.#recordRequested = true;
       this.#upkeepFailures.succeeded();
     } catch (error) {
+      if (requested) this.#recordRequested = true;
       this.#upkeepFailedAt = Date.now();
       this.#upkeepFailures.failed(error);
     }
+  }
+
+  /**
+   * Ms until #keepUp may start the rollup's refresh: none while one runs (its end wakes the loop
+   * when a reader or a standby waits) or while a failed one backs off.
+   */
+  #untilRefresh(now: number): number {
+    if (this.#upkeep) return Infinity;
+    return Math.max(0, this.#refreshedAt + this.#rollupRefreshMs - now, this.#upkeepFailedAt + ERROR_BACKOFF_MS - now);
   }
 
   /** Whether the rollup's refresh is due: while changes flow (a pass copied rows within the idle poll interval), spaced by its own cost too. */

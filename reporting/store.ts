@@ -97,8 +97,11 @@ export class ReportingStore {
   /**
    * The connection the rollup's refresh and the position's record run on. Embedded chdb runs one
    * statement at a time a connection, in the order they come: on the passes' own connection a
-   * refresh (hundreds of ms when the machine is busy) held back every insert queued behind it, and
-   * the lag of every change committed meanwhile. A server runs them side by side on one client.
+   * refresh (hundreds of ms when the machine is busy) would hold back every insert queued behind
+   * it, and the lag of every change committed meanwhile. Statements with parameters (the refresh's,
+   * the record's, readers' queries) still take turns across connections (the chdb binding keeps
+   * one queue for them); the passes' inserts carry none and run beside them. A server runs them
+   * side by side on one client.
    */
   readonly #upkeepClient: ClickHouseClient;
   readonly database: string;
