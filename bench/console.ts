@@ -63,7 +63,7 @@ const load = () => os.loadavg().map((n) => n.toFixed(1)).join(' ');
 const databaseUrl = await benchDatabase();
 const db = createDb(databaseUrl, 2);
 const key = await benchKey(db, 'bench');
-await rows(db, 'alter table transactions enable always trigger reporting_changes_insert');
+await rows(db, 'alter table transactions enable always trigger transactions_inserted');
 
 const FIRST = ['Ann', 'Ben', 'Cara', 'Dev', 'Eli', 'Fay', 'Gus', 'Hana', 'Ivo', 'Jo', 'Kai', 'Lea', 'Max', 'Nia', 'Oto', 'Pia'];
 const LAST = ['Smith', 'Jones', 'Okafor', 'Garcia', 'Nguyen', 'Kowalski', 'Rossi', 'Silva', 'Tanaka', 'Berg', 'Moreau', 'Haddad', 'Novak'];

@@ -15,7 +15,7 @@ import { CONVENIENCE_FEE_FIELDS, FUNDING_FIELDS } from './20261126000010_conveni
  * - The scalar subquery over `accounts` keeps the rule that a missing processing account means
  *   the default delay of 2, whatever `funding_delay` says.
  */
-const FUNDING_FIELDS_ONE_LOOKUP = `
+export const FUNDING_FIELDS_ONE_LOOKUP = `
   create or replace function transaction_funding_fields() returns trigger language plpgsql as $$
   declare
     delay int;

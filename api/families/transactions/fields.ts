@@ -37,7 +37,8 @@ const fields: FieldSpec[] = [
   { store: 'card_brand', type: 'string', v1: 'card_brand', v2: 'card_brand', readOnly: true },
   // The sandbox's risk screen allows every payment; a real screen plugs in where the processor does.
   { store: 'risk_flag', type: 'string', v1: 'risk_flag', v2: 'risk_flag', readOnly: true, enum: ['allowed', 'denied', 'in_review'] },
-  // Funding (CONTRACT §14), set by the ledger trigger when a paying transaction is processed.
+  // Funding (CONTRACT §14), set when a paying transaction is processed: by the funding trigger, or
+  // by a card payment's statement with the trigger's functions (migration 20261207002200).
   { store: 'fee', type: 'money', v1: 'fee', v2: 'fee', readOnly: true },
   // The convenience fee charged to the payer on top of the amount: 0 unless one was charged,
   // stored so by a trigger every writer passes (migrations/20261130004200_conv_fee_stored.ts).
