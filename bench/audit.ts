@@ -6,10 +6,11 @@
  *   off the audit of those changes however they are written), on the same web process (goal: at
  *   most 10 % slower), rounds alternated (their order reversed every other round) so the
  *   neighbours' load falls on all alike. The goal is judged on the CPU per request of the web
- *   process plus the backends of the bench's own database (where the audit rows are built), the
- *   median of the rounds: on a shared 2-core machine req/s moved by more than the goal between
- *   runs of the same code, that CPU figure by a few per cent. req/s is shown beside it, and
- *   Postgres's CPU counted whole too (on a server shared with other work, it counts the others').
+ *   process plus the backends of the bench's own database (where the audit rows are built): the
+ *   median of the rounds' ratios, each of two runs side by side. On a shared 2-core machine req/s
+ *   moved between runs of the same code by more than the goal, that CPU figure less (it still
+ *   moves with the neighbours' load: more rounds, BENCH_ROUNDS, steady it). req/s is shown beside
+ *   it, and Postgres's CPU counted whole too (on a server shared with other work, it counts the others').
  *   The card payment and the update are also measured audited by the trigger instead of their own statement, on a
  *   second web process (SETTLE_AUDIT_BY=trigger). The web process builds the events on both sides
  *   (the trigger being disabled is the database's to know): that work is timed apart and counted
@@ -126,13 +127,15 @@ function postgresCpuMs(postmaster: number): number {
 }
 
 /**
- * CPU ms used so far by the backends of the bench's own database: on a server shared with other
- * databases' work, `postgresCpuMs` counts theirs too. Each backend's last reading is kept, so one
- * that ends still counts what it used until it was last seen.
+ * CPU ms used so far by the client backends of the bench's own database: on a server shared with
+ * other databases' work, `postgresCpuMs` counts theirs too. Autovacuum's workers are left to that
+ * whole figure: they come when they will, and the run one falls in would count all its work.
+ * Each backend's last reading is kept, so one that ends still counts what it used until it
+ * was last seen.
  */
 const ownBackends = new Map<number, number>();
 async function ownBackendsCpuMs(): Promise<number> {
-  const found = await db.raw(`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`);
+  const found = await db.raw(`select pid from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid()`);
   for (const { pid } of found.rows as Array<{ pid: number }>) {
     try {
       const fields = statFields(pid);
@@ -173,8 +176,10 @@ interface Row {
   /** the same of the rounds' medians, which one round disturbed by a neighbour moves less */
   medianSlowerPercent: number;
   /**
-   * How much more CPU a request took with the feature (web plus the bench database's backends,
-   * medians of the rounds), where measured: the goal is judged on it, else on `slowerPercent`.
+   * How much more CPU a request took with the feature (web plus the bench database's backends),
+   * where measured: the median of the rounds' own ratios, each of two runs side by side, so a
+   * drift of the neighbours' load over the rounds falls on both terms of each. The goal is judged
+   * on it, else on `slowerPercent`.
    */
   cpuMorePercent?: number;
   goalPercent: number;
@@ -309,7 +314,8 @@ for (const [size, scenario, path, options, modes, grow] of !PARTS.has('audit') ?
     const label = mode === audited ? `${scenario} @${tag(size)} (audit)` : `${scenario} @${tag(size)} (audit ${mode.name})`;
     const measured = { scenario: label, on: medianOf(cpu.get(mode)!), off: medianOf(cpu.get(off)!), ownOn: medianOf(ownCpu.get(mode)!), ownOff: medianOf(ownCpu.get(off)!) };
     auditCpu.push(measured);
-    rows.push({ ...row(label, reqPerSec.get(mode)!, reqPerSec.get(off)!, 10, bad), cpuMorePercent: Math.round((measured.ownOn / measured.ownOff - 1) * 1000) / 10 });
+    const ratios = ownCpu.get(mode)!.map((on, round) => on / ownCpu.get(off)![round]!);
+    rows.push({ ...row(label, reqPerSec.get(mode)!, reqPerSec.get(off)!, 10, bad), cpuMorePercent: Math.round((medianOf(ratios) - 1) * 1000) / 10 });
   }
 }
 await setAudit(true);
@@ -429,7 +435,7 @@ for (const r of rows) {
     `${passes(r) ? 'PASS' : 'MISS'} (<= ${r.goalPercent} %)`, String(r.feature).padStart(10), String(r.without).padStart(13),
     `${r.slowerPercent.toFixed(1)} %`.padStart(6), `${r.medianSlowerPercent.toFixed(1)} %`.padStart(10), r.bad].join('  '));
 }
-console.log('CPU more: web + the bench database\'s backends, CPU ms per request, medians of the rounds; the goal is judged on it where shown, else on req/s.');
+console.log('CPU more: web + the bench database\'s backends, CPU ms per request, the median of the rounds\' ratios; the goal is judged on it where shown, else on req/s.');
 for (const { scenario, on, off, ownOn, ownOff } of auditCpu) {
   console.log(`\n${scenario}, CPU ms per request (medians of the rounds), web + the bench database's backends: ${ownOn.toFixed(3)} audited, ${ownOff.toFixed(3)} not (${((ownOn / ownOff - 1) * 100).toFixed(1)} %)`);
   console.log(`  web + Postgres whole: ${on.toFixed(3)} audited, ${off.toFixed(3)} not (${((on / off - 1) * 100).toFixed(1)} %)`);
