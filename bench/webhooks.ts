@@ -83,6 +83,7 @@ import { WEB_NODE_FLAGS } from '../api/process.ts';
 import { verifyServiceSignature } from '../api/webhooks/receiver.ts';
 import { serviceSignature, standardWebhooksSignature } from '../api/webhooks/signature.ts';
 import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
+import { attemptLogId } from '../workers/webhooks/deliveries.ts';
 
 /**
  * The worker settings this benchmark was tuned with (2 cores, one worker process): a local queue
@@ -776,7 +777,7 @@ async function deliveryTimeline(ctx: DefaultsContext, orgId: string, paidAt: Map
     `select e.object_id, e.id as event_id, extract(epoch from d.created_at) * 1000 as dispatched, extract(epoch from j.locked_at) * 1000 as taken,
             extract(epoch from l.created_at) * 1000 as opened, extract(epoch from l.modified_at) * 1000 as recorded
        from events e join webhook_deliveries d on d.event_id = e.id
-       left join webhook_logs l on l.id = 'whl_' || substr(md5(d.id || ':1'), 1, 24)
+       left join webhook_logs l on l.id = ${attemptLogId('d.id', "'1'")}
        left join lateral (select locked_at from bench_job_times t where t.key = 'deliver:' || d.id order by done_at limit 1) j on true
       where e.org_id = ? and e.object_id = any(?::text[])`, [orgId, [...paidAt.keys()]]);
   const steps = ['dispatched', 'taken', 'opened', 'received', 'recorded'] as const;

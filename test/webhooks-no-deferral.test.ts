@@ -9,6 +9,8 @@
 import pg from 'pg';
 import t from 'tap';
 import { freePort } from '../api/db/embedded.ts';
+import { deliveryId } from '../api/families/webhooks/deliveryJobs.ts';
+import { attemptLogId } from '../workers/webhooks/deliveries.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
@@ -44,11 +46,11 @@ t.test('deliveries to an answering receiver wait for their org\'s slot instead o
   await holder.connect();
   t.teardown(() => holder.end());
   await holder.query('begin');
-  // The log key of each delivery's first attempt (deliveriesInsert's and attemptLogId's derivations),
+  // The log key of each delivery's first attempt (deliveryId's and attemptLogId's derivations),
   // for the events of the accounts made above (the org's first account's is older than the webhook).
   const held = await holder.query(
     `insert into webhook_logs (id, org_id, environment)
-     select 'whl_' || substr(md5('whd_' || substr(md5(w.id || ':' || e.id || ':0'), 1, 24) || ':1'), 1, 24), e.org_id, e.environment
+     select ${attemptLogId(deliveryId('w.id', 'e.id', "'0'"), "'1'")}, e.org_id, e.environment
        from events e join webhooks w on w.org_id = e.org_id and w.environment = e.environment and w.id = $1
       where e.trigger = 'processing_status' and e.object_id = any($2::text[])`, [hook.body.id, made]);
   t.equal(held.rowCount, DELIVERIES);

@@ -36,10 +36,21 @@ export interface AttemptRecord {
 
 /**
  * The log of a delivery's attempt: derived rather than drawn, so the next attempt (or a cancel)
- * finds the log of the one before by its key.
+ * finds the log of the one before by its key. It sorts by time as the delivery's id does
+ * (deliveryId): the delivery's time digits, then 17 hex digits of a hash of delivery and attempt,
+ * so a new log lands at the right edge of the primary key, not at a random page of it.
  */
 export function attemptLogId(delivery: string, attempt: string): string {
-  return `'whl_' || substr(md5(${delivery} || ':' || ${attempt}), 1, 24)`;
+  return `'whl_' || substr(${delivery}, 5, 7) || substr(md5(${delivery} || ':' || ${attempt}), 1, 17)`;
+}
+
+/**
+ * The keys an attempt's log may have, as an SQL array: attemptLogId's, and the one of logs written
+ * by releases whose log keys did not sort by time (24 hex digits of the same hash), which a
+ * database upgraded from them still holds for attempts whose answer never came.
+ */
+function attemptLogKeys(delivery: string, attempt: string): string {
+  return `array[${attemptLogId(delivery, attempt)}, 'whl_' || substr(md5(${delivery} || ':' || ${attempt}), 1, 24)]`;
 }
 
 /** The webhook's URL as logged: without the user:password that webhooks made before those were refused may carry. */
@@ -87,8 +98,8 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
        returning 1),
      unanswered as (
        update webhook_logs l set data = l.data || jsonb_build_object('status', ?::text), modified_at = clock_timestamp()
-        where l.id = any(array(select ${attemptLogId('o.id', 'o.attempts - 1')} from opened o where o.attempts > 1
-                               union all select ${attemptLogId('c.id', 'c.attempts')} from cancelled c where c.attempts > 0))
+        where l.id = any(array(select unnest(${attemptLogKeys('o.id', 'o.attempts - 1')}) from opened o where o.attempts > 1
+                               union all select unnest(${attemptLogKeys('c.id', 'c.attempts')}) from cancelled c where c.attempts > 0))
           and l.data->>'status' = ?
        returning 1)
      select id as delivery_id, attempts as attempt, ${attemptLogId('id', 'attempts')} as log_id, webhook_id,

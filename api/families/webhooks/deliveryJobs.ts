@@ -17,16 +17,28 @@ export const JOB_PAYLOAD = `json_build_object('delivery_id', d.id, 'org_id', d.o
   'event_created_at', e.created_at, 'sequence', e.seq)`;
 
 /**
+ * A delivery's id, as SQL over SQL expressions naming its webhook, event and series: the same
+ * delivery always has the same id, so a dispatch pass that runs again makes none twice. It sorts
+ * by time as the service's ids do (api/ids.ts: the prefix, 7 digits of the time, 17 more
+ * characters): the event's time digits, then 17 hex digits of a hash of the three. New deliveries
+ * then land at the right edge of the primary key; a hash alone put each at a random page of it,
+ * and in a table of a million deliveries each insert read a page from outside shared buffers and,
+ * once a checkpoint had passed, wrote it whole to the WAL (8 kB a delivery, EXPLAIN (WAL)).
+ */
+export function deliveryId(webhook: string, event: string, series: string): string {
+  return `'whd_' || substr(${event}, strpos(${event}, '_') + 1, 7) || substr(md5(${webhook} || ':' || ${event} || ':' || ${series}), 1, 17)`;
+}
+
+/**
  * The one insert of deliveries, for dispatch (a first series, `pending` or `skipped` while the
  * webhook is disabled) and for resends (a later series): `source` is SQL yielding `org_id`,
  * `environment`, `webhook_id`, `event_id` and `series` rows, in the order they are to be taken.
- * A delivery's id follows from its webhook, event and series, so a dispatch pass that runs again
- * makes none twice. Returns the new rows' id, tenant, webhook, event and series.
+ * Returns the new rows' id, tenant, webhook, event and series.
  */
 export function deliveriesInsert(source: string, state: 'pending' | 'skipped'): string {
   const due = state === 'pending' ? 'now(), null' : 'null, now()';
   return `insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, state, next_attempt_at, finished_at)
-    select 'whd_' || substr(md5(s.webhook_id || ':' || s.event_id || ':' || s.series::text), 1, 24), s.org_id, s.environment, s.webhook_id,
+    select ${deliveryId('s.webhook_id', 's.event_id', 's.series::text')}, s.org_id, s.environment, s.webhook_id,
            s.event_id, s.series, '${state}', ${due}
       from ${source} s
     on conflict (webhook_id, event_id, series) do nothing
