@@ -13,7 +13,7 @@ import { FUNDING_FIELDS_ONE_LOOKUP } from './20261203000300_funding_fields_one_l
  * sets the fields itself, joining the account and the clock as the trigger reads them (a card
  * payment's, api/families/transactions/repository.ts), costs no trigger call per row: the call,
  * its query and its record handling cost more Postgres CPU than the join. Every other writer is
- * funded by the trigger as before.
+ * funded by the trigger.
  */
 const FUNDED_TYPES = `('payment', 'refund', 'payout', 'chargeback', 'chargeback_reversal')`;
 

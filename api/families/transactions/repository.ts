@@ -226,8 +226,9 @@ const FUNDING_LOOKUPS = `select (select a.data from accounts a where a.id = i.da
 /**
  * One statement, so one round trip and atomic without BEGIN/COMMIT, for one payment or a group
  * of them (group commit, api/db/groupWriter.ts): the inline methods, the transactions (with their
- * funding fields, `FUNDED_DATA`; their triggers post the ledger and reporting changes), their operations, the events (the worker's
- * dispatcher follows the outbox: workers/webhooks/dispatchLoop.ts), the transactions' timed jobs,
+ * funding fields, `FUNDED_DATA`; their triggers post the ledger and reporting changes), their
+ * operations, the events (the worker's dispatcher follows the outbox:
+ * workers/webhooks/dispatchLoop.ts), the transactions' timed jobs,
  * and the audit events of the methods and the transactions, each with its own payment's actor
  * (built here, see api/db/auditStatement.ts: the rows' own parts mark both tables,
  * so their audit triggers leave this statement to its own audit part). A group needs that audit
