@@ -172,9 +172,9 @@ function namedFields(changes: PathChange[]): string {
   return `{${[...keys].map((key) => `"${key.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;
 }
 
-/** Whether a row's `data` is as the item `u` was planned from (always, for an item planned under its lock). */
-function asReadSql(data: string): string {
-  return `(u.expected is null or ${data} = u.expected)`;
+/** Whether a row's `data` is as its item (`items`, `u` by default) was planned from (always, for an item planned under its lock). */
+function asReadSql(data: string, items = 'u'): string {
+  return `(${items}.expected is null or ${data} = ${items}.expected)`;
 }
 
 /** The events of the items the statement wrote (those named in `written`), in the item order `sorted`. */
@@ -249,6 +249,11 @@ export async function updateAuditedRows(db: Db, table: string, objectType: strin
   return items.map((item) => stored.get(item)!);
 }
 
+/**
+ * The locked rows (`prior`) carry their items along, so the update meets each row once, by its
+ * primary key. The generic plan guesses 10 items: a join of the items with `prior` there is a
+ * nested loop over both, n² row pairs for a change of n rows.
+ */
 async function updateOnce(db: Db, table: string, objectType: string, items: ChangedItem[]): Promise<Array<StoredObject | null>> {
   const audited = auditRows.inStatement;
   const sorted = inIdOrder(items, (item) => item.id);
@@ -256,14 +261,15 @@ async function updateOnce(db: Db, table: string, objectType: string, items: Chan
   const found = await rows<StoredObject & { n: string }>(db,
     `with u as (${itemsSql(table, audited, ['id', 'org_id', 'environment', 'changes', 'named', 'expected', 'event_id', 'actor'])}),
      prior as (
-       select t.id, t.type, t.data from ${table} t join u on t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
+       select t.id, t.type, t.data, u.changes, u.named, u.expected, u.event_id, u.actor, u.n
+         from ${table} t join u on t.id = u.id and t.org_id = u.org_id and t.environment = u.environment
         order by t.id for update of t),
      changed as (
-       update ${table} t set data = data_with_changes(prior.data, u.changes), modified_at = now()
-         from u join prior on prior.id = u.id
-        where t.id = u.id and ${asReadSql('prior.data')}
+       update ${table} t set data = data_with_changes(prior.data, prior.changes), modified_at = now()
+         from prior
+        where t.id = prior.id and ${asReadSql('prior.data', 'prior')}
         returning ${STORED_ROW.split(', ').map((column) => `t.${column}`).join(', ')}, t.org_id, t.environment,
-                  prior.type as prior_type, prior.data as prior_data, u.named, u.event_id, u.actor, u.n)${audited ? `,
+                  prior.type as prior_type, prior.data as prior_data, prior.named, prior.event_id, prior.actor, prior.n)${audited ? `,
      audit as (${auditChangedSql(table, objectType)})` : ''}${events ? `,
      event as (${events.sql})` : ''}
      select ${STORED_ROW}, n from changed`,

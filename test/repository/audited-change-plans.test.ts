@@ -5,7 +5,7 @@
  * primary key, not the tenant's every row.
  */
 import t, { type Test } from 'tap';
-import { deleteAuditedRows, updateAuditedRows } from '../../api/db/auditedChanges.ts';
+import { deleteAuditedRows, updateAuditedRows, type PathChange } from '../../api/db/auditedChanges.ts';
 import type { Db, QueryEvent } from '../../api/db/connection.ts';
 import type { Tenant } from '../../api/db/tenant.ts';
 import { repositoryDatabase, withRollback } from '../helpers/rollback.ts';
@@ -80,5 +80,31 @@ t.test('a delete of one row, run again and again, runs on a generic plan that re
     });
     t.ok(plan.generic > 0, `runs on a generic plan (${plan.generic} generic, ${plan.custom} custom)`);
     t.same(plan.scans, ['accounts Index Scan accounts_pkey'], 'the row read by the primary key');
+  });
+});
+
+/** Rows every join of a plan dropped after pairing them (`Rows Removed by Join Filter`), summed. */
+function rowsRemovedByJoins(node: PlanNode & { 'Rows Removed by Join Filter'?: number }): number {
+  return (node['Rows Removed by Join Filter'] ?? 0) + (node.Plans ?? []).reduce((sum, child) => sum + rowsRemovedByJoins(child), 0);
+}
+
+t.test('a change of many rows on the generic plan pairs each item with its own row only', async (t) => {
+  await withRollback(db, async (tx) => {
+    await manyCustomers(tx);
+    const rows = 300;
+    const bulk = (n: number) => Array.from({ length: rows }, (_, i) => ({ tenant: acme, id: customerId(1 + i * 7), changes: [[['name'], `Bulk ${n} ${i}`]] as PathChange[], audit: actor(`req_bulk_${n}`) }));
+    let last: QueryEvent | null = null;
+    const capture = (query: QueryEvent) => { if (query.sql.includes('update accounts t set data')) last = query; };
+    tx.on('query', capture);
+    await updateAuditedRows(tx, 'accounts', 'account', bulk(1));
+    const written = await updateAuditedRows(tx, 'accounts', 'account', bulk(2));
+    tx.off('query', capture);
+    t.equal(written.filter((row) => String(row?.data.name).startsWith('Bulk 2 ')).length, rows, 'every row changed');
+    const [prepared] = (await tx.raw(`select name from pg_prepared_statements where statement like ?`, ['%update accounts t set data%'])).rows;
+    const { bindings } = last! as QueryEvent;
+    const [{ values }] = (await tx.raw(`select array[${bindings.map(() => 'quote_nullable(?::text)').join(', ')}] as values`, bindings as never[])).rows;
+    await tx.raw('set local plan_cache_mode = force_generic_plan');
+    const explained = await tx.raw(`explain (analyze, format json) execute ${prepared.name}(${(values as string[]).join(', ')})`);
+    t.equal(rowsRemovedByJoins(explained.rows[0]['QUERY PLAN'][0].Plan), 0, 'no join pairs an item with another row');
   });
 });
