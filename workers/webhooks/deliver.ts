@@ -474,7 +474,8 @@ export class JobTableUpkeep {
 
   /** One more job run; starts a vacuum once `every` have run since the last one started. */
   jobDone(): void {
-    if (++this.done < this.every || this.vacuuming) return;
+    // A vacuum cannot run inside a transaction (a task run on a transaction's handle, in tests).
+    if (++this.done < this.every || this.vacuuming || this.db.inTransaction) return;
     this.done = 0;
     this.vacuuming = vacuumJobs(this.db).catch(() => undefined).finally(() => (this.vacuuming = null));
   }
