@@ -59,7 +59,8 @@ export const LOGGED_URL = `regexp_replace(w.data->>'url', '^([A-Za-z][A-Za-z0-9+
 /**
  * Opens attempts before their requests go out, many in one statement. A delivery still pending
  * whose webhook is active takes its next attempt number, and its log is written `in_flight`; one
- * whose webhook is no longer active is cancelled, without an attempt, and logged `skipped`. Either way the delivery's
+ * whose webhook is no longer active is cancelled, without an attempt, and logged `skipped` (one
+ * update of the deliveries does both, so each is found by its key once). Either way the delivery's
  * latest attempt, if still `in_flight` (its sender stopped before recording the answer), becomes
  * `unknown`. Returns the attempts opened; a delivery not among them is not to be sent. The
  * deliveries are named by an id array, as in recordAttempts. Attempts of one webhook share one
@@ -72,16 +73,17 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
   }));
   const opened = await rows<OpenedAttempt & { webhook_id: string; webhook: Record<string, unknown> | null }>(db,
     `with input as (select r.* from jsonb_to_recordset(?::jsonb) as r(delivery_id text, log jsonb), ${UNFLUSHED}),
-     opened as (
-       update webhook_deliveries d set attempts = d.attempts + 1
+     moved as (
+       update webhook_deliveries d
+          set attempts = d.attempts + case when w.data->>'status' = 'active' then 1 else 0 end,
+              state = case when w.data->>'status' = 'active' then d.state else 'cancelled' end,
+              finished_at = case when w.data->>'status' = 'active' then d.finished_at else now() end
          from webhooks w, input i
-        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' = 'active'
-       returning d.id, d.org_id, d.environment, d.attempts, d.webhook_id, w.data as webhook, ${LOGGED_URL} as url, i.log),
-     cancelled as (
-       update webhook_deliveries d set state = 'cancelled', finished_at = now()
-         from webhooks w, input i
-        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending' and w.data->>'status' is distinct from 'active'
-       returning d.id, d.org_id, d.environment, d.attempts, ${LOGGED_URL} as url, i.log),
+        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending'
+       returning d.id, d.org_id, d.environment, d.attempts, d.webhook_id, w.data as webhook, ${LOGGED_URL} as url, i.log,
+                 coalesce(w.data->>'status' = 'active', false) as active),
+     opened as (select * from moved where active),
+     cancelled as (select * from moved where not active),
      skipped as (
        insert into webhook_logs (id, org_id, environment, data)
        select ${attemptLogId('c.id', "'0'")}, c.org_id, c.environment, c.log || jsonb_build_object('url', c.url, 'attempt', 0,
@@ -105,7 +107,7 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
      select id as delivery_id, attempts as attempt, ${attemptLogId('id', 'attempts')} as log_id, webhook_id,
             case when row_number() over (partition by webhook_id) = 1 then webhook end as webhook
        from opened`,
-    [JSON.stringify(input), jobs.map((job) => job.delivery_id), jobs.map((job) => job.delivery_id), WEBHOOK_LOG_STATUSES.skipped,
+    [JSON.stringify(input), jobs.map((job) => job.delivery_id), WEBHOOK_LOG_STATUSES.skipped,
       WEBHOOK_LOG_STATUSES.inFlight, WEBHOOK_LOG_STATUSES.unknown, WEBHOOK_LOG_STATUSES.inFlight]);
   // Each webhook comes once (a backlog's batch is many deliveries of one webhook): the others share it.
   const webhooks = new Map(opened.filter((row) => row.webhook !== null).map((row) => [row.webhook_id, row.webhook!]));
