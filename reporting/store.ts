@@ -195,7 +195,12 @@ export class ReportingStore {
     await this.command(rollupDdl(rollupTable(table)));
     this.#mergeSelectorBase ??= (await this.select<{ known: number }>(
       "SELECT toUInt8(count() > 0) AS known FROM system.merge_tree_settings WHERE name = 'merge_selector_base'"))[0]?.known === 1;
-    if (this.#mergeSelectorBase) await this.command(`ALTER TABLE ${table} MODIFY SETTING merge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}`);
+    if (!this.#mergeSelectorBase) return;
+    // An ALTER takes the table's lock: only when the table does not say so already.
+    const [database, name] = table.split('.');
+    const [found] = await this.select<{ ddl: string }>('SELECT create_table_query AS ddl FROM system.tables WHERE database = {database:String} AND name = {name:String}', { database, name });
+    if (found?.ddl.includes(`merge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}`)) return;
+    await this.command(`ALTER TABLE ${table} MODIFY SETTING merge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}`);
   }
 
   /** A rollup revision above every one written, with the next one free too (a refresh writes two). */
