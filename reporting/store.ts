@@ -134,7 +134,7 @@ export class ReportingStore {
    */
   #additionsExact = false;
 
-  /** whether this ClickHouse has the merge_selector_base table setting (24.x and later); null until asked */
+  /** whether this ClickHouse knows the merge_selector_base table setting (system.merge_tree_settings); null until asked */
   #mergeSelectorBase: boolean | null = null;
 
   /** where embedded chdb reads inserted rows from (`insert`); null for a server */
