@@ -29,7 +29,7 @@
  */
 import type { Logger } from 'pino';
 import type { Db } from '../api/db/connection.ts';
-import { rollupDdl, rollupTable, tableDdl } from './columns.ts';
+import { rollupTable } from './columns.ts';
 import { FailureLog } from './failures.ts';
 import { covers, EMPTY_SNAPSHOT, FeedPruned, formatSnapshot, readChanges, type FeedChunk, type FeedPass, type Snapshot } from './feed.ts';
 import { PRUNE_BATCHES_PER_ROUND, pruneRound, registerFollower } from './prune.ts';
@@ -243,8 +243,7 @@ export class Mirror {
     const shadow = `${this.#store.table}_rebuild`;
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
     await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
-    await this.#store.command(tableDdl(shadow));
-    await this.#store.command(rollupDdl(rollupTable(shadow)));
+    await this.#store.createTables(shadow);
     const counts: RebuildProgress = { done: 0, total: 0 };
     const started = Date.now();
     const pass = await readChanges(this.#db, null, async (chunk) => {
