@@ -1,8 +1,14 @@
 /**
  * Group commit for writes that each commit on their own (the one-statement payment): writes that
- * arrive while a statement of theirs is running wait, then go together as one statement. A lone
- * write goes at once, so an idle service adds no latency; under load the statement triggers, the
- * round trip and the commit are paid once per group instead of once per write.
+ * arrive in one turn of the event loop, or while a statement of theirs is running, go together as
+ * one statement. A lone write goes at the end of its turn, so an idle service adds no latency;
+ * under load the statement's start, its triggers, the round trip and the commit are paid once per
+ * group instead of once per write.
+ *
+ * Beside a running statement a second one starts only for a group of `minBeside` writes or more:
+ * fewer wait for the running one to end and go with those arriving meanwhile, so a loaded service
+ * does not pay a statement's fixed cost (a card payment's: about twice the Postgres CPU of one
+ * more payment in it) for each straggler that arrives while another statement runs.
  *
  * A group that fails for something one write can cause (the database refusing a row: a data or
  * integrity error, or a trigger's exception) is written again one by one, so each write gets its
@@ -21,28 +27,39 @@ export class GroupWriter<Item, Result> {
   readonly #writeMany: WriteMany<Item, Result>;
   readonly #maxGroup: number;
   readonly #maxRunning: number;
+  readonly #minBeside: number;
   #waiting: Array<Waiting<Item, Result>> = [];
   #running = 0;
+  /** whether the end of this turn of the event loop starts what waits */
+  #gathering = false;
 
   /**
    * `maxRunning`: statements of this writer at once (each holds a connection); `maxGroup`: writes
-   * per statement at most.
+   * per statement at most; `minBeside` (default 1): writes a statement takes at least to start
+   * while another of this writer runs.
    */
-  constructor(writeMany: WriteMany<Item, Result>, options: { maxGroup: number; maxRunning: number }) {
+  constructor(writeMany: WriteMany<Item, Result>, options: { maxGroup: number; maxRunning: number; minBeside?: number }) {
     this.#writeMany = writeMany;
     this.#maxGroup = options.maxGroup;
     this.#maxRunning = options.maxRunning;
+    this.#minBeside = options.minBeside ?? 1;
   }
 
   write(item: Item): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
       this.#waiting.push({ item, resolve, reject });
-      this.#next();
+      if (this.#gathering) return;
+      this.#gathering = true;
+      setImmediate(() => {
+        this.#gathering = false;
+        this.#next();
+      });
     });
   }
 
   #next(): void {
     while (this.#running < this.#maxRunning && this.#waiting.length > 0) {
+      if (this.#running > 0 && this.#waiting.length < this.#minBeside) return;
       const group = this.#waiting.splice(0, this.#maxGroup);
       this.#running += 1;
       void this.#run(group).finally(() => {
@@ -86,8 +103,11 @@ function refusesARow(error: unknown): boolean {
  */
 export const groupCommit = { enabled: true };
 
-/** Two statements of a kind at once per process: the rest of its writes wait and go in groups. */
-export const GROUPS = { maxGroup: 64, maxRunning: 2 };
+/**
+ * Two statements of a kind at once per process, the second for 8 writes or more: the rest of its
+ * writes wait and go in groups.
+ */
+export const GROUPS = { maxGroup: 64, maxRunning: 2, minBeside: 8 };
 
 const writers = new WeakMap<object, Map<string, GroupWriter<any, any>>>();
 
