@@ -8,8 +8,8 @@ import { createIndexesConcurrently, dropIndexesConcurrently } from './support/co
  * attempt's answer updates its log's `data` and changes no indexed column, so with room on the page
  * for the answered version it is a heap-only update, written once. Fillfactor 50 leaves that room
  * on every page: in the backlog drain of bench/webhooks.ts all of the answers were heap-only (0.46
- * at 70), for pages that hold half the logs they could. Adding the column rewrites the table
- * (writes to it wait meanwhile); the indexes are built and dropped CONCURRENTLY, so the migration
+ * at fillfactor 70), for pages that hold half the logs they could. Adding the column rewrites the
+ * table under an exclusive lock (its reads and writes wait meanwhile); the indexes are built and dropped CONCURRENTLY, so the migration
  * runs outside a transaction.
  */
 export const config = { transaction: false };

@@ -6,9 +6,8 @@ import type { Knex } from 'knex';
  * (instant funding; the sandbox card network's chargeback about a second after processing) are
  * the parts of one WITH query over the transition table. Each statement a PL/pgSQL function runs
  * is started, run and ended by the executor on its own, a cost paid per inserting statement
- * whatever its rows: a card payment's statement (one payment or a group) pays it once instead of
- * three times. What is written is as before: the parts read only the inserted rows, not each
- * other's writes.
+ * whatever its rows: a card payment's statement (one payment or a group) pays it once, not once
+ * per write. The parts read only the inserted rows, not each other's writes.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`

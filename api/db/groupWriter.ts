@@ -28,21 +28,27 @@ export class GroupWriter<Item, Result> {
   readonly #maxGroup: number;
   readonly #maxRunning: number;
   readonly #minBeside: number;
+  readonly #besideAfterMs: number | undefined;
   #waiting: Array<Waiting<Item, Result>> = [];
   #running = 0;
   /** whether the end of this turn of the event loop starts what waits */
   #gathering = false;
+  /** starts what waits beside the running statement, however few, once it has waited besideAfterMs */
+  #besideTimer: NodeJS.Timeout | null = null;
 
   /**
    * `maxRunning`: statements of this writer at once (each holds a connection); `maxGroup`: writes
    * per statement at most; `minBeside` (default 1): writes a statement takes at least to start
-   * while another of this writer runs.
+   * while another of this writer runs; `besideAfterMs`: how long fewer than that wait at most for
+   * the running statement (none when unset). A statement can wait on a row lock for as long as
+   * another transaction holds it: past the bound, the writes behind it go beside it.
    */
-  constructor(writeMany: WriteMany<Item, Result>, options: { maxGroup: number; maxRunning: number; minBeside?: number }) {
+  constructor(writeMany: WriteMany<Item, Result>, options: { maxGroup: number; maxRunning: number; minBeside?: number; besideAfterMs?: number }) {
     this.#writeMany = writeMany;
     this.#maxGroup = options.maxGroup;
     this.#maxRunning = options.maxRunning;
     this.#minBeside = options.minBeside ?? 1;
+    this.#besideAfterMs = options.besideAfterMs;
   }
 
   write(item: Item): Promise<Result> {
@@ -57,9 +63,10 @@ export class GroupWriter<Item, Result> {
     });
   }
 
-  #next(): void {
+  #next(besideAnyway = false): void {
     while (this.#running < this.#maxRunning && this.#waiting.length > 0) {
-      if (this.#running > 0 && this.#waiting.length < this.#minBeside) return;
+      if (this.#running > 0 && this.#waiting.length < this.#minBeside && !besideAnyway) return this.#startBesideLater();
+      besideAnyway = false;
       const group = this.#waiting.splice(0, this.#maxGroup);
       this.#running += 1;
       void this.#run(group).finally(() => {
@@ -67,6 +74,15 @@ export class GroupWriter<Item, Result> {
         this.#next();
       });
     }
+  }
+
+  #startBesideLater(): void {
+    if (this.#besideAfterMs === undefined || this.#besideTimer) return;
+    this.#besideTimer = setTimeout(() => {
+      this.#besideTimer = null;
+      this.#next(true);
+    }, this.#besideAfterMs);
+    this.#besideTimer.unref();
   }
 
   async #run(group: Array<Waiting<Item, Result>>): Promise<void> {
@@ -104,10 +120,10 @@ function refusesARow(error: unknown): boolean {
 export const groupCommit = { enabled: true };
 
 /**
- * Two statements of a kind at once per process, the second for 8 writes or more: the rest of its
- * writes wait and go in groups.
+ * Two statements of a kind at once per process, the second for 8 writes or more, or for any once
+ * they have waited 10 ms: the rest of its writes wait and go in groups.
  */
-export const GROUPS = { maxGroup: 64, maxRunning: 2, minBeside: 8 };
+export const GROUPS = { maxGroup: 64, maxRunning: 2, minBeside: 8, besideAfterMs: 10 };
 
 const writers = new WeakMap<object, Map<string, GroupWriter<any, any>>>();
 

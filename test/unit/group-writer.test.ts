@@ -112,3 +112,22 @@ t.test('a group that fails for another reason than a row fails every write at on
   t.same(held.groups, [[1], [2, 3, 4]]);
   t.same(await Promise.all(answers), ['row 1', 'refused 3', 'refused 3', 'refused 3']);
 });
+
+t.test('writes fewer than minBeside start beside a statement that keeps running past besideAfterMs', async (t) => {
+  const held = heldWriter();
+  const writer = new GroupWriter(held.writeMany, { maxGroup: 10, maxRunning: 2, minBeside: 8, besideAfterMs: 5 });
+  const writes = [writer.write(1)];
+  await turn();
+  writes.push(writer.write(2));
+  await turn();
+  t.same(held.groups, [[1]], 'one waiting write does not start a statement at once');
+  // The first statement never ends here (a row lock held elsewhere): the second goes beside it.
+  const started = await Promise.race([
+    (async () => { while (held.groups.length < 2) await new Promise((resolve) => setTimeout(resolve, 5)); return true; })(),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000).unref()),
+  ]);
+  t.ok(started, 'the waiting write goes beside the held statement');
+  t.same(held.groups, [[1], [2]]);
+  await held.releaseAll();
+  t.same(await Promise.all(writes), ['row 1', 'row 2']);
+});
