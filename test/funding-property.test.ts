@@ -502,8 +502,13 @@ async function balanceOf(account: Account): Promise<Record<string, number>> {
   return (await request(account.org, 'GET', `/processing_accounts/${account.id}?fields=*,balance`)).body.balance;
 }
 
-/** A deposit request on a manual account: within, at or over the available balance. */
-async function manualDeposit(): Promise<string> {
+/**
+ * A deposit request on a manual account: within, at or over the available balance. In a burst
+ * another request may change that balance between its read and the deposit (a deposit of part of
+ * it first, a clock move's funding run), so a deposit of all is checked there only for taking
+ * something, and the invariants afterwards judge the rest.
+ */
+async function manualDeposit(inBurst = false): Promise<string> {
   const [u, h, size] = draws(3);
   const account = pickOf(u, accounts.filter((a) => a.style === 'manual'));
   const available = cents((await balanceOf(account)).available);
@@ -519,7 +524,7 @@ async function manualDeposit(): Promise<string> {
   } else if (res.status !== 200) {
     const now = cents((await balanceOf(account)).available);
     if (now === available) problems.push(`deposit of ${amount === null ? 'all' : major(amount)} with ${major(available)} available was refused: ${JSON.stringify(res.body)}`);
-  } else if (amount === null && cents(res.body.amount) !== available) {
+  } else if (amount === null && (inBurst ? !(cents(res.body.amount) > 0) : cents(res.body.amount) !== available)) {
     problems.push(`a deposit without an amount took ${res.body.amount}, ${major(available)} was available`);
   }
   return `deposit ${how} ${amount === null ? '' : major(amount)} from manual${account.hasMethod ? '' : '(no method)'} (${major(available)} available) → ${res.status}`;
@@ -609,7 +614,7 @@ async function burst(): Promise<string> {
         () => pay(pick(accounts), 'card'),
         refund,
         () => voidOne(false),
-        manualDeposit,
+        () => manualDeposit(true),
         () => moveClock(pick(orgs), int(0, 1), true),
       ])());
     }

@@ -65,9 +65,10 @@ t.test('two workers never exceed one webhook\'s limit together; every event arri
   const seconds = perSecond(times.slice(1));
   // Slots are 100 ms apart; an arrival that ran late (the web and both workers share this process)
   // can fall into the next second beside that second's own ten.
-  // Arrival times, not send times: on a loaded machine two late arrivals can fall into the next
-  // second (CI saw 12, 10, 10, 8); the span below bounds the average.
-  t.ok(Math.max(...seconds) <= 12, `10 (±2 for arrivals that ran late) in each second: ${seconds.join(', ')}`);
+  // Arrival times, not send times: late arrivals fall into the next second beside its own ten
+  // (CI saw 12, 10, 10, 8; a quiet 2-core machine 13 or 14, 10, 10, 6 or 5). The bound catches a limiter that lets a burst through (its first second would hold
+  // most of the 40); the span below bounds the average.
+  t.ok(Math.max(...seconds) <= 16, `10 (more for arrivals that ran late) in each second: ${seconds.join(', ')}`);
   const span = Math.max(...times) - Math.min(...times);
   // 39 slots of 100 ms after the first: 3.9 s, less what the first arrival ran late by (it opens
   // the receiver's connection; loaded CI machines measured 3,799 and 3,690 ms). The bound allows
