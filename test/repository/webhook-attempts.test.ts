@@ -50,20 +50,6 @@ t.test('an attempt is logged in flight when it opens, and completed by its answe
   });
 });
 
-t.test('an answer completes its log in place: a heap-only update, no index entry written anew', async (t) => {
-  await withRollback(db, async (tx) => {
-    const job = await pendingDelivery(tx, 'active');
-    const [opened] = await openAttempts(tx, [job]);
-    const counts = async () => (await tx.raw(`select pg_stat_get_xact_tuples_updated('webhook_logs'::regclass)::int as updated,
-                                                       pg_stat_get_xact_tuples_hot_updated('webhook_logs'::regclass)::int as hot`)).rows[0];
-    const before = await counts();
-    await recordAttempts(tx, [{ job, opened, answer: answer('delivered', 200), state: 'delivered' }]);
-    const after = await counts();
-    t.same({ updated: after.updated - before.updated, hot: after.hot - before.hot }, { updated: 1, hot: 1 });
-    t.same((await tx.raw(`select webhook_id from webhook_logs`)).rows, [{ webhook_id: 'wh_1' }], 'the log\'s webhook, as its own column');
-  });
-});
-
 t.test('an attempt whose answer never came is unknown once the next one opens', async (t) => {
   await withRollback(db, async (tx) => {
     const job = await pendingDelivery(tx, 'active');

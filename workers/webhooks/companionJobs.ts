@@ -42,16 +42,3 @@ export async function failCompanionJobs(db: Db, failed: Array<{ id: string; mess
       where jobs.id = f.id and jobs.locked_by = ?`,
     [JSON.stringify(failed), lockedBy]);
 }
-
-/**
- * Vacuums the job table: every job taken (locked) or done (deleted) leaves its former row dead,
- * with its entry in the queue's indexes, and each fetch of a job (graphile-worker's and
- * take_delivery_jobs) walks the indexes in queue order through every such entry left since the
- * last vacuum, reading the heap for those not yet marked dead. Autovacuum comes at most once a
- * minute: through a backlog, a fetch read a hundred and more pages. Skips the table when another
- * vacuum holds it, and leaves its empty tail pages (truncating them would lock out every fetch
- * meanwhile). A database user that does not own the table gets a warning, and nothing is done.
- */
-export async function vacuumJobs(db: Db): Promise<void> {
-  await db.raw('vacuum (skip_locked, truncate false, parallel 0) graphile_worker._private_jobs');
-}

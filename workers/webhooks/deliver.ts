@@ -25,7 +25,7 @@ import { formatTimestamp } from '../../api/schema/values.ts';
 import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
-import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs, vacuumJobs, type CompanionJob } from './companionJobs.ts';
+import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs, type CompanionJob } from './companionJobs.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
@@ -327,7 +327,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return batch.map(() => undefined);
   }, { maxItems: BATCH_MAX, maxInFlight: 2 });
   const detached = new Set<Promise<void>>();
-  const upkeep = new JobTableUpkeep(deps.db);
   /** Each delivery's latest run in this process, until its attempt's answer is recorded (or given up on). */
   const unsettled = new Map<string, Promise<void>>();
   /**
@@ -363,7 +362,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     } finally {
       if (detachedAttempt) void detachedAttempt.recorded.finally(settled);
       else settled();
-      upkeep.jobDone();
     }
   };
   /**
@@ -450,40 +448,6 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     // Companions run beside this job's own delivery; the job completes once all of them are done.
     await Promise.all([own, companions.run(job, lockedBy, (companion) => deliverOne(companion.job, companion.id, false, true))]);
   };
-}
-
-/** Delivery jobs run in this process between two vacuums of the job table it starts. */
-export const VACUUM_AFTER_JOBS = 250;
-
-/**
- * Vacuums the job table (companionJobs.ts, vacuumJobs) after every VACUUM_AFTER_JOBS delivery jobs
- * run here, one vacuum at a time, beside the deliveries: a backlog's fetches then walk the
- * entries of at most that many jobs taken before them, not those of every job since autovacuum
- * last came. A vacuum that fails is left to the next.
- */
-export class JobTableUpkeep {
-  private readonly db: Db;
-  private readonly every: number;
-  private done = 0;
-  private vacuuming: Promise<void> | null = null;
-
-  constructor(db: Db, every = VACUUM_AFTER_JOBS) {
-    this.db = db;
-    this.every = every;
-  }
-
-  /** One more job run; starts a vacuum once `every` have run since the last one started. */
-  jobDone(): void {
-    // A vacuum cannot run inside a transaction (a task run on a transaction's handle, in tests).
-    if (++this.done < this.every || this.vacuuming || this.db.inTransaction) return;
-    this.done = 0;
-    this.vacuuming = vacuumJobs(this.db).catch(() => undefined).finally(() => (this.vacuuming = null));
-  }
-
-  /** The vacuum under way, if any. */
-  settled(): Promise<void> {
-    return this.vacuuming ?? Promise.resolve();
-  }
 }
 
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
