@@ -199,7 +199,7 @@ export class ReportingStore {
     // An ALTER takes the table's lock: only when the table does not say so already.
     const [database, name] = table.split('.');
     const [found] = await this.select<{ ddl: string }>('SELECT create_table_query AS ddl FROM system.tables WHERE database = {database:String} AND name = {name:String}', { database, name });
-    if (found?.ddl.includes(`merge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}`)) return;
+    if (found && new RegExp(`\\bmerge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}\\b`).test(found.ddl)) return;
     await this.command(`ALTER TABLE ${table} MODIFY SETTING merge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}`);
   }
 
