@@ -67,6 +67,9 @@ export class GroupWriter<Item, Result> {
     while (this.#running < this.#maxRunning && this.#waiting.length > 0) {
       if (this.#running > 0 && this.#waiting.length < this.#minBeside && !besideAnyway) return this.#startBesideLater();
       besideAnyway = false;
+      // The writes the bound was counting for go now: a later wait counts afresh.
+      if (this.#besideTimer) clearTimeout(this.#besideTimer);
+      this.#besideTimer = null;
       const group = this.#waiting.splice(0, this.#maxGroup);
       this.#running += 1;
       void this.#run(group).finally(() => {
