@@ -81,7 +81,7 @@ t.test('a backlog taken in pages, with commits landing between the pages: every 
   const all = [...first, ...lateIds, ...between].sort();
   t.same(await deliveredEvents(db), all, 'every committed event has its delivery');
   t.equal(await deliveryJobCount(db), all.length, 'and exactly one job');
-  t.same((await dispatchEventBatch(db, 10)), { taken: 0, caughtUp: true }, 'nothing left to take');
+  t.same((await dispatchEventBatch(db, 10)), { taken: 0, claimed: [], caughtUp: true }, 'nothing left to take');
 });
 
 t.test('dispatchers running side by side dispatch each event once', { timeout: 30_000 }, async (t) => {
@@ -105,20 +105,46 @@ t.test('a dispatcher finding another\'s pass running takes nothing at once inste
   const pass = dispatchEventBatch(db, 10);
   const first = await Promise.race([pass, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 5000))]);
   await other.rollback();
-  t.same(first, { taken: 0, caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
+  t.same(first, { taken: 0, claimed: [], caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
   await pass;
   t.same(await deliveredEvents(db), [], 'nothing dispatched meanwhile');
   await dispatchAll(db, 10);
   t.same(await deliveredEvents(db), [...ids].sort(), 'the next pass dispatches the events');
 });
 
+t.test('a pass claims up to its org\'s room for the claiming process: those jobs come back locked by it, the rest queue', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  // The first delivery queued registers the task: until then a pass claims nothing.
+  const first = await commitEvents(db, 1);
+  t.same((await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: tenant.orgId, room: 3 }] })).claimed, [], 'nothing claimed before the task is known');
+  const ids = await commitEvents(db, 5);
+  const pass = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: tenant.orgId, room: 3 }] });
+  t.equal(pass.taken, 5);
+  const claimedEvents = pass.claimed.map((job) => (job.payload as { event_id: string }).event_id);
+  t.same(claimedEvents, ids.slice(0, 3), 'the first three deliveries, in commit order, are claimed');
+  const jobs = await db.raw(`select id::text, locked_by, attempts, payload->>'event_id' as event_id, key from graphile_worker._private_jobs
+                               where payload->>'event_id' = any(?) order by id`, [ids]);
+  const locked = jobs.rows.filter((job: { locked_by: string | null }) => job.locked_by === 'worker-claims');
+  t.same(locked.map((job: { id: string }) => job.id).sort(), pass.claimed.map((job) => job.id).sort(), 'their jobs are locked by the claimer');
+  t.ok(locked.every((job: { attempts: number; key: string }) => job.attempts === 1 && job.key.startsWith('deliver:whd_')), 'taken once, under the delivery\'s key');
+  t.same(jobs.rows.filter((job: { locked_by: string | null }) => job.locked_by === null).map((job: { event_id: string }) => job.event_id), ids.slice(3), 'the rest queue, free');
+  const [delivery] = (await db.raw('select id from webhook_deliveries where event_id = ?', [ids[0]])).rows;
+  t.match(pass.claimed[0].payload, { delivery_id: delivery.id, event_id: ids[0], org_id: tenant.orgId, environment: tenant.environment, webhook_id: 'wh_dispatch' },
+    'a claimed job carries the delivery and its event, as a queued one does');
+  const others = await commitEvents(db, 2);
+  const unlisted = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: 'org_other', room: 10 }] });
+  t.same(unlisted.claimed, [], 'an org not listed has none claimed');
+  t.equal(await deliveryJobCount(db), 8, 'one job per delivery, claimed or queued');
+  t.same(await deliveredEvents(db), [...first, ...ids, ...others].sort());
+});
+
 t.test('an event of a trigger no webhook listens to is passed over, and the position moves past it', { timeout: 30_000 }, async (t) => {
   const db = await setup(t);
   await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: TRANSACTION_TRIGGERS.payment, objectType: 'transaction', objectId: 'txn_1', value: {} }]));
   const pass = await dispatchEventBatch(db, 10);
-  t.same(pass, { taken: 1, caughtUp: true }, 'taken without a delivery');
+  t.same(pass, { taken: 1, claimed: [], caughtUp: true }, 'taken without a delivery');
   t.same(await deliveredEvents(db), []);
-  t.same(await dispatchEventBatch(db, 10), { taken: 0, caughtUp: true }, 'not taken again');
+  t.same(await dispatchEventBatch(db, 10), { taken: 0, claimed: [], caughtUp: true }, 'not taken again');
 });
 
 t.test('a webhook is sent the events made from its creation on: one made before it, dispatched late, is not sent to it', { timeout: 30_000 }, async (t) => {

@@ -30,7 +30,7 @@ import { retentionCrontab, retentionTask } from './tasks/retention.ts';
 import { FUNDING_CRONTAB, fundInstantTask, fundingDay, sandboxChargeback, sandboxChargebackReversal } from './tasks/funding.ts';
 import { BILLING_CRONTAB, billingDay } from './tasks/billingDay.ts';
 import { startWorkerMetrics } from './metricsServer.ts';
-import { deliverWebhook } from './webhooks/deliver.ts';
+import { deliveryWorker, type DispatchClaims } from './webhooks/deliver.ts';
 import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
@@ -64,12 +64,20 @@ function tenantOfJob(payload: unknown): Tenant | null {
  * in the one database transaction that reads and writes it, which a reset waits for).
  */
 export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vault?: Vault, gate?: TenantGate): TaskList {
+  return workerTasks(db, config, given, vault, gate).tasks;
+}
+
+/**
+ * The task list, and the attempts of deliveries a dispatch pass claims (deliver.ts), each run as
+ * its job would be: audited as the `deliver_webhook` task's, under its tenant's gate, drawing ids
+ * from the given random source.
+ */
+export function workerTasks(db: Db, config: Config, given: Partial<Seams> = {}, vault?: Vault, gate?: TenantGate): { tasks: TaskList; claims: DispatchClaims } {
   const seams = withDefaults(given);
   const http = seams.outbound ?? createOutbound({ allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs });
   const domain = createDomainServices(config, seams, vault);
   const { clock } = seams;
-  const tasks: TaskList = {
-    deliver_webhook: deliverWebhook({
+  const delivery = deliveryWorker({
       db, http, oauth: new OAuthTokens(http, clock), vault: domain.vault, domain, schedule: config.webhookRetrySchedule, disableAfterMs: config.webhookDisableAfterMs,
       // A slot further off than a poll for due jobs and a second's margin (a loaded worker takes a
       // due job late, and a job back past its slot gives it up) is waited for by a deferred job.
@@ -80,7 +88,9 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
       now: () => clock().getTime(),
       // Retry jitter from the random seam only when a test gave one (Math.random otherwise, as before).
       random: given.random ? () => given.random!(4).readUInt32BE(0) / 2 ** 32 : undefined,
-    }),
+  });
+  const tasks: TaskList = {
+    deliver_webhook: delivery.task,
     complete_processing: completeProcessing(db, domain),
     bank_reject: bankReject(db, domain),
     expire_authorization: expireAuthorization(db, domain),
@@ -102,10 +112,18 @@ export function taskList(db: Db, config: Config, given: Partial<Seams> = {}, vau
   const audited = Object.fromEntries(Object.entries(tasks).map(([name, task]): [string, Task] => [name, (payload, helpers) =>
     runAudited({ actor: { type: 'system', name } }, () => gated(payload, async () => task!(payload, helpers)))]));
   const random = given.random;
-  if (!random) return audited;
+  const drawing = <T>(work: () => Promise<T>): Promise<T> => (random ? withRandomSource(random, work) : work());
+  const claims: DispatchClaims = {
+    claim: delivery.claims.claim,
+    run: async (jobs, lockedBy) => {
+      await Promise.all(jobs.map((job) => runAudited({ actor: { type: 'system', name: 'deliver_webhook' } },
+        () => gated(job.payload, () => drawing(() => delivery.claims.run([job], lockedBy))))));
+    },
+  };
+  if (!random) return { tasks: audited, claims };
   // Every job mints its ids from the given source (api/ids.ts).
   const drawingFrom = (task: Task): Task => (payload, helpers) => withRandomSource(random, () => task(payload, helpers));
-  return Object.fromEntries(Object.entries(audited).map(([name, task]) => [name, drawingFrom(task)]));
+  return { tasks: Object.fromEntries(Object.entries(audited).map(([name, task]) => [name, drawingFrom(task)])), claims };
 }
 
 export interface RunningWorker {
@@ -158,7 +176,7 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   // One task list for every job runner of the process: a runner replaced when the database went
   // away leaves attempts still out, and the next runner's tasks see them (deliver.ts waits for a
   // delivery's earlier attempt here before it attempts it again) and share its tenants' slots.
-  const tasks = taskList(db, config, options.seams, vault, tenantGate.gate);
+  const { tasks, claims } = workerTasks(db, config, options.seams, vault, tenantGate.gate);
   // Job completions and failures both go through graphile-worker's batcher: unbatched, a failure
   // to record them (database restarting) is an unhandled rejection that kills the process.
   const start = () => run({
@@ -226,6 +244,10 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     batch: DISPATCH_BATCH,
     idleMs: config.webhookDispatchPollMs,
     onError: (error) => log.warn({ err: error.message }, 'webhook dispatch pass failed; retrying'),
+    // Claimed under the job runner's id, announced while it runs: a runner replaced or a process
+    // gone has them released with its jobs. None while a runner is being replaced.
+    claims: { claims, lockedBy: () => (replacing || stopped ? null : currentPool || null) },
+    onClaimFailed: (error) => log.warn({ err: error.message }, 'claimed webhook deliveries failed; their jobs are released with the runner'),
   });
   const metricsServer = await startWorkerMetrics(db, config.workerMetricsPort, config.host);
   log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');

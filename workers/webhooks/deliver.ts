@@ -26,6 +26,7 @@ import { deferrals, deliveries, deliveryDuration } from '../../api/metrics.ts';
 import { signatureHeaders } from '../../api/webhooks/signature.ts';
 import { Batcher } from './batcher.ts';
 import { completeCompanionJobs, failCompanionJobs, takeCompanionJobs, type CompanionJob } from './companionJobs.ts';
+import type { ClaimedJob, DispatchClaim } from './dispatch.ts';
 import { deferDelivery, dropWaitingDeliveryJob, wakeDeferredDelivery } from './deferrals.ts';
 import { openAttempts, recordAttempts, type AttemptRecord, type OpenedAttempt } from './deliveries.ts';
 import type { DnsLookups } from './dnsLookup.ts';
@@ -315,7 +316,21 @@ function settleAttempt(deps: DeliveryDeps, job: DeliveryJob, opened: OpenedAttem
   return { record, delivered, gone, retry, label: delivered ? 'delivered' : gone ? 'gone' : retry ? 'retry' : 'failed' };
 }
 
-export function deliverWebhook(deps: DeliveryDeps): Task {
+/**
+ * The deliveries this process's dispatch passes claim (dispatch.ts, DispatchClaim): each org whose
+ * receivers answer may have as many claimed as its companions' room left here, and they run as its
+ * companions do (rate and tenant slot, opening, answer, record; their jobs completed in batches,
+ * given back when a delivery throws). An org not answering has none claimed: its deliveries queue.
+ */
+export interface DispatchClaims {
+  /** what the next pass may claim for the process, locked by `lockedBy` */
+  claim(lockedBy: string): DispatchClaim;
+  /** attempts claimed deliveries; resolves when each job is completed or given back */
+  run(jobs: ClaimedJob[], lockedBy: string): Promise<void>;
+}
+
+/** The `deliver_webhook` task, and the attempts of the deliveries dispatch claims for this process (sharing its slots and batches). */
+export function deliveryWorker(deps: DeliveryDeps): { task: Task; claims: DispatchClaims } {
   deps.unseal ??= unsealer(deps.vault);
   // Concurrent deliveries share their writes: one statement each per batch.
   const opens = new Batcher<DeliveryJob, OpenedAttempt | undefined>(async (jobs) => {
@@ -438,7 +453,8 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     return { recorded: running };
   };
   const companions = new Companions(deps);
-  return async (payload, helpers) => {
+  const asCompanion = (companion: { id: string; job: DeliveryJob }) => deliverOne(companion.job, companion.id, false, true);
+  const task: Task = async (payload, helpers) => {
     const job = deliveryJob(payload);
     // A delivery in line (a resend's first attempt) waits its turn here, holding the line.
     const inLine = helpers.job.job_queue_id != null;
@@ -446,8 +462,19 @@ export function deliverWebhook(deps: DeliveryDeps): Task {
     const lockedBy = helpers.job.locked_by;
     if (inLine || !lockedBy) return own;
     // Companions run beside this job's own delivery; the job completes once all of them are done.
-    await Promise.all([own, companions.run(job, lockedBy, (companion) => deliverOne(companion.job, companion.id, false, true))]);
+    await Promise.all([own, companions.run(job, lockedBy, asCompanion)]);
   };
+  return {
+    task,
+    claims: {
+      claim: (lockedBy) => ({ lockedBy, rooms: companions.rooms() }),
+      run: (jobs, lockedBy) => companions.runTaken(jobs, lockedBy, asCompanion),
+    },
+  };
+}
+
+export function deliverWebhook(deps: DeliveryDeps): Task {
+  return deliveryWorker(deps).task;
 }
 
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
@@ -505,11 +532,33 @@ class Companions {
       return;
     }
     this.quietUntil.delete(tenant);
-    await Promise.all(taken.map(async ({ id, payload }) => {
+    await this.runTaken(taken, lockedBy, deliver, taken.length);
+  }
+
+  /**
+   * Each org whose receivers answer, with its room for companions left here: what a dispatch pass
+   * may claim for this process (dispatch.ts).
+   */
+  rooms(): Array<{ org: string; room: number }> {
+    return this.deps.slots.answeringOrgs()
+      .map((org) => ({ org, room: this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0) }))
+      .filter(({ room }) => room > 0);
+  }
+
+  /**
+   * Runs `deliver` on jobs locked for this process (`reserved`: of them, already counted as
+   * running, as `run` counts its take before it), completing each once done.
+   */
+  async runTaken(jobs: CompanionJob[], lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>, reserved = 0): Promise<void> {
+    for (const { payload } of jobs.slice(reserved)) {
+      const org = (payload as Partial<DeliveryJob>).org_id ?? '';
+      this.running.set(org, (this.running.get(org) ?? 0) + 1);
+    }
+    await Promise.all(jobs.map(async ({ id, payload }) => {
       try {
         await this.deliverAndComplete(id, payload, lockedBy, deliver);
       } finally {
-        this.ended(org, 1);
+        this.ended((payload as Partial<DeliveryJob>).org_id ?? '', 1);
       }
     }));
   }

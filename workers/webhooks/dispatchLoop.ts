@@ -11,6 +11,7 @@
  * committed pass left it.
  */
 import type { Db } from '../../api/db/connection.ts';
+import type { DispatchClaims } from './deliver.ts';
 import { dispatchEventBatch } from './dispatch.ts';
 
 /** Events per dispatch pass. */
@@ -22,6 +23,13 @@ export interface DispatchLoopOptions {
   /** how long a caught-up loop waits before looking again (also the wait after a failed pass, ×10) */
   idleMs: number;
   onError: (error: Error) => void;
+  /**
+   * The process's claims (dispatch.ts, DispatchClaim): each pass claims what they allow, under the
+   * worker id `lockedBy` gives (none while it gives null), and hands the claimed deliveries to them.
+   */
+  claims?: { claims: DispatchClaims; lockedBy: () => string | null };
+  /** claimed deliveries whose run failed (a job neither completed nor given back) */
+  onClaimFailed?: (error: Error) => void;
 }
 
 export interface DispatchLoop {
@@ -42,7 +50,11 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
   const running = (async () => {
     while (!stopping) {
       try {
-        const pass = await dispatchEventBatch(db, options.batch);
+        const lockedBy = options.claims?.lockedBy() ?? null;
+        const pass = await dispatchEventBatch(db, options.batch, lockedBy ? options.claims!.claims.claim(lockedBy) : undefined);
+        if (lockedBy && pass.claimed.length > 0) {
+          options.claims!.claims.run(pass.claimed, lockedBy).catch((error: unknown) => options.onClaimFailed?.(error as Error));
+        }
         if (pass.caughtUp || pass.turnTaken) await pause(options.idleMs);
       } catch (error) {
         if (stopping) break;

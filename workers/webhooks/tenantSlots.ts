@@ -222,6 +222,11 @@ export class TenantSlots {
     return this.answering(org) ? this.take(org, false) : null;
   }
 
+  /** The orgs whose receivers answer now (`answering`). */
+  answeringOrgs(): string[] {
+    return [...this.answeredAt.keys()].filter((org) => this.answering(org));
+  }
+
   /** Whether `org`'s receivers answer: one answered within RESPONSIVE_MS lately, and none is slow. */
   answering(org: string): boolean {
     const answered = this.answeredAt.get(org);
