@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
+import { releaseDeadWorkers } from '../workers/liveness.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
 import { TRANSACTION_TRIGGERS } from '../api/families/transactions/triggers.ts';
@@ -131,6 +132,10 @@ t.test('a pass claims up to its org\'s room for the claiming process: those jobs
   const [delivery] = (await db.raw('select id from webhook_deliveries where event_id = ?', [ids[0]])).rows;
   t.match(pass.claimed[0].payload, { delivery_id: delivery.id, event_id: ids[0], org_id: tenant.orgId, environment: tenant.environment, webhook_id: 'wh_dispatch' },
     'a claimed job carries the delivery and its event, as a queued one does');
+  // A process that dies holding them (it never announces itself again) has them released for any worker.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(await releaseDeadWorkers(db, 10), 3, 'released with the silent process\'s jobs');
+  t.equal(Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is not null`)).rows[0].n), 0, 'none left locked');
   const others = await commitEvents(db, 2);
   const unlisted = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: 'org_other', room: 10 }] });
   t.same(unlisted.claimed, [], 'an org not listed has none claimed');

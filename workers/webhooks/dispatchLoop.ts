@@ -33,7 +33,7 @@ export interface DispatchLoopOptions {
 }
 
 export interface DispatchLoop {
-  /** finishes the pass in hand and stops */
+  /** finishes the pass in hand and the attempts of the deliveries passes claimed, and stops */
   stop: () => Promise<void>;
 }
 
@@ -47,13 +47,18 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
       resolve();
     };
   });
+  /** claimed deliveries' attempts under way: a stop waits for them, as for a job runner's jobs */
+  const attempting = new Set<Promise<void>>();
   const running = (async () => {
     while (!stopping) {
       try {
         const lockedBy = options.claims?.lockedBy() ?? null;
         const pass = await dispatchEventBatch(db, options.batch, lockedBy ? options.claims!.claims.claim(lockedBy) : undefined);
         if (lockedBy && pass.claimed.length > 0) {
-          options.claims!.claims.run(pass.claimed, lockedBy).catch((error: unknown) => options.onClaimFailed?.(error as Error));
+          const attempts: Promise<void> = options.claims!.claims.run(pass.claimed, lockedBy)
+            .catch((error: unknown) => options.onClaimFailed?.(error as Error))
+            .finally(() => attempting.delete(attempts));
+          attempting.add(attempts);
         }
         if (pass.caughtUp || pass.turnTaken) await pause(options.idleMs);
       } catch (error) {
@@ -68,6 +73,7 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
       stopping = true;
       wake();
       await running;
+      await Promise.all(attempting);
     },
   };
 }
