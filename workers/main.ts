@@ -115,10 +115,8 @@ export function workerTasks(db: Db, config: Config, given: Partial<Seams> = {}, 
   const drawing = <T>(work: () => Promise<T>): Promise<T> => (random ? withRandomSource(random, work) : work());
   const claims: DispatchClaims = {
     claim: delivery.claims.claim,
-    run: async (jobs, lockedBy) => {
-      await Promise.all(jobs.map((job) => runAudited({ actor: { type: 'system', name: 'deliver_webhook' } },
-        () => gated(job.payload, () => drawing(() => delivery.claims.run([job], lockedBy))))));
-    },
+    run: (jobs, lockedBy) => delivery.claims.run(jobs, lockedBy, (job, work) =>
+      runAudited({ actor: { type: 'system', name: 'deliver_webhook' } }, () => gated(job.payload, () => drawing(work)))),
   };
   if (!random) return { tasks: audited, claims };
   // Every job mints its ids from the given source (api/ids.ts).

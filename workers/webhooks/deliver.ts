@@ -325,8 +325,12 @@ function settleAttempt(deps: DeliveryDeps, job: DeliveryJob, opened: OpenedAttem
 export interface DispatchClaims {
   /** what the next pass may claim for the process, locked by `lockedBy` */
   claim(lockedBy: string): DispatchClaim;
-  /** attempts claimed deliveries; resolves when each job is completed or given back */
-  run(jobs: ClaimedJob[], lockedBy: string): Promise<void>;
+  /**
+   * Attempts claimed deliveries, each inside `around` (its job's setting: audit actor, tenant
+   * gate); resolves when each job is completed or given back. They count against their org's
+   * room from the call on, so the next pass claims only what is left.
+   */
+  run(jobs: ClaimedJob[], lockedBy: string, around?: (job: ClaimedJob, work: () => Promise<void>) => Promise<void>): Promise<void>;
 }
 
 /** The `deliver_webhook` task, and the attempts of the deliveries dispatch claims for this process (sharing its slots and batches). */
@@ -468,7 +472,7 @@ export function deliveryWorker(deps: DeliveryDeps): { task: Task; claims: Dispat
     task,
     claims: {
       claim: (lockedBy) => ({ lockedBy, rooms: companions.rooms() }),
-      run: (jobs, lockedBy) => companions.runTaken(jobs, lockedBy, asCompanion),
+      run: (jobs, lockedBy, around) => companions.runTaken(jobs, lockedBy, asCompanion, 0, around),
     },
   };
 }
@@ -547,18 +551,26 @@ class Companions {
 
   /**
    * Runs `deliver` on jobs locked for this process (`reserved`: of them, already counted as
-   * running, as `run` counts its take before it), completing each once done.
+   * running, as `run` counts its take before it; the rest are counted before this returns), each
+   * inside `around`, completing each once done. A job whose `around` fails before its delivery
+   * starts is given back: left locked by a live process, it would wait graphile-worker's hours.
    */
-  async runTaken(jobs: CompanionJob[], lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>, reserved = 0): Promise<void> {
-    for (const { payload } of jobs.slice(reserved)) {
-      const org = (payload as Partial<DeliveryJob>).org_id ?? '';
-      this.running.set(org, (this.running.get(org) ?? 0) + 1);
-    }
-    await Promise.all(jobs.map(async ({ id, payload }) => {
+  async runTaken(jobs: CompanionJob[], lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>, reserved = 0,
+    around: (job: CompanionJob, work: () => Promise<void>) => Promise<void> = (_job, work) => work()): Promise<void> {
+    const orgOf = (payload: unknown) => (payload as Partial<DeliveryJob> | null)?.org_id ?? '';
+    for (const { payload } of jobs.slice(reserved)) this.running.set(orgOf(payload), (this.running.get(orgOf(payload)) ?? 0) + 1);
+    await Promise.all(jobs.map(async (job) => {
+      let started = false;
       try {
-        await this.deliverAndComplete(id, payload, lockedBy, deliver);
+        await around(job, () => {
+          started = true;
+          return this.deliverAndComplete(job.id, job.payload, lockedBy, deliver);
+        });
+      } catch (error) {
+        if (started) throw error;
+        await this.giveBack(job.id, lockedBy, error instanceof Error ? error.message : String(error));
       } finally {
-        this.ended((payload as Partial<DeliveryJob>).org_id ?? '', 1);
+        this.ended(orgOf(job.payload), 1);
       }
     }));
   }

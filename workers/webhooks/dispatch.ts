@@ -24,10 +24,10 @@
  * A pass may claim deliveries for the process that makes it (`DispatchClaim`): their jobs are
  * inserted already locked by that process's worker id, as graphile-worker locks a job it takes, and
  * the pass hands them back to be attempted at once (deliver.ts, DispatchClaims). A claimed delivery
- * skips the statement that takes a job and its round trip, and its job never enters the queue's
- * index of available jobs: a third of the database's work per delivery in a drain. Its attempt is
- * admitted as any other (rate, tenant slot), and a process that dies holding it has its jobs
- * released like its running ones (workers/liveness.ts). The other deliveries are queued as before.
+ * waits for no job slot and no notification, skips the statement that takes a job and its round
+ * trip, and its job never enters the queue's index of available jobs. Its attempt is admitted as
+ * any other (rate, tenant slot), and a process that dies holding it has its jobs released like
+ * its running ones (workers/liveness.ts). The other deliveries are queued as before.
  */
 import { rows, type Db } from '../../api/db/connection.ts';
 import { DELIVER_WEBHOOK_TASK, deliveriesInsert, deliveryJobs, FIRST_ATTEMPT_PRIORITY, JOB_PAYLOAD } from '../../api/families/webhooks/deliveryJobs.ts';
