@@ -3,9 +3,16 @@
  * process (workers/webhooks/dispatch.ts, DispatchClaim): their jobs are inserted already locked
  * by the process and attempted at once, never waiting in the queue for a job slot to take them.
  * Observed from the database: a trigger notes, for each delivery job inserted, whether it came
- * locked. Every delivery still arrives once and ends delivered after one attempt.
+ * locked. Every delivery still arrives once and ends delivered after one attempt. And a claimed
+ * delivery that cannot start (its tenant's gate refuses it) is given back, as a job that throws is.
  */
 import t from 'tap';
+import { loadConfig } from '../api/config.ts';
+import { createLogger } from '../api/logger.ts';
+import type { TenantGate } from '../api/tenantGate.ts';
+import { openVault } from '../api/vaultKeys.ts';
+import { workerTasks } from '../workers/main.ts';
+import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
 import { startTestApi, startTestWorker } from './helpers/api.ts';
 import { startReceiver } from './helpers/receiver.ts';
 import { eventually } from './helpers/wait.ts';
@@ -53,4 +60,28 @@ t.test('once its receiver answers, an org\'s new deliveries are claimed by the d
   t.same(states, ['delivered:1'], 'each delivered after one attempt');
   const left = await eventually(async () => (await api.db.raw('select count(*)::int as n from graphile_worker.jobs')).rows[0].n as number, (n) => n === 0, 10_000);
   t.equal(left, 0, 'no job left, locked or queued');
+});
+
+t.test('a claimed delivery whose tenant cannot be entered (its test data being reset) has its job given back, not left locked by a live process', { timeout: 60_000 }, async (t) => {
+  const api = await startTestApi(t);
+  const receiver = await startReceiver(t);
+  const hook = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: `${receiver.url}/hook` } });
+  t.equal(hook.status, 200);
+  // A first delivery queued registers the task (a pass claims nothing before).
+  await api.request('POST', '/processing_accounts', { json: { name: 'Queued' } });
+  while (!(await dispatchEventBatch(api.db, 100)).caughtUp);
+  const account = await api.request('POST', '/processing_accounts', { json: { name: 'Claimed' } });
+  t.equal(account.status, 200);
+  const org = hook.body.org_id ?? (await api.db('webhooks').where({ id: hook.body.id }).first()).org_id;
+  const pass = await dispatchEventBatch(api.db, 100, { lockedBy: 'worker-gated', rooms: [{ org, room: 10 }] });
+  t.equal(pass.claimed.length, 1, 'the new delivery is claimed');
+
+  const config = loadConfig({ LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE: 'true', DATABASE_URL: api.databaseUrl });
+  const resetting = { around: async () => { throw new Error('the tenant is being reset'); } } as unknown as TenantGate;
+  const { claims } = workerTasks(api.db, config, {}, await openVault(config, api.db, createLogger('silent', 'test')), resetting);
+  await claims.run(pass.claimed, 'worker-gated');
+
+  const [job] = (await api.db.raw('select locked_by, last_error from graphile_worker._private_jobs where id = ?', [pass.claimed[0].id])).rows;
+  t.same(job, { locked_by: null, last_error: 'the tenant is being reset' }, 'its job is unlocked, to run again later');
+  t.equal(receiver.received.length, 0, 'nothing was sent');
 });
