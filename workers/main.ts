@@ -113,10 +113,21 @@ export function workerTasks(db: Db, config: Config, given: Partial<Seams> = {}, 
     runAudited({ actor: { type: 'system', name } }, () => gated(payload, async () => task!(payload, helpers)))]));
   const random = given.random;
   const drawing = <T>(work: () => Promise<T>): Promise<T> => (random ? withRandomSource(random, work) : work());
+  // Claimed deliveries run together per tenant, under one entry of its gate, as companions run under their job's.
   const claims: DispatchClaims = {
     claim: delivery.claims.claim,
-    run: (jobs, lockedBy) => delivery.claims.run(jobs, lockedBy, (job, work) =>
-      runAudited({ actor: { type: 'system', name: 'deliver_webhook' } }, () => gated(job.payload, () => drawing(work)))),
+    run: async (jobs, lockedBy) => {
+      const byTenant = new Map<string, typeof jobs>();
+      for (const job of jobs) {
+        const tenant = tenantOfJob(job.payload);
+        const key = tenant ? `${tenant.orgId} ${tenant.environment}` : '';
+        const group = byTenant.get(key);
+        if (group) group.push(job);
+        else byTenant.set(key, [job]);
+      }
+      await Promise.all([...byTenant.values()].map((group) => delivery.claims.run(group, lockedBy, (work) =>
+        runAudited({ actor: { type: 'system', name: 'deliver_webhook' } }, () => gated(group[0].payload, () => drawing(work))))));
+    },
   };
   if (!random) return { tasks: audited, claims };
   // Every job mints its ids from the given source (api/ids.ts).

@@ -326,11 +326,11 @@ export interface DispatchClaims {
   /** what the next pass may claim for the process, locked by `lockedBy` */
   claim(lockedBy: string): DispatchClaim;
   /**
-   * Attempts claimed deliveries, each inside `around` (its job's setting: audit actor, tenant
-   * gate); resolves when each job is completed or given back. They count against their org's
-   * room from the call on, so the next pass claims only what is left.
+   * Attempts claimed deliveries, all inside `around` (their jobs' setting: audit actor, tenant
+   * gate; one call, so one tenant's); resolves when each job is completed or given back. They
+   * count against their org's room from the call on, so the next pass claims only what is left.
    */
-  run(jobs: ClaimedJob[], lockedBy: string, around?: (job: ClaimedJob, work: () => Promise<void>) => Promise<void>): Promise<void>;
+  run(jobs: ClaimedJob[], lockedBy: string, around?: (work: () => Promise<void>) => Promise<void>): Promise<void>;
 }
 
 /** The `deliver_webhook` task, and the attempts of the deliveries dispatch claims for this process (sharing its slots and batches). */
@@ -551,28 +551,33 @@ class Companions {
 
   /**
    * Runs `deliver` on jobs locked for this process (`reserved`: of them, already counted as
-   * running, as `run` counts its take before it; the rest are counted before this returns), each
-   * inside `around`, completing each once done. A job whose `around` fails before its delivery
-   * starts is given back: left locked by a live process, it would wait graphile-worker's hours.
+   * running, as `run` counts its take before it; the rest are counted before this returns), all
+   * inside `around`, completing each once done. Jobs whose `around` fails before their deliveries
+   * start are given back: left locked by a live process, they would wait graphile-worker's hours.
    */
   async runTaken(jobs: CompanionJob[], lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>, reserved = 0,
-    around: (job: CompanionJob, work: () => Promise<void>) => Promise<void> = (_job, work) => work()): Promise<void> {
+    around: (work: () => Promise<void>) => Promise<void> = (work) => work()): Promise<void> {
     const orgOf = (payload: unknown) => (payload as Partial<DeliveryJob> | null)?.org_id ?? '';
     for (const { payload } of jobs.slice(reserved)) this.running.set(orgOf(payload), (this.running.get(orgOf(payload)) ?? 0) + 1);
-    await Promise.all(jobs.map(async (job) => {
-      let started = false;
-      try {
-        await around(job, () => {
-          started = true;
-          return this.deliverAndComplete(job.id, job.payload, lockedBy, deliver);
-        });
-      } catch (error) {
-        if (started) throw error;
-        await this.giveBack(job.id, lockedBy, error instanceof Error ? error.message : String(error));
-      } finally {
-        this.ended(orgOf(job.payload), 1);
-      }
-    }));
+    let started = false;
+    const each = () => {
+      started = true;
+      return Promise.all(jobs.map(async ({ id, payload }) => {
+        try {
+          await this.deliverAndComplete(id, payload, lockedBy, deliver);
+        } finally {
+          this.ended(orgOf(payload), 1);
+        }
+      })).then(() => undefined);
+    };
+    try {
+      await around(each);
+    } catch (error) {
+      if (started) throw error;
+      for (const { payload } of jobs) this.ended(orgOf(payload), 1);
+      const message = error instanceof Error ? error.message : String(error);
+      await Promise.all(jobs.map(({ id }) => this.giveBack(id, lockedBy, message)));
+    }
   }
 
   private ended(org: string, count: number): void {
