@@ -74,6 +74,15 @@ function until<T>(read: () => Promise<T>, done: (value: T) => boolean, ms = 15_0
   return eventually(read, done, ms, 50);
 }
 
+/**
+ * The change rows left once the prune has caught up (0). A prune goes only as far as the position
+ * recorded in ClickHouse, which an idle mirror records every 5 s (reporting/mirror.ts,
+ * IDLE_RECORD_MS): the wait allows for that, and for the prune rounds after it, on a loaded machine.
+ */
+function prunedAll(): Promise<number> {
+  return until(changeRows, (n) => n === 0, 40_000);
+}
+
 /** A pino logger whose lines the test can read. */
 function captureLog(): { log: Logger; lines: Array<Record<string, any>> } {
   const lines: Array<Record<string, any>> = [];
@@ -170,7 +179,7 @@ t.test('mirrored change rows are pruned, and a restart still reaches the same Cl
   await rows(api.db, 'delete from transactions where id = any(?)', [ids.slice(50, 70)]);
   t.same(await mirrored(), await truth(), 'the mirror holds every transaction as Postgres does');
 
-  const left = await until(changeRows, (n) => n === 0);
+  const left = await prunedAll();
   t.equal(left, 0, 'every mirrored change row is gone from reporting_changes');
   const [follower] = await rows<{ position_xmin: string }>(api.db, 'select position_xmin::text from reporting_followers');
   t.ok(follower && BigInt(follower.position_xmin) > 0n, `the leader declared its durable position (xmin ${follower?.position_xmin})`);
@@ -186,7 +195,7 @@ t.test('mirrored change rows are pruned, and a restart still reaches the same Cl
   t.same(await mirrored(), await truth(), 'after the restart: updated, deleted and new transactions all as Postgres has them');
   const copied = reporting.running.mirror()!.status.rowsMirrored;
   t.ok(copied <= 35, `resumed from the recorded position (${copied} rows copied), not a full copy`);
-  t.equal(await until(changeRows, (n) => n === 0), 0, 'and those are pruned in turn');
+  t.equal(await prunedAll(), 0, 'and those are pruned in turn');
 });
 
 t.test('a mirror whose position is older than what was pruned rebuilds instead of missing changes', async (t) => {
@@ -222,10 +231,7 @@ t.test('a prune that cannot go on holds no pass back: writes are answered meanwh
   } finally {
     await blocker.rollback();
   }
-  // A prune goes only as far as the position recorded in ClickHouse, which an idle mirror records
-  // every 5 s (reporting/mirror.ts, IDLE_RECORD_MS): the wait allows for that, and for the prune
-  // round after it, on a loaded machine.
-  t.equal(await until(changeRows, (n) => n === 0, 40_000), 0, 'once the row is free, the prune catches up');
+  t.equal(await prunedAll(), 0, 'once the row is free, the prune catches up');
 });
 
 // ---------- 4. the reporting port and its secret ----------

@@ -134,8 +134,7 @@ t.test('a pass claims up to its org\'s room for the claiming process: those jobs
   t.match(firstClaimed.payload, { delivery_id: delivery.id, event_id: ids[0], org_id: tenant.orgId, environment: tenant.environment, webhook_id: 'wh_dispatch' },
     'a claimed job carries the delivery and its event, as a queued one does');
   // A process that dies holding them (it never announces itself again) has them released for any worker.
-  await new Promise((resolve) => setTimeout(resolve, 20));
-  t.equal(await releaseDeadWorkers(db, 10), 3, 'released with the silent process\'s jobs');
+  t.equal(await releaseDeadWorkers(db, 0), 3, 'released with the silent process\'s jobs');
   t.equal(Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is not null`)).rows[0].n), 0, 'none left locked');
   const others = await commitEvents(db, 2);
   const unlisted = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: 'org_other', room: 10 }] });

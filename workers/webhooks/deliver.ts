@@ -472,13 +472,9 @@ export function deliveryWorker(deps: DeliveryDeps): { task: Task; claims: Dispat
     task,
     claims: {
       claim: (lockedBy) => ({ lockedBy, rooms: companions.rooms() }),
-      run: (jobs, lockedBy, around) => companions.runTaken(jobs, lockedBy, asCompanion, 0, around),
+      run: (jobs, lockedBy, around) => companions.runTaken(jobs, lockedBy, asCompanion, false, around),
     },
   };
-}
-
-export function deliverWebhook(deps: DeliveryDeps): Task {
-  return deliveryWorker(deps).task;
 }
 
 /** After a look that found no companion for a tenant, its jobs run alone this long: no statement a job for nothing. */
@@ -524,7 +520,7 @@ class Companions {
     // Companions of the org out here at most: what its receivers absorb (tenantSlots.ts, companionRoom).
     const room = Math.min(COMPANIONS_PER_JOB, this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0));
     if (room <= 0 || !this.deps.slots.answering(org) || (this.quietUntil.get(tenant) ?? 0) > nowMs) return;
-    this.running.set(org, (this.running.get(org) ?? 0) + room);
+    this.began(org, room);
     let taken: CompanionJob[] = [];
     try {
       taken = await takeCompanionJobs(this.deps.db, { org, environment: leader.environment }, lockedBy, room);
@@ -536,7 +532,7 @@ class Companions {
       return;
     }
     this.quietUntil.delete(tenant);
-    await this.runTaken(taken, lockedBy, deliver, taken.length);
+    await this.runTaken(taken, lockedBy, deliver, true);
   }
 
   /**
@@ -550,15 +546,15 @@ class Companions {
   }
 
   /**
-   * Runs `deliver` on jobs locked for this process (`reserved`: of them, already counted as
-   * running, as `run` counts its take before it; the rest are counted before this returns), all
+   * Runs `deliver` on jobs locked for this process (`counted`: already counted as running, as
+   * `run` counts its take before it; otherwise counted before this returns), all
    * inside `around`, completing each once done. Jobs whose `around` fails before their deliveries
    * start are given back: left locked by a live process, they would wait graphile-worker's hours.
    */
-  async runTaken(jobs: CompanionJob[], lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>, reserved = 0,
+  async runTaken(jobs: CompanionJob[], lockedBy: string, deliver: (companion: { id: string; job: DeliveryJob }) => Promise<void>, counted = false,
     around: (work: () => Promise<void>) => Promise<void> = (work) => work()): Promise<void> {
     const orgOf = (payload: unknown) => (payload as Partial<DeliveryJob> | null)?.org_id ?? '';
-    for (const { payload } of jobs.slice(reserved)) this.running.set(orgOf(payload), (this.running.get(orgOf(payload)) ?? 0) + 1);
+    if (!counted) for (const { payload } of jobs) this.began(orgOf(payload), 1);
     let started = false;
     // Every delivery runs to its end before this settles, whichever fails: the caller's setting
     // (the tenant's gate) holds until the last is done, and a stop waits for them all.
@@ -580,6 +576,10 @@ class Companions {
       const message = error instanceof Error ? error.message : String(error);
       await Promise.all(jobs.map(({ id }) => this.giveBack(id, lockedBy, message)));
     }
+  }
+
+  private began(org: string, count: number): void {
+    this.running.set(org, (this.running.get(org) ?? 0) + count);
   }
 
   private ended(org: string, count: number): void {
