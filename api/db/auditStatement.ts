@@ -198,14 +198,16 @@ export function createdAudit(objectType: string, rows: Array<{ row: StoredObject
 export function auditCreatedSql(sources: string): string {
   const sent = `jsonb_build_object('type', a.type, 'data', a.data)`;
   const changes = `audit_created_changes(jsonb_build_object('type', a.stored_type, 'data', a.stored_data), ${sent}, a.keys::text[], coalesce(a.event->'changes', a.built))`;
-  // The stored data's keys that were not sent, with their values, for an event whose data the
-  // database changed on the way in (computed once a row: the fence keeps it from being inlined).
-  const added = `select case when a.event is not null and a.stored_data <> a.data then a.stored_data - a.keys::text[] end as fields offset 0`;
+  // Whether the row was stored as sent, and if not, the stored data's keys that were not sent,
+  // with their values, for an event whose data the database changed on the way in (each computed
+  // once a row: the fence keeps them from being inlined into every branch that reads them).
+  const added = `select s.same, case when a.event is not null and not s.same then a.stored_data - a.keys::text[] end as fields
+                   from (select a.stored_type = a.type and a.stored_data = a.data as same) s offset 0`;
   return `insert into audit_events (id, org_id, environment, data)
        select coalesce(a.event_id, audit_id()), a.org_id, a.environment,
               case when a.event is null
                      then audit_data(audit_context_of(coalesce(a.actor, current_setting('settle.audit', true), '')), 'create', a.object_type, a.id, ${changes})
-                   when a.stored_type = a.type and a.stored_data = a.data then a.event
+                   when added.same then a.event
                    when a.stored_type = a.type and a.data || added.fields = a.stored_data and added.fields::text !~* '${SECRET_KEY.source}'
                      then jsonb_set(a.event, '{changes}', (a.event->'changes')
                             || coalesce((select jsonb_object_agg(key, jsonb_build_array(null, value)) from jsonb_each(added.fields) where value <> 'null'), '{}'))

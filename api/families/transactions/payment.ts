@@ -24,6 +24,7 @@ import { isPlainObject, type Json } from '../../engine/view.ts';
 import type { EventDraft } from '../../db/events.ts';
 import { statusOperation } from '../transaction_operations/operations.ts';
 import { paymentMethods } from '../payment_methods/family.ts';
+import { expectedFunding } from './expectedFunding.ts';
 import { creationEvents } from './lifecycle.ts';
 import * as repo from './repository.ts';
 import {
@@ -88,7 +89,10 @@ async function plan(ctx: RuleContext & { collection: Collection }, row: StoredOb
   const transaction = await finishCreate(ctx, row, data, parties, method, { automatic: false, number, plan: [] });
   events.push(...creationEvents(transaction));
   const step = statusOperation(transaction, null);
-  return { method: newMethod, transaction, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) };
+  const account = [read.processing, read.defaultProcessing].find((party) => party?.id === processingId);
+  // The statement dates its funding by the database's clock, which the domain's seam does not move.
+  const funding = expectedFunding(transaction, account?.data, new Date());
+  return { method: newMethod, transaction, funding, operations: step ? [step] : [], events, jobs: timedJobs(ctx, transaction) };
 }
 
 /**

@@ -193,6 +193,8 @@ export interface PaymentWrite {
   /** an inline method, stored with the payment */
   method?: StoredObject;
   transaction: StoredObject;
+  /** the funding fields the statement is expected to add to the transaction (`expectedFunding`), or null */
+  funding: Record<string, unknown> | null;
   /** the step its status is (authorize, process, decline) */
   operations: OperationDraft[];
   events: EventDraft[];
@@ -238,7 +240,11 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
   const audit = auditRows.inStatement;
   if (items.length > 1 && !audit) throw new Error('Payments are written together only when their statement audits them');
   const methods = methodsInsert(items.filter((item) => item.write.method).map((item) => ({ tenant: item.tenant, row: item.write.method!, audit: item.audit })));
-  const txnAudit = createdAudit('transaction', items.map((item) => ({ row: item.write.transaction, audit: item.audit })), audit);
+  // A transaction's event is built with the funding fields the statement is expected to add: when
+  // it adds exactly those, the database takes the event as built (api/db/auditStatement.ts).
+  const txnAudit = createdAudit('transaction', items.map(({ write: { transaction, funding }, audit: setting }) => ({
+    row: funding ? { ...transaction, data: { ...transaction.data, ...funding } } : transaction, audit: setting,
+  })), audit);
   const events = tenantsEventsInsert(items.map((item) => ({ tenant: item.tenant, drafts: [...item.write.events, ...operationEvents(item.write.operations)] })));
   const operations = operationsInsert(items.map((item) => ({ tenant: item.tenant, operations: item.write.operations })));
   const jobs = items.flatMap((item) => item.write.jobs);
@@ -246,8 +252,8 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
     `with ${methods.ctes},
      txn_in as (
        select *${audit ? `, ${ownAuditSql('transactions')} as own_audit` : ''}
-         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}, ${JSONB_LIST}, ?::text[], ?::text[], ?::text[], ${JSONB_LIST})
-           as t(id, org_id, environment, type, data, built, keys, actor, event_id, event)),
+         from unnest(?::text[], ?::text[], ?::text[], ?::text[], ${JSONB_LIST}, ${JSONB_LIST}, ${JSONB_LIST}, ?::text[], ?::text[], ?::text[], ${JSONB_LIST})
+           as t(id, org_id, environment, type, data, funding, built, keys, actor, event_id, event)),
      txn as (
        insert into transactions (id, org_id, environment, type, data)
        select i.id, i.org_id, i.environment, i.type, ${FUNDED_DATA}
@@ -261,7 +267,8 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
      audit as (${auditCreatedSql(`
          ${methods.audited}
          union all
-         select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, i.data, i.keys, i.actor, t.type, t.data, i.event_id, i.event, i.built
+         select 'transaction', 'transactions', i.id, i.org_id, i.environment, i.type, coalesce(i.data || i.funding, i.data), i.keys, i.actor, t.type, t.data,
+                i.event_id, i.event, i.built
            from txn_in i join txn t using (id)`)})` : ''}
      -- the inserts run whether read or not; the jobs' select runs because it is read here
      -- an actor for the audit triggers, as this statement is its own transaction (a group's rows
@@ -272,7 +279,7 @@ export async function insertPayments(db: Db, items: PaymentItem[]): Promise<Stor
       ...methods.bindings,
       items.map((item) => item.write.transaction.id), items.map((item) => item.tenant.orgId), items.map((item) => item.tenant.environment),
       items.map((item) => item.write.transaction.type), jsonList(items.map((item) => JSON.stringify(item.write.transaction.data))),
-      jsonList(txnAudit.built), txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, jsonList(txnAudit.events),
+      jsonList(items.map((item) => (audit && item.write.funding ? JSON.stringify(item.write.funding) : null))), jsonList(txnAudit.built), txnAudit.keys, items.map((item) => item.audit), txnAudit.eventIds, jsonList(txnAudit.events),
       ...operations.bindings,
       ...events.bindings,
       jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt.toISOString()), jobs.map((j) => j.key ?? null),
