@@ -1,11 +1,12 @@
 /**
  * The funding fields a card payment's plan expects its statement to add (expectedFunding) are the
  * ones the database adds (`transaction_funding_fields_of`), over every combination of type, amount
- * (halves that round either way included), method type, payer-paid fee, timing, delays of the
- * payment and of its account, and start day of the week; where the plan cannot tell, it says so
- * (null) rather than guess. Then the payment's audit event, taken as its writer built it when the
- * two agree, is the trigger's when they do not: under a test clock, whose date only the database
- * knows.
+ * (fees that are exact halves of a cent included), method type, payer-paid fee, timing, delays of
+ * the payment and of its account, and start day of the week; where the plan cannot tell, it says
+ * so (null) rather than guess. A payment made through the API is stored with the fields expected
+ * from its own row as the plan holds it. Then the payment's audit event, taken as its writer built
+ * it when the two agree, is the trigger's when they do not: under a test clock, whose date only
+ * the database knows.
  */
 import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
@@ -25,7 +26,7 @@ t.test('the plan expects the fields the database adds, or says it cannot tell', 
     for (const amount of [1, 50, 150, 500, 1234, 1500, 49_999, 50_050, 10_000_000, 0, -500, '700']) {
       for (const method of ['card', 'bank_account']) {
         for (const payer of [undefined, true, 'true', false]) {
-          for (const timing of ['standard', 'rapid']) {
+          for (const timing of ['standard', 'rapid', 'instant']) {
             for (const [own, account] of [[undefined, { processing: { funding: { delay: 1 } } }], [3, { processing: { funding: { delay: '5' } } }],
               ['4', {}], [undefined, {}], [undefined, { processing: 'none' }], [undefined, null]] as const) {
               const day = cases.length % 7;
@@ -68,6 +69,19 @@ t.test('the plan expects the fields the database adds, or says it cannot tell', 
   const processed = { type: 'payment', data: { amount: 100, status: 'processed' } };
   t.equal(expectedFunding(processed, undefined, new Date()), null, 'no account read: cannot tell');
   t.equal(expectedFunding(processed, { processing: { funding: { delay: 'soon' } } }, new Date()), null, 'a delay the database cannot read: cannot tell');
+});
+
+t.test('a payment made through the API is stored with the fields its plan expects', async (t) => {
+  const api = await startTestApi(t);
+  const made = await api.request('POST', '/transactions', { json: { type: 'payment', amount: 5,
+    payment_method: { type: 'card', card: { card_number: '4242 4242 4242 4242', expiry: '12/35', card_code: '123' } } } });
+  t.equal(made.status, 200, made.status === 200 ? 'paid' : JSON.stringify(made.body));
+  const [row] = (await api.db.raw(`select t.type, t.data, a.data as account from transactions t join accounts a on a.id = t.data->>'processing_id' where t.id = ?`,
+    [made.body.id])).rows;
+  const { fee, funding_status: status, funding_date: date, ...planned } = row.data;
+  const expected = expectedFunding({ type: row.type, data: planned }, row.account, new Date());
+  t.same(expected, { fee, funding_status: status, funding_date: date }, 'the row as planned, before the statement adds them, gives the fields stored');
+  t.same(expected?.fee, 45, '2.9 % of 500 cents is 14.5, rounded up as numeric round does, plus 30');
 });
 
 t.test('a payment under a test clock is audited with the date the database gave it', async (t) => {

@@ -198,11 +198,12 @@ export function createdAudit(objectType: string, rows: Array<{ row: StoredObject
 export function auditCreatedSql(sources: string): string {
   const sent = `jsonb_build_object('type', a.type, 'data', a.data)`;
   const changes = `audit_created_changes(jsonb_build_object('type', a.stored_type, 'data', a.stored_data), ${sent}, a.keys::text[], coalesce(a.event->'changes', a.built))`;
-  // Whether the row was stored as sent, and if not, the stored data's keys that were not sent,
-  // with their values, for an event whose data the database changed on the way in (each computed
-  // once a row: the fence keeps them from being inlined into every branch that reads them).
+  // For a row with the writer's event: whether it was stored as sent, and if not, the stored
+  // data's keys that were not sent, with their values (the database changed it on the way in).
+  // Each is computed once a row: the fences keep the comparison from being inlined into `fields`
+  // and both into every branch that reads them.
   const added = `select s.same, case when a.event is not null and not s.same then a.stored_data - a.keys::text[] end as fields
-                   from (select a.stored_type = a.type and a.stored_data = a.data as same) s offset 0`;
+                   from (select a.event is not null and a.stored_type = a.type and a.stored_data = a.data as same offset 0) s offset 0`;
   return `insert into audit_events (id, org_id, environment, data)
        select coalesce(a.event_id, audit_id()), a.org_id, a.environment,
               case when a.event is null

@@ -8,7 +8,7 @@
  * sent and these, the database takes the event as built, the path of every other create; when they
  * differ (a test clock, a date that turned between the plan and the statement, an account the plan
  * did not read), it rebuilds the changes itself, exact. So a difference between this and the SQL
- * costs time, never a wrong row or event; test/unit/expected-funding.test.ts compares both.
+ * costs time, never a wrong row or event; test/expected-funding.test.ts compares both.
  */
 import type { StoredObject } from '../../engine/family.ts';
 
@@ -16,6 +16,8 @@ type Data = Record<string, unknown>;
 
 const FUNDED_TYPES = new Set(['payment', 'refund', 'payout', 'chargeback', 'chargeback_reversal']);
 const DAY_MS = 86_400_000;
+/** Business days of delay past which this does not tell (validation allows up to 10). */
+const MAX_DELAY = 3_650;
 
 /** A whole number as `(text)::int` or `::bigint` reads a JSON value's text, or null for none; undefined when the cast would not give exactly this. */
 function wholeNumber(value: unknown): number | null | undefined {
@@ -52,6 +54,8 @@ export function expectedFunding(row: Pick<StoredObject, 'type' | 'data'>, accoun
   if (ownDelay === undefined || (ownDelay === null && accountDelay === undefined)) return null;
   const instant = data.funding_timing === 'rapid' || data.funding_timing === 'instant';
   const delay = instant ? 0 : ownDelay ?? accountDelay ?? 2;
+  // Validation keeps delays within days; a date beyond JavaScript's range is the database's alone.
+  if (delay > MAX_DELAY) return null;
   const today = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS);
   const fee = transactionFee(row.type, data.payment_method_type, amount);
   const payerPays = String(data.conv_fee_payer) === 'true';
