@@ -18,17 +18,32 @@ export interface EmbeddedServer {
   createDatabase: (name: string, template?: string) => Promise<void>;
 }
 
-/** 5432 may be taken by a system server, so ask the kernel for a free port. */
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
+/**
+ * Where `freePort` looks: below every common range of ephemeral ports (Linux 32768–60999, macOS
+ * and the BSDs 49152–65535). A port the kernel handed out from that range can become the local
+ * port of any outgoing connection (to the database, to a receiver) between the moment it is picked
+ * and the moment its listener binds it, which then fails with EADDRINUSE; below the range only
+ * another explicit listener can take it.
+ */
+const LISTEN_PORTS = { from: 20_000, to: 32_767 };
+
+/** Whether nothing listens on `port` of the loopback address now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A loopback port nothing listens on, for a listener of our own (5432 may be a system server's). */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = LISTEN_PORTS.from + Math.floor(Math.random() * (LISTEN_PORTS.to - LISTEN_PORTS.from + 1));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port between ${LISTEN_PORTS.from} and ${LISTEN_PORTS.to}`);
 }
 
 const USER = 'settle';
