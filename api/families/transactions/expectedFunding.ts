@@ -41,7 +41,7 @@ export function addBusinessDays(start: Date, days: number): Date {
   return new Date(start.getTime() + shifted * DAY_MS);
 }
 
-/** The fields the statement adds to `row` on `today` (a UTC date) with its processing account's data, or null when it adds none or this cannot tell. */
+/** The fields the statement adds to `row` on the UTC date of `now`, with its processing account's data, or null when it adds none or this cannot tell. */
 export function expectedFunding(row: Pick<StoredObject, 'type' | 'data'>, account: Data | undefined, now: Date): Data | null {
   const data = row.data;
   const amount = wholeNumber(data.amount);
