@@ -27,14 +27,14 @@ function wholeNumber(value: unknown): number | null | undefined {
 }
 
 /** `transaction_fee`: sandbox pricing in minor units, half away from zero as numeric `round`; only for a non-negative amount. */
-export function transactionFee(kind: string, methodType: unknown, amount: number): number {
+function transactionFee(kind: string, methodType: unknown, amount: number): number {
   if (kind !== 'payment') return 0;
   if (methodType === 'bank_account') return Math.min(Math.floor((amount + 50) / 100), 500);
   return Math.floor((amount * 29 + 500) / 1000) + 30;
 }
 
 /** `add_business_days`: Mon–Fri business days after a date (UTC days since the epoch); a weekend start counts from the Friday before. */
-export function addBusinessDays(start: Date, days: number): Date {
+function addBusinessDays(start: Date, days: number): Date {
   if (days <= 0) return start;
   const weekday = start.getUTCDay() || 7;
   const shifted = -Math.max(weekday - 5, 0) + days + 2 * Math.floor((Math.min(weekday, 5) - 1 + days) / 5);
