@@ -8,6 +8,9 @@ import t, { type Test } from 'tap';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
 import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
+import { startDispatchLoop } from '../workers/webhooks/dispatchLoop.ts';
+import type { DispatchClaims } from '../workers/webhooks/deliver.ts';
+import { eventually } from './helpers/wait.ts';
 import { releaseDeadWorkers } from '../workers/liveness.ts';
 import { freshDatabase } from './helpers/db.ts';
 import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
@@ -82,7 +85,7 @@ t.test('a backlog taken in pages, with commits landing between the pages: every 
   const all = [...first, ...lateIds, ...between].sort();
   t.same(await deliveredEvents(db), all, 'every committed event has its delivery');
   t.equal(await deliveryJobCount(db), all.length, 'and exactly one job');
-  t.same((await dispatchEventBatch(db, 10)), { taken: 0, claimed: [], caughtUp: true }, 'nothing left to take');
+  t.same((await dispatchEventBatch(db, 10)), { taken: 0, claimed: [], overflow: 0, caughtUp: true }, 'nothing left to take');
 });
 
 t.test('dispatchers running side by side dispatch each event once', { timeout: 30_000 }, async (t) => {
@@ -106,7 +109,7 @@ t.test('a dispatcher finding another\'s pass running takes nothing at once inste
   const pass = dispatchEventBatch(db, 10);
   const first = await Promise.race([pass, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 5000))]);
   await other.rollback();
-  t.same(first, { taken: 0, claimed: [], caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
+  t.same(first, { taken: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
   await pass;
   t.same(await deliveredEvents(db), [], 'nothing dispatched meanwhile');
   await dispatchAll(db, 10);
@@ -117,10 +120,12 @@ t.test('a pass claims up to its org\'s room for the claiming process: those jobs
   const db = await setup(t);
   // The first delivery queued registers the task: until then a pass claims nothing.
   const first = await commitEvents(db, 1);
-  t.same((await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: tenant.orgId, room: 3 }] })).claimed, [], 'nothing claimed before the task is known');
+  const unknownTask = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: tenant.orgId, room: 3 }] });
+  t.same([unknownTask.claimed, unknownTask.overflow], [[], 0], 'nothing claimed before the task is known, and nothing counted as past the room');
   const ids = await commitEvents(db, 5);
   const pass = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: tenant.orgId, room: 3 }] });
   t.equal(pass.taken, 5);
+  t.equal(pass.overflow, 2, 'the two deliveries past the room are counted: queued though their org is listed');
   const claimedEvents = pass.claimed.map((job) => (job.payload as { event_id: string }).event_id);
   t.same([...claimedEvents].sort(), ids.slice(0, 3).sort(), 'the first three deliveries, in commit order, are claimed');
   const jobs = await db.raw(`select id::text, locked_by, attempts, payload->>'event_id' as event_id, key from graphile_worker._private_jobs
@@ -138,7 +143,7 @@ t.test('a pass claims up to its org\'s room for the claiming process: those jobs
   t.equal(Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is not null`)).rows[0].n), 0, 'none left locked');
   const others = await commitEvents(db, 2);
   const unlisted = await dispatchEventBatch(db, 10, { lockedBy: 'worker-claims', rooms: [{ org: 'org_other', room: 10 }] });
-  t.same(unlisted.claimed, [], 'an org not listed has none claimed');
+  t.same([unlisted.claimed, unlisted.overflow], [[], 0], 'an org not listed has none claimed, and its queued deliveries are not past any room');
   t.equal(await deliveryJobCount(db), 8, 'one job per delivery, claimed or queued');
   t.same(await deliveredEvents(db), [...first, ...ids, ...others].sort());
 });
@@ -147,9 +152,9 @@ t.test('an event of a trigger no webhook listens to is passed over, and the posi
   const db = await setup(t);
   await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: TRANSACTION_TRIGGERS.payment, objectType: 'transaction', objectId: 'txn_1', value: {} }]));
   const pass = await dispatchEventBatch(db, 10);
-  t.same(pass, { taken: 1, claimed: [], caughtUp: true }, 'taken without a delivery');
+  t.same(pass, { taken: 1, claimed: [], overflow: 0, caughtUp: true }, 'taken without a delivery');
   t.same(await deliveredEvents(db), []);
-  t.same(await dispatchEventBatch(db, 10), { taken: 0, claimed: [], caughtUp: true }, 'not taken again');
+  t.same(await dispatchEventBatch(db, 10), { taken: 0, claimed: [], overflow: 0, caughtUp: true }, 'not taken again');
 });
 
 t.test('a webhook is sent the events made from its creation on: one made before it, dispatched late, is not sent to it', { timeout: 30_000 }, async (t) => {
@@ -166,4 +171,41 @@ t.test('a webhook is sent the events made from its creation on: one made before 
     { webhook_id: 'wh_dispatch', event_id: after },
     { webhook_id: 'wh_newer', event_id: after },
   ]));
+});
+
+t.test('a backlog of an org that answers is claimed as its room frees: only the first pass, before any room was known to run out, queues', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  // The task is known once a first delivery is queued (until then nothing is claimed).
+  const registering = await commitEvents(db, 1);
+  await dispatchAll(db, 10);
+  await commitEvents(db, 300);
+  // A process with room for 20 deliveries of the org at once: each claimed delivery ends a few milliseconds after it was handed over.
+  const capacity = 20;
+  let running = 0;
+  let claimed = 0;
+  let freed: Array<() => void> = [];
+  const claims: DispatchClaims = {
+    claim: (lockedBy) => ({ lockedBy, rooms: [{ org: tenant.orgId, room: Math.max(0, capacity - running) }] }),
+    run: async (jobs) => {
+      running += jobs.length;
+      claimed += jobs.length;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running -= jobs.length;
+      for (const wake of freed.splice(0)) wake();
+    },
+    roomFreed: (withinMs) => new Promise<void>((resolve) => {
+      freed.push(resolve);
+      setTimeout(resolve, withinMs);
+    }),
+  };
+  const loop = startDispatchLoop(db, {
+    batch: 50, idleMs: 5, onError: (error) => t.fail(error.message),
+    claims: { claims, lockedBy: () => 'claims-paced', retire: () => t.fail('nothing to retire') },
+  });
+  await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
+  await loop.stop();
+  const queued = Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is null and payload->>'event_id' <> all(?)`,
+    [registering])).rows[0].n);
+  t.equal(queued, 30, 'the first pass (50 events, room for 20) queued 30; every later pass took only what it could claim');
+  t.equal(claimed, 270, 'the rest were claimed');
 });

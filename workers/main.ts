@@ -117,6 +117,7 @@ export function workerTasks(db: Db, config: Config, given: Partial<Seams> = {}, 
   // Claimed deliveries run together per tenant, under one entry of its gate, as companions run under their job's.
   const claims: DispatchClaims = {
     claim: delivery.claims.claim,
+    roomFreed: delivery.claims.roomFreed,
     run: async (jobs, lockedBy) => {
       const byTenant = new Map<string, typeof jobs>();
       for (const job of jobs) {

@@ -22,7 +22,7 @@ t.test('a claiming pass that fails retires the claims id; one made without claim
   let failures = 0;
   const claiming = startDispatchLoop(db, {
     batch: 10, idleMs: 5, onError: () => void (failures += 1),
-    claims: { claims: { claim: (lockedBy) => ({ lockedBy, rooms: [] }), run: async () => {} }, lockedBy: () => 'claims-test', retire: () => void (retired += 1) },
+    claims: { claims: { claim: (lockedBy) => ({ lockedBy, rooms: [] }), run: async () => {}, roomFreed: async () => {} }, lockedBy: () => 'claims-test', retire: () => void (retired += 1) },
   });
   await eventually(() => failures, (n) => n >= 2, 10_000, 10);
   await claiming.stop();
@@ -32,7 +32,7 @@ t.test('a claiming pass that fails retires the claims id; one made without claim
   let idleFailures = 0;
   const idle = startDispatchLoop(db, {
     batch: 10, idleMs: 5, onError: () => void (idleFailures += 1),
-    claims: { claims: { claim: (lockedBy) => ({ lockedBy, rooms: [] }), run: async () => {} }, lockedBy: () => null, retire: () => void (retiredIdle += 1) },
+    claims: { claims: { claim: (lockedBy) => ({ lockedBy, rooms: [] }), run: async () => {}, roomFreed: async () => {} }, lockedBy: () => null, retire: () => void (retiredIdle += 1) },
   });
   await eventually(() => idleFailures, (n) => n >= 2, 10_000, 10);
   await idle.stop();

@@ -331,6 +331,8 @@ export interface DispatchClaims {
    * count against their org's room from the call on, so the next pass claims only what is left.
    */
   run(jobs: ClaimedJob[], lockedBy: string, around?: (work: () => Promise<void>) => Promise<void>): Promise<void>;
+  /** Resolves when a delivery run here as a companion or a claim ends (its room is free again), or after `withinMs`. */
+  roomFreed(withinMs: number): Promise<void>;
 }
 
 /** The `deliver_webhook` task, and the attempts of the deliveries dispatch claims for this process (sharing its slots and batches). */
@@ -473,6 +475,7 @@ export function deliveryWorker(deps: DeliveryDeps): { task: Task; claims: Dispat
     claims: {
       claim: (lockedBy) => ({ lockedBy, rooms: companions.rooms() }),
       run: (jobs, lockedBy, around) => companions.runTaken(jobs, lockedBy, asCompanion, false, around),
+      roomFreed: (withinMs) => companions.roomFreed(withinMs),
     },
   };
 }
@@ -496,6 +499,8 @@ class Companions {
   private readonly running = new Map<string, number>();
   private readonly completions: Batcher<{ id: string; lockedBy: string }, void>;
   private readonly failures: Batcher<{ id: string; lockedBy: string; message: string }, void>;
+  /** callers of roomFreed waiting for a delivery to end */
+  private freed: Array<() => void> = [];
 
   constructor(deps: DeliveryDeps) {
     this.deps = deps;
@@ -536,13 +541,13 @@ class Companions {
   }
 
   /**
-   * Each org whose receivers answer, with its room for companions left here: what a dispatch pass
-   * may claim for this process (dispatch.ts).
+   * Each org whose receivers answer, with its room for companions left here (0 when it is full):
+   * what a dispatch pass may claim for this process (dispatch.ts). An org listed without room has
+   * its new deliveries counted as the pass's overflow, which paces the next pass (dispatchLoop.ts).
    */
   rooms(): Array<{ org: string; room: number }> {
     return this.deps.slots.answeringOrgs()
-      .map((org) => ({ org, room: this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0) }))
-      .filter(({ room }) => room > 0);
+      .map((org) => ({ org, room: Math.max(0, this.deps.slots.companionRoom(org) - (this.running.get(org) ?? 0)) }));
   }
 
   /**
@@ -586,6 +591,22 @@ class Companions {
     const left = (this.running.get(org) ?? 0) - count;
     if (left > 0) this.running.set(org, left);
     else this.running.delete(org);
+    if (count > 0 && this.freed.length > 0) for (const wake of this.freed.splice(0)) wake();
+  }
+
+  /** Resolves at the next end of a delivery counted here, or after `withinMs`. */
+  roomFreed(withinMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.freed = this.freed.filter((waiting) => waiting !== done);
+        resolve();
+      }, Math.max(0, withinMs));
+      this.freed.push(done);
+    });
   }
 
   /** A companion's delivery, then its job completed; failed (to run again later) when the delivery throws. */

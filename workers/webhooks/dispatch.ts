@@ -67,6 +67,8 @@ export interface DispatchPass {
   taken: number;
   /** the deliveries it claimed (DispatchClaim), their jobs locked for the caller */
   claimed: ClaimedJob[];
+  /** deliveries of orgs the claim listed that it queued instead: their room ran out */
+  overflow: number;
   /** the pass opened its window after its turn came and took all of it: every event committed before then is dispatched */
   caughtUp: boolean;
   /** another dispatcher's pass held the turn: this one took nothing */
@@ -134,7 +136,7 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
   return db.transaction(async (tx) => {
     const [turn] = await rows<{ mine: boolean }>(tx, `select pg_try_advisory_xact_lock(hashtext(?)) as mine from ${UNFLUSHED}`, [DISPATCH_TURN]);
     // Another dispatcher's pass is running: it takes what there is; this loop looks again after its idle wait.
-    if (!turn.mine) return { taken: 0, claimed: [], caughtUp: false, turnTaken: true };
+    if (!turn.mine) return { taken: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true };
     const [position] = await rows<Position>(tx,
       `select pg_snapshot_xmax(dispatched)::text as dispatched_xmax, array(select pg_snapshot_xip(dispatched))::text[] as dispatched_xip,
               window_snapshot::text, pg_snapshot_xmax(window_snapshot)::text as window_xmax,
@@ -146,7 +148,7 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
     // Every seq is positive: (xmax, 0) is just before the first event of a transaction at or past xmax.
     const afterLater = later(after, [position.dispatched_xmax, '0']);
     const narrowing = windowOpen ? [position.window_xmax, position.window_xip] : [];
-    const found = await rows<{ taken: number; claimed: ClaimedJob[] }>(tx,
+    const found = await rows<{ taken: number; claimed: ClaimedJob[]; overflow: number }>(tx,
       `with batch as ${batchSql(windowOpen)},
        upto as (select coalesce(?::pg_snapshot, pg_current_snapshot()) as snapshot),
        created as (${deliveriesInsert(subscribers('active'), 'pending')}),
@@ -159,11 +161,11 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
        -- the task's row exists once the task is registered (a job runner's start, a first job queued): until then nothing is claimed
        task as (select t.id from graphile_worker._private_tasks t where t.identifier = ?),
        made as (
-         select d.id, ${JOB_PAYLOAD} as payload,
-                ?::text is not null and exists (select from task)
-                  and row_number() over (partition by d.org_id order by e.txid, e.seq) <= coalesce(r.room, 0) as claimed
+         select d.id, ${JOB_PAYLOAD} as payload, listed,
+                listed and row_number() over (partition by d.org_id order by e.txid, e.seq) <= r.room as claimed
            from created d join events e on e.id = d.event_id
-           left join jsonb_to_recordset(?::jsonb) as r(org text, room int) on r.org = d.org_id),
+           left join jsonb_to_recordset(?::jsonb) as r(org text, room int) on r.org = d.org_id,
+           lateral (select ?::text is not null and exists (select from task) and r.org is not null as listed) l),
        claimed as (
          insert into graphile_worker._private_jobs (task_id, payload, priority, run_at, attempts, max_attempts, key, locked_at, locked_by)
          select (select id from task), m.payload, ${FIRST_ATTEMPT_PRIORITY}, now(), 1, 25, 'deliver:' || m.id, now(), ?
@@ -183,13 +185,13 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
           where ? or exists (select 1 from batch)
          returning 1)
        select (select count(*) from batch)::int as taken, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved,
-              (select count(*) from skipped_logs) as skipped,
+              (select count(*) from skipped_logs) as skipped, (select count(*) from made where listed and not claimed)::int as overflow,
               coalesce((select json_agg(json_build_object('id', c.id::text, 'payload', c.payload) order by c.id) from claimed c), '[]') as claimed`,
       [position.dispatched_xip, ...after, ...narrowing, limit, ...afterLater, ...narrowing, limit, limit,
         position.window_snapshot, WEBHOOK_LOG_STATUSES.skipped,
-        DELIVER_WEBHOOK_TASK, claim?.lockedBy ?? null, JSON.stringify(claim?.rooms ?? []), claim?.lockedBy ?? null,
+        DELIVER_WEBHOOK_TASK, JSON.stringify(claim?.rooms ?? []), claim?.lockedBy ?? null, claim?.lockedBy ?? null,
         limit, windowOpen]);
-    const { taken, claimed } = found[0];
-    return { taken, claimed, caughtUp: !windowOpen && taken < limit };
+    const { taken, claimed, overflow } = found[0];
+    return { taken, claimed, overflow, caughtUp: !windowOpen && taken < limit };
   });
 }

@@ -12,10 +12,32 @@
  */
 import type { Db } from '../../api/db/connection.ts';
 import type { DispatchClaims } from './deliver.ts';
-import { dispatchEventBatch } from './dispatch.ts';
+import { dispatchEventBatch, type DispatchClaim } from './dispatch.ts';
+import { COMPANIONS_PER_JOB } from './tenantSlots.ts';
 
 /** Events per dispatch pass. */
 export const DISPATCH_BATCH = 500;
+
+/**
+ * Pacing a backlog. A pass claims each answering org's deliveries up to its room here and queues
+ * the rest as jobs, which then cost a take (a statement, each job's row locked and written again,
+ * its entries in the queue's indexes) before the same process, or another, attempts them. So once
+ * a pass has queued deliveries of an org it could have claimed with more room (`overflow`), and
+ * while passes of a backlog claim, the next pass waits for room to free (PACE_WAIT_FOR of it, at
+ * most PACE_WAIT_MS) and takes no more events than it may claim: a backlog of answering orgs is
+ * then claimed as it is attempted. Each org may claim PACE_AHEAD past its room, what ends while
+ * a pass runs: claimed only into room already free, the attempts would wait on each pass. The
+ * wait is short and bounded because other orgs' events wait with it; a loop caught up (live
+ * traffic) never waits for room.
+ */
+const PACE_ROOM = COMPANIONS_PER_JOB;
+const PACE_WAIT_FOR = PACE_ROOM / 2;
+const PACE_AHEAD = PACE_ROOM;
+const PACE_WAIT_MS = 100;
+
+function roomOf(claim: DispatchClaim | undefined): number {
+  return claim ? claim.rooms.reduce((sum, { room }) => sum + room, 0) : 0;
+}
 
 export interface DispatchLoopOptions {
   /** events per pass */
@@ -52,12 +74,32 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
   });
   /** claimed deliveries' attempts under way: a stop waits for them, as for a job runner's jobs */
   const attempting = new Set<Promise<void>>();
+  const claimFor = () => {
+    const lockedBy = options.claims?.lockedBy() ?? null;
+    return { lockedBy, claim: lockedBy ? options.claims!.claims.claim(lockedBy) : undefined };
+  };
   const running = (async () => {
+    let overflowed = false;
     while (!stopping) {
       let lockedBy: string | null = null;
       try {
-        lockedBy = options.claims?.lockedBy() ?? null;
-        const pass = await dispatchEventBatch(db, options.batch, lockedBy ? options.claims!.claims.claim(lockedBy) : undefined);
+        let claiming = claimFor();
+        let limit = options.batch;
+        if (overflowed && claiming.claim) {
+          const until = performance.now() + PACE_WAIT_MS;
+          while (roomOf(claiming.claim) < PACE_WAIT_FOR && !stopping && performance.now() < until) {
+            await options.claims!.claims.roomFreed(until - performance.now());
+            claiming = claimFor();
+            if (!claiming.claim) break;
+          }
+          if (claiming.claim) claiming.claim = { ...claiming.claim, rooms: claiming.claim.rooms.map(({ org, room }) => ({ org, room: room + PACE_AHEAD })) };
+          // Paced to what it may claim; with no org left to claim for, the full batch.
+          if (claiming.claim && claiming.claim.rooms.length > 0) limit = Math.min(options.batch, roomOf(claiming.claim));
+        }
+        ({ lockedBy } = claiming);
+        const pass = await dispatchEventBatch(db, limit, claiming.claim);
+        // A backlog that is being claimed stays paced until caught up: a pass at full size between paced ones would queue its deliveries again.
+        overflowed = pass.overflow > 0 || (!pass.caughtUp && pass.claimed.length > 0);
         if (lockedBy && pass.claimed.length > 0) {
           const attempts: Promise<void> = options.claims!.claims.run(pass.claimed, lockedBy)
             .catch((error: unknown) => {
@@ -70,6 +112,7 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
         if (pass.caughtUp || pass.turnTaken) await pause(options.idleMs);
       } catch (error) {
         if (lockedBy) options.claims!.retire();
+        overflowed = false;
         if (stopping) break;
         options.onError(error as Error);
         await pause(options.idleMs * 10);
