@@ -209,3 +209,38 @@ t.test('a backlog of an org that answers is claimed as its room frees: only the 
   t.equal(queued, 30, 'the first pass (50 events, room for 20) queued 30; every later pass took only what it could claim');
   t.equal(claimed, 270, 'the rest were claimed');
 });
+
+t.test('a backlog stays paced across passes that found another dispatcher\'s pass running', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const registering = await commitEvents(db, 1);
+  await dispatchAll(db, 10);
+  await commitEvents(db, 300);
+  // Room for 20 that never frees while the test runs: every paced pass claims what it may past its room, an unpaced one claims nothing.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let running = 0;
+  const claims: DispatchClaims = {
+    claim: (lockedBy) => ({ lockedBy, rooms: [{ org: tenant.orgId, room: Math.max(0, 20 - running) }] }),
+    run: async (jobs) => {
+      running += jobs.length;
+      await held;
+    },
+    roomFreed: (withinMs) => new Promise<void>((resolve) => setTimeout(resolve, withinMs)),
+  };
+  const loop = startDispatchLoop(db, {
+    batch: 50, idleMs: 5, onError: (error) => t.fail(error.message),
+    claims: { claims, lockedBy: () => 'claims-turns', retire: () => t.fail('nothing to retire') },
+  });
+  // Once the first pass is in, another dispatcher holds the turn for a while: the loop's passes meanwhile take nothing.
+  await eventually(() => deliveryJobCount(db), (n) => n >= 51, 10_000, 2);
+  const other = await db.transaction();
+  t.ok((await other.raw(`select pg_try_advisory_xact_lock(hashtext('webhook_dispatch_position')) as mine`)).rows[0].mine, 'the turn is held elsewhere');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await other.commit();
+  await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
+  release();
+  await loop.stop();
+  const queued = Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is null and payload->>'event_id' <> all(?)`,
+    [registering])).rows[0].n);
+  t.equal(queued, 30, 'only the first pass queued (30 past its room of 20); the passes after the turn came back claimed all they took');
+});

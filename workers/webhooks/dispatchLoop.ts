@@ -99,8 +99,9 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
         ({ lockedBy } = claiming);
         const pass = await dispatchEventBatch(db, limit, claiming.claim);
         // A backlog that is being claimed stays paced until caught up (a pass at full size between
-        // paced ones would queue its deliveries again); a pass that caught up ends the pacing.
-        overflowed = !pass.caughtUp && (pass.overflow > 0 || pass.claimed.length > 0);
+        // paced ones would queue its deliveries again); a pass that caught up ends the pacing, and
+        // one that found another worker's pass running (it took nothing) leaves it as it was.
+        if (!pass.turnTaken) overflowed = !pass.caughtUp && (pass.overflow > 0 || pass.claimed.length > 0);
         if (lockedBy && pass.claimed.length > 0) {
           const attempts: Promise<void> = options.claims!.claims.run(pass.claimed, lockedBy)
             .catch((error: unknown) => {
