@@ -79,13 +79,13 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
     return { lockedBy, claim: lockedBy ? options.claims!.claims.claim(lockedBy) : undefined };
   };
   const running = (async () => {
-    let overflowed = false;
+    let paced = false;
     while (!stopping) {
       let lockedBy: string | null = null;
       try {
         let claiming = claimFor();
         let limit = options.batch;
-        if (overflowed && claiming.claim) {
+        if (paced && claiming.claim) {
           const until = performance.now() + PACE_WAIT_MS;
           while (roomOf(claiming.claim) < PACE_WAIT_FOR && !stopping && performance.now() < until) {
             await options.claims!.claims.roomFreed(until - performance.now());
@@ -96,12 +96,14 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
           // Paced to what it may claim; with no org left to claim for, the full batch.
           if (claiming.claim && claiming.claim.rooms.length > 0) limit = Math.min(options.batch, roomOf(claiming.claim));
         }
+        // A stop asked for while the pass waited for room: no pass after it.
+        if (stopping) break;
         ({ lockedBy } = claiming);
         const pass = await dispatchEventBatch(db, limit, claiming.claim);
         // A backlog that is being claimed stays paced until caught up (a pass at full size between
         // paced ones would queue its deliveries again); a pass that caught up ends the pacing, and
         // one that found another worker's pass running (it took nothing) leaves it as it was.
-        if (!pass.turnTaken) overflowed = !pass.caughtUp && (pass.overflow > 0 || pass.claimed.length > 0);
+        if (!pass.turnTaken) paced = !pass.caughtUp && (pass.overflow > 0 || pass.claimed.length > 0);
         if (lockedBy && pass.claimed.length > 0) {
           const attempts: Promise<void> = options.claims!.claims.run(pass.claimed, lockedBy)
             .catch((error: unknown) => {
@@ -114,7 +116,7 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
         if (pass.caughtUp || pass.turnTaken) await pause(options.idleMs);
       } catch (error) {
         if (lockedBy) options.claims!.retire();
-        overflowed = false;
+        paced = false;
         if (stopping) break;
         options.onError(error as Error);
         await pause(options.idleMs * 10);
