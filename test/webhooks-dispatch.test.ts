@@ -173,17 +173,31 @@ t.test('a webhook is sent the events made from its creation on: one made before 
   ]));
 });
 
-t.test('a backlog of an org that answers is claimed as its room frees: only the first pass, before any room was known to run out, queues', { timeout: 30_000 }, async (t) => {
+/**
+ * A database whose delivery task is known (a first delivery queued, its event returned as
+ * `registering`: until then nothing is claimed), then `count` events committed and not dispatched.
+ */
+async function backlog(t: Test, count: number): Promise<{ db: Db; registering: string[] }> {
   const db = await setup(t);
-  // The task is known once a first delivery is queued (until then nothing is claimed).
   const registering = await commitEvents(db, 1);
   await dispatchAll(db, 10);
-  await commitEvents(db, 300);
+  await commitEvents(db, count);
+  return { db, registering };
+}
+
+/** Delivery jobs queued (not claimed) for events other than `except`. */
+async function queuedJobsExcept(db: Db, except: string[]): Promise<number> {
+  const found = await db.raw(`select count(*)::int as n from graphile_worker._private_jobs where locked_by is null and payload->>'event_id' <> all(?)`, [except]);
+  return found.rows[0].n;
+}
+
+t.test('a backlog of an org that answers is claimed as its room frees: only the first pass, before any room was known to run out, queues', { timeout: 30_000 }, async (t) => {
+  const { db, registering } = await backlog(t, 300);
   // A process with room for 20 deliveries of the org at once: each claimed delivery ends a few milliseconds after it was handed over.
   const capacity = 20;
   let running = 0;
   let claimed = 0;
-  let freed: Array<() => void> = [];
+  const freed: Array<() => void> = [];
   const claims: DispatchClaims = {
     claim: (lockedBy) => ({ lockedBy, rooms: [{ org: tenant.orgId, room: Math.max(0, capacity - running) }] }),
     run: async (jobs) => {
@@ -204,17 +218,13 @@ t.test('a backlog of an org that answers is claimed as its room frees: only the 
   });
   await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
   await loop.stop();
-  const queued = Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is null and payload->>'event_id' <> all(?)`,
-    [registering])).rows[0].n);
+  const queued = await queuedJobsExcept(db, registering);
   t.equal(queued, 30, 'the first pass (50 events, room for 20) queued 30; every later pass took only what it could claim');
   t.equal(claimed, 270, 'the rest were claimed');
 });
 
 t.test('a backlog stays paced across passes that found another dispatcher\'s pass running', { timeout: 30_000 }, async (t) => {
-  const db = await setup(t);
-  const registering = await commitEvents(db, 1);
-  await dispatchAll(db, 10);
-  await commitEvents(db, 300);
+  const { db, registering } = await backlog(t, 300);
   // Room for 20 that never frees while the test runs: every paced pass claims what it may past its room, an unpaced one claims nothing.
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -240,7 +250,6 @@ t.test('a backlog stays paced across passes that found another dispatcher\'s pas
   await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
   release();
   await loop.stop();
-  const queued = Number((await db.raw(`select count(*) as n from graphile_worker._private_jobs where locked_by is null and payload->>'event_id' <> all(?)`,
-    [registering])).rows[0].n);
+  const queued = await queuedJobsExcept(db, registering);
   t.equal(queued, 30, 'only the first pass queued (30 past its room of 20); the passes after the turn came back claimed all they took');
 });

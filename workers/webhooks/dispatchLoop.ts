@@ -78,24 +78,25 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
     const lockedBy = options.claims?.lockedBy() ?? null;
     return { lockedBy, claim: lockedBy ? options.claims!.claims.claim(lockedBy) : undefined };
   };
+  /** A paced pass's claim: once PACE_WAIT_FOR of room is free (PACE_WAIT_MS at most), each org's room and PACE_AHEAD more. */
+  const pacedClaim = async () => {
+    const until = performance.now() + PACE_WAIT_MS;
+    let claiming = claimFor();
+    while (claiming.claim && roomOf(claiming.claim) < PACE_WAIT_FOR && !stopping && performance.now() < until) {
+      await options.claims!.claims.roomFreed(until - performance.now());
+      claiming = claimFor();
+    }
+    const { lockedBy, claim } = claiming;
+    return { lockedBy, claim: claim && { ...claim, rooms: claim.rooms.map(({ org, room }) => ({ org, room: room + PACE_AHEAD })) } };
+  };
   const running = (async () => {
     let paced = false;
     while (!stopping) {
       let lockedBy: string | null = null;
       try {
-        let claiming = claimFor();
-        let limit = options.batch;
-        if (paced && claiming.claim) {
-          const until = performance.now() + PACE_WAIT_MS;
-          while (roomOf(claiming.claim) < PACE_WAIT_FOR && !stopping && performance.now() < until) {
-            await options.claims!.claims.roomFreed(until - performance.now());
-            claiming = claimFor();
-            if (!claiming.claim) break;
-          }
-          if (claiming.claim) claiming.claim = { ...claiming.claim, rooms: claiming.claim.rooms.map(({ org, room }) => ({ org, room: room + PACE_AHEAD })) };
-          // Paced to what it may claim; with no org left to claim for, the full batch.
-          if (claiming.claim && claiming.claim.rooms.length > 0) limit = Math.min(options.batch, roomOf(claiming.claim));
-        }
+        const claiming = paced ? await pacedClaim() : claimFor();
+        // Paced to what it may claim; with no org to claim for, the full batch.
+        const limit = paced && claiming.claim && claiming.claim.rooms.length > 0 ? Math.min(options.batch, roomOf(claiming.claim)) : options.batch;
         // A stop asked for while the pass waited for room: no pass after it.
         if (stopping) break;
         ({ lockedBy } = claiming);
