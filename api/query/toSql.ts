@@ -182,7 +182,7 @@ export class SqlCompiler {
   field(path: string[]): Typed {
     const dotted = path.join('.');
     const exact = this.fields.get(dotted);
-    if (exact && !exact.writeOnly) return { ...this.storageSql(exact.store, exact.type), field: exact };
+    if (exact && !exact.writeOnly) return { ...this.storageSql(exact), field: exact };
     // Below a free-form json field (attrs[region]): compare as text.
     for (let i = path.length - 1; i > 0; i--) {
       const parent = this.fields.get(path.slice(0, i).join('.'));
@@ -194,7 +194,8 @@ export class SqlCompiler {
     throw invalidAttributes({ [dotted || 'field']: 'Unknown field' });
   }
 
-  private storageSql(store: string, type: FieldType): Sql & { type: ValueType } {
+  private storageSql({ store, column, type }: FieldSpec): Sql & { type: ValueType } {
+    if (column) return { sql: `"${column}"`, bindings: [], type };
     if (COLUMNS.has(store)) return { sql: `"${store}"`, bindings: [], type };
     const cast = CASTS[type];
     const text = 'data #>> ?::text[]';

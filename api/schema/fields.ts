@@ -24,6 +24,11 @@ export const COLUMNS = new Set(['id', 'type', 'created_at', 'modified_at']);
 export interface FieldSpec {
   /** Storage path: a column name, or a dotted path inside `data` (`address.city`). */
   store: string;
+  /**
+   * A column the table derives from `store` (generated from `data`), which queries filter and sort
+   * on so that its index serves them; the object is still rendered from `data`.
+   */
+  column?: string;
   type: FieldType;
   /** Dotted API path in each version; a version without one does not have the field. */
   v1?: string;

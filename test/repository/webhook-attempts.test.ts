@@ -82,3 +82,25 @@ t.test('a delivery of a disabled webhook is cancelled without an attempt and log
     t.same(await logs(tx), [{ attempt: '0', status: 'skipped', http_status: null }]);
   });
 });
+
+t.test('answers complete their logs in place: every update of a log is heap-only, no index entry written', async (t) => {
+  await withRollback(db, async (tx) => {
+    const first = await pendingDelivery(tx, 'active');
+    // A batch as a backlog's: 60 deliveries (resends of the event), opened together and answered together.
+    await tx.raw(`insert into webhook_deliveries (id, org_id, environment, webhook_id, event_id, series, next_attempt_at)
+                  select 'whd_' || lpad(g::text, 3, '0'), ?, ?, 'wh_1', ?, g, now() from generate_series(2, 60) g`,
+      [acme.orgId, acme.environment, first.event_id]);
+    const jobs = [first, ...Array.from({ length: 59 }, (_, i) => ({ ...first, delivery_id: `whd_${String(i + 2).padStart(3, '0')}` }))];
+    const opened = await openAttempts(tx, jobs);
+    t.equal(opened.length, 60);
+    const byId = new Map(jobs.map((job) => [job.delivery_id, job]));
+    // The transaction's own counts of updated log rows (the other tests' savepoints count in it too).
+    const updates = async () => (await tx.raw(`select pg_stat_get_xact_tuples_updated('webhook_logs'::regclass)::int as updated,
+                                                      pg_stat_get_xact_tuples_hot_updated('webhook_logs'::regclass)::int as hot`)).rows[0];
+    const before = await updates();
+    await recordAttempts(tx, opened.map((o) => ({ job: byId.get(o.delivery_id)!, opened: o, answer: answer('delivered', 200), state: 'delivered' as const })));
+    const after = await updates();
+    t.same({ updated: after.updated - before.updated, hot: after.hot - before.hot }, { updated: 60, hot: 60 });
+    t.same((await logs(tx)).map((log: { status: string }) => log.status), Array(60).fill('delivered'));
+  });
+});

@@ -17,7 +17,7 @@ export type WebhookLogStatus = (typeof WEBHOOK_LOG_STATUSES)[keyof typeof WEBHOO
 
 const fields: FieldSpec[] = [
   idField,
-  { store: 'webhook_id', type: 'id', ...both('webhook_id') },
+  { store: 'webhook_id', column: 'webhook_id', type: 'id', ...both('webhook_id') },
   { store: 'event_id', type: 'id', ...both('event_id') },
   { store: 'trigger', type: 'string', ...both('trigger') },
   { store: 'triggered_on', type: 'json', ...both('triggered_on') },

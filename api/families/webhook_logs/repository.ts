@@ -9,9 +9,9 @@ export type WebhookLogRow = StoredObject & { webhook_id: string };
 export async function latestLogsOfWebhooks(db: Db, tenant: Tenant, webhookIds: string[], perWebhook: number): Promise<WebhookLogRow[]> {
   return rows<WebhookLogRow>(db,
     `select * from (
-       select ${STORED_ROW}, data->>'webhook_id' as webhook_id,
-              row_number() over (partition by data->>'webhook_id' order by created_at desc, id desc) as n
-         from webhook_logs where org_id = ? and environment = ? and data->>'webhook_id' = any(?::text[])) l
+       select ${STORED_ROW}, webhook_id,
+              row_number() over (partition by webhook_id order by created_at desc, id desc) as n
+         from webhook_logs where org_id = ? and environment = ? and webhook_id = any(?::text[])) l
       where n <= ? order by created_at desc, id desc`,
     [tenant.orgId, tenant.environment, webhookIds, perWebhook]);
 }
@@ -27,12 +27,12 @@ export async function healthOfWebhooks(db: Db, tenant: Tenant, webhookIds: strin
   const found = await rows<{ webhook_id: string; last_delivered_at: Date | null; failed_attempts: number }>(db,
     `select w.id as webhook_id, d.created_at as last_delivered_at,
             (select count(*)::int from (select 1 from webhook_logs l
-               where (l.data->>'webhook_id') = w.id and l.created_at > coalesce(d.created_at, '-infinity') and l.data->>'status' in ('failed', 'unknown')
+               where l.webhook_id = w.id and l.created_at > coalesce(d.created_at, '-infinity') and l.data->>'status' in ('failed', 'unknown')
                  and l.org_id = ? and l.environment = ?
                order by l.created_at desc limit ?) f) as failed_attempts
        from unnest(?::text[]) as w(id)
        left join lateral (select l.created_at from webhook_logs l
-                           where (l.data->>'webhook_id') = w.id and l.data->>'status' = 'delivered' and l.org_id = ? and l.environment = ?
+                           where l.webhook_id = w.id and l.data->>'status' = 'delivered' and l.org_id = ? and l.environment = ?
                            order by l.created_at desc limit 1) d on true`,
     [tenant.orgId, tenant.environment, FAILURE_STREAK_COUNTED, webhookIds, tenant.orgId, tenant.environment]);
   return new Map(found.map((row) => [row.webhook_id, row]));
