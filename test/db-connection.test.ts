@@ -8,7 +8,8 @@ import { createDb, rows } from '../api/db/connection.ts';
 import { positional } from '../api/db/placeholders.ts';
 import { freshDatabase } from './helpers/db.ts';
 
-const db = createDb(await freshDatabase(t), 1);
+const url = await freshDatabase(t);
+const db = createDb(url, 1);
 t.teardown(() => db.destroy());
 await db.raw('create table notes (id int primary key, body text)');
 
@@ -61,6 +62,25 @@ t.test('a transaction inside one is a savepoint: its failure undoes only its own
     await tx.transaction((inner) => rows(inner, 'insert into notes values (?, ?)', [5, 'inner kept']));
   });
   t.same(await rows(db, 'select id from notes where id in (3, 4, 5) order by id'), [{ id: 3 }, { id: 5 }]);
+});
+
+t.test('opening statements go with BEGIN, in order, each reading after the one before it: a row committed while the first waited for a lock is seen by the second', async (t) => {
+  const other = createDb(url, 2);
+  t.teardown(() => other.destroy());
+  const holder = await other.transaction();
+  await rows(holder, 'select pg_advisory_xact_lock(4242)');
+  await rows(holder, 'insert into notes values (?, ?)', [70, 'committed while the opening waited']);
+  let opened: Array<Record<string, unknown>[]> | undefined;
+  const waiting = db.transaction(async (tx) => {
+    opened = tx.opened;
+    return rows(tx, 'select id from notes where id = ?', [70]);
+  }, { opening: ['select pg_advisory_xact_lock(4242) as locked', 'select id from notes where id = 70'] });
+  // The opening waits on the lock; the holder commits only then.
+  const waited = async () => (await rows(other, `select 1 from pg_locks where locktype = 'advisory' and not granted`)).length > 0;
+  while (!(await waited())) await new Promise((resolve) => setTimeout(resolve, 10));
+  await holder.commit();
+  t.same(await waiting, [{ id: 70 }]);
+  t.same(opened, [[{ locked: '' }], [{ id: 70 }]], 'each opening statement\'s rows, the second read after the lock was won');
 });
 
 t.test('an opened transaction ends with commit() or rollback(), and takes no query after', async (t) => {

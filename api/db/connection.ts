@@ -28,6 +28,12 @@ const MAX_NAMED = 300;
 export interface TransactionOptions {
   isolationLevel?: 'read committed' | 'repeatable read' | 'serializable';
   readOnly?: boolean;
+  /**
+   * Statements without bindings sent with BEGIN (or the savepoint), in its round trip: each runs
+   * after the one before it, in a snapshot of its own under read committed (a lock taken by one is
+   * held when the next reads). Their rows, in order, are the transaction handle's `opened`.
+   */
+  opening?: string[];
 }
 
 /** A fragment of SQL with `?` placeholders and its bindings in order: what repositories compose queries from. */
@@ -57,6 +63,8 @@ export interface Db {
   destroy(): Promise<void>;
   /** Whether statements run inside a transaction (this handle's) rather than each on its own. */
   readonly inTransaction: boolean;
+  /** In a transaction begun with `opening` (TransactionOptions): each opening statement's rows, in order. */
+  readonly opened?: Array<Record<string, unknown>[]>;
   /** 'query': every statement as sent, `{ sql, bindings }` with `$n` placeholders (tests capture SQL this way). */
   on(event: 'query', listener: (query: QueryEvent) => void): void;
   off(event: 'query', listener: (query: QueryEvent) => void): void;
@@ -185,7 +193,7 @@ function handle(shared: Shared, tx: TxState | null): Db {
     }
   };
   db.transaction = ((work?: (tx: Db) => Promise<unknown>, options: TransactionOptions = {}) =>
-    tx ? savepoint(shared, tx, work) : begin(shared, work, options)) as Db['transaction'];
+    tx ? savepoint(shared, tx, work, options.opening ?? []) : begin(shared, work, options)) as Db['transaction'];
   db.destroy = () => {
     if (tx) return Promise.reject(new Error('destroy() closes the pool; a transaction ends with commit() or rollback()'));
     // Like knex's, a second destroy() is harmless.
@@ -232,10 +240,12 @@ function beginSql(options: TransactionOptions): string {
 
 async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | undefined, options: TransactionOptions): Promise<unknown> {
   const client = await connect(shared.pool);
+  let opened: Array<Record<string, unknown>[]>;
   try {
     // The actor of the work under way rides with BEGIN (one round trip) for the audit triggers.
     const actor = currentAuditSetting();
-    await client.query(actor === null ? beginSql(options) : `${beginSql(options)}; select set_config('settle.audit', ${client.escapeLiteral(actor)}, true)`);
+    const first = actor === null ? [beginSql(options)] : [beginSql(options), `select set_config('settle.audit', ${client.escapeLiteral(actor)}, true)`];
+    opened = await openingRows(client, first, options.opening ?? []);
   } catch (error) {
     client.release(error as Error);
     throw error;
@@ -256,15 +266,23 @@ async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | unde
     }
     client.release(state.discard ? readOnlyHost : undefined);
   };
-  const tx = Object.assign(handle(shared, state), { commit: () => end('commit'), rollback: () => end('rollback') }) as OpenTransaction;
+  const tx = Object.assign(handle(shared, state), { commit: () => end('commit'), rollback: () => end('rollback'), opened }) as OpenTransaction;
   if (!work) return tx;
   return settle(tx, work, () => end('commit'), () => end('rollback'), state);
 }
 
-async function savepoint(shared: Shared, outer: TxState, work: ((tx: Db) => Promise<unknown>) | undefined): Promise<unknown> {
+/** Sends `first` and then `opening` as one simple-protocol message; the rows of `opening`'s statements, in order. */
+async function openingRows(client: { query(text: string): Promise<unknown> }, first: string[], opening: string[]): Promise<Array<Record<string, unknown>[]>> {
+  const results = await client.query([...first, ...opening].join('; '));
+  // pg answers one result for one statement, an array of them for several.
+  const all = (Array.isArray(results) ? results : [results]) as pg.QueryResult[];
+  return all.slice(first.length).map((result) => result.rows);
+}
+
+async function savepoint(shared: Shared, outer: TxState, work: ((tx: Db) => Promise<unknown>) | undefined, opening: string[]): Promise<unknown> {
   outer.ensureOpen();
   const name = `settle_sp_${++outer.savepoints}`;
-  await outer.query(`savepoint ${name}`);
+  const opened = await openingRows({ query: (text) => outer.query(text) }, [`savepoint ${name}`], opening);
   const state = outer;
   let ended = false;
   const end = async (sql: string) => {
@@ -275,6 +293,7 @@ async function savepoint(shared: Shared, outer: TxState, work: ((tx: Db) => Prom
   const tx = Object.assign(handle(shared, state), {
     commit: () => end(`release savepoint ${name}`),
     rollback: () => end(`rollback to savepoint ${name}`),
+    opened,
   }) as OpenTransaction;
   if (!work) return tx;
   return settle(tx, work, () => end(`release savepoint ${name}`), () => end(`rollback to savepoint ${name}`), null);

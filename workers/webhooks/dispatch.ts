@@ -124,6 +124,21 @@ function later(a: [string, string], b: [string, string]): [string, string] {
 const DISPATCH_TURN = 'webhook_dispatch_position';
 
 /**
+ * A pass's first statements, sent with its BEGIN in one round trip: the turn, then the position,
+ * read in a snapshot taken after the turn was won (each statement of the message takes its own),
+ * so a pass that won it sees every pass before it. The position is read whoever holds the turn:
+ * a row, cheaper than a round trip more.
+ */
+const PASS_OPENING = [
+  `select pg_try_advisory_xact_lock(hashtext('${DISPATCH_TURN}')) as mine from ${UNFLUSHED}`,
+  `select pg_snapshot_xmax(dispatched)::text as dispatched_xmax, array(select pg_snapshot_xip(dispatched))::text[] as dispatched_xip,
+          window_snapshot::text, pg_snapshot_xmax(window_snapshot)::text as window_xmax,
+          case when window_snapshot is not null then array(select pg_snapshot_xip(window_snapshot))::text[] end as window_xip,
+          window_after_txid::text, window_after_seq::text
+     from webhook_dispatch_position`,
+];
+
+/**
  * Dispatches up to `limit` events past the position, in one transaction: their deliveries and
  * jobs, and the new position. A caller that finds another's pass running takes nothing.
  *
@@ -134,15 +149,9 @@ const DISPATCH_TURN = 'webhook_dispatch_position';
  */
 export async function dispatchEventBatch(db: Db, limit: number, claim?: DispatchClaim): Promise<DispatchPass> {
   return db.transaction(async (tx) => {
-    const [turn] = await rows<{ mine: boolean }>(tx, `select pg_try_advisory_xact_lock(hashtext(?)) as mine from ${UNFLUSHED}`, [DISPATCH_TURN]);
+    const [[turn], [position]] = tx.opened as [[{ mine: boolean }], [Position]];
     // Another dispatcher's pass is running: it takes what there is; this loop looks again after its idle wait.
     if (!turn.mine) return { taken: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true };
-    const [position] = await rows<Position>(tx,
-      `select pg_snapshot_xmax(dispatched)::text as dispatched_xmax, array(select pg_snapshot_xip(dispatched))::text[] as dispatched_xip,
-              window_snapshot::text, pg_snapshot_xmax(window_snapshot)::text as window_xmax,
-              case when window_snapshot is not null then array(select pg_snapshot_xip(window_snapshot))::text[] end as window_xip,
-              window_after_txid::text, window_after_seq::text
-         from webhook_dispatch_position`);
     const windowOpen = position.window_snapshot !== null;
     const after: [string, string] = [position.window_after_txid ?? '0', position.window_after_seq ?? '0'];
     // Every seq is positive: (xmax, 0) is just before the first event of a transaction at or past xmax.
@@ -193,5 +202,5 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
         limit, windowOpen]);
     const { taken, claimed, overflow } = found[0];
     return { taken, claimed, overflow, caughtUp: !windowOpen && taken < limit };
-  });
+  }, { opening: PASS_OPENING });
 }
