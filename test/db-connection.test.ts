@@ -4,7 +4,7 @@
  * named prepared statements that stay bounded and survive a schema change.
  */
 import t from 'tap';
-import { createDb, rows } from '../api/db/connection.ts';
+import { createDb, rows, type QueryEvent } from '../api/db/connection.ts';
 import { positional } from '../api/db/placeholders.ts';
 import { freshDatabase } from './helpers/db.ts';
 
@@ -71,6 +71,10 @@ t.test('opening statements go with BEGIN, in order, each reading after the one b
   await rows(holder, 'select pg_advisory_xact_lock(4242)');
   await rows(holder, 'insert into notes values (?, ?)', [70, 'committed while the opening waited']);
   let opened: Array<Record<string, unknown>[]> | undefined;
+  const seen: string[] = [];
+  const listen = (query: QueryEvent) => void seen.push(query.sql);
+  db.on('query', listen);
+  t.teardown(() => db.off('query', listen));
   const waiting = db.transaction(async (tx) => {
     opened = tx.opened;
     return rows(tx, 'select id from notes where id = ?', [70]);
@@ -81,6 +85,7 @@ t.test('opening statements go with BEGIN, in order, each reading after the one b
   await holder.commit();
   t.same(await waiting, [{ id: 70 }]);
   t.same(opened, [[{ locked: '' }], [{ id: 70 }]], 'each opening statement\'s rows, the second read after the lock was won');
+  t.same(seen.slice(0, 2), ['select pg_advisory_xact_lock(4242) as locked', 'select id from notes where id = 70'], 'the query event shows the opening statements');
 });
 
 t.test('an opened transaction ends with commit() or rollback(), and takes no query after', async (t) => {

@@ -245,7 +245,7 @@ async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | unde
     // The actor of the work under way rides with BEGIN (one round trip) for the audit triggers.
     const actor = currentAuditSetting();
     const first = actor === null ? [beginSql(options)] : [beginSql(options), `select set_config('settle.audit', ${client.escapeLiteral(actor)}, true)`];
-    opened = await openingRows(client, first, options.opening ?? []);
+    opened = await openingRows(shared, client, first, options.opening ?? []);
   } catch (error) {
     client.release(error as Error);
     throw error;
@@ -272,7 +272,8 @@ async function begin(shared: Shared, work: ((tx: Db) => Promise<unknown>) | unde
 }
 
 /** Sends `first` and then `opening` as one simple-protocol message; the rows of `opening`'s statements, in order. */
-async function openingRows(client: { query(text: string): Promise<unknown> }, first: string[], opening: string[]): Promise<Array<Record<string, unknown>[]>> {
+async function openingRows(shared: Shared, client: { query(text: string): Promise<unknown> }, first: string[], opening: string[]): Promise<Array<Record<string, unknown>[]>> {
+  if (shared.events.listenerCount('query') > 0) for (const sql of opening) shared.events.emit('query', { sql, bindings: [] });
   const results = await client.query([...first, ...opening].join('; '));
   // pg answers one result for one statement, an array of them for several.
   const all = (Array.isArray(results) ? results : [results]) as pg.QueryResult[];
@@ -282,7 +283,7 @@ async function openingRows(client: { query(text: string): Promise<unknown> }, fi
 async function savepoint(shared: Shared, outer: TxState, work: ((tx: Db) => Promise<unknown>) | undefined, opening: string[]): Promise<unknown> {
   outer.ensureOpen();
   const name = `settle_sp_${++outer.savepoints}`;
-  const opened = await openingRows({ query: (text) => outer.query(text) }, [`savepoint ${name}`], opening);
+  const opened = await openingRows(shared, { query: (text) => outer.query(text) }, [`savepoint ${name}`], opening);
   const state = outer;
   let ended = false;
   const end = async (sql: string) => {
