@@ -243,8 +243,10 @@ t.test('a backlog stays paced across passes that found another dispatcher\'s pas
   });
   // Once the first pass is in, another dispatcher holds the turn for a while: the loop's passes meanwhile take nothing.
   await eventually(() => deliveryJobCount(db), (n) => n >= 51, 10_000, 2);
+  // It waits for the pass in hand, as a dispatcher waiting its turn would, then holds the turn.
   const other = await db.transaction();
-  t.ok((await other.raw(`select pg_try_advisory_xact_lock(hashtext('webhook_dispatch_position')) as mine`)).rows[0].mine, 'the turn is held elsewhere');
+  await other.raw(`select pg_advisory_xact_lock(hashtext('webhook_dispatch_position'))`);
+  t.ok((await other.raw(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = pg_backend_pid()`)).rows[0].n === 1, 'the turn is held elsewhere');
   await new Promise((resolve) => setTimeout(resolve, 300));
   await other.commit();
   await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
