@@ -179,13 +179,14 @@ t.test('the table refuses updates, deletes and truncation; retention prunes thro
   await t.rejects(api.db.raw(`update audit_events set data = '{}'`), /append-only/);
   await t.rejects(api.db.raw(`delete from audit_events`), /append-only/);
   await t.rejects(api.db.raw(`truncate audit_events`), /append-only/);
-  const [{ total, at }] = (await api.db.raw(`select count(*)::int as total, clock_timestamp() as at from audit_events`)).rows;
-  t.ok(total > 0);
-  t.equal((await api.db.raw(`select prune_audit_events(now() - interval '1 day', 1000) as n`)).rows[0].n, 0, 'nothing is old enough');
-  // The test API's own work may audit more meanwhile (a key's first use): the prune takes those too.
-  const pruned = (await api.db.raw(`select prune_audit_events(now() + interval '1 day', 1000) as n`)).rows[0].n;
-  t.ok(pruned >= total, `every event there was is pruned (${pruned} of at least ${total})`);
-  t.equal((await api.db.raw(`select count(*)::int as n from audit_events where created_at <= ?`, [at])).rows[0].n, 0, 'none of them is left');
+  const there = (await api.db.raw(`select id from audit_events`)).rows.map((r: { id: string }) => r.id);
+  t.ok(there.length > 0);
+  t.equal((await api.db.raw(`select prune_audit_events(now() - interval '1 day', 100000) as n`)).rows[0].n, 0, 'nothing is old enough');
+  // The test API's own work may audit more meanwhile (a key's first use): the prune takes those it sees too. One whose
+  // transaction is still open when the prune starts commits after it, and is not among those counted here.
+  const pruned = (await api.db.raw(`select prune_audit_events(now() + interval '1 day', 100000) as n`)).rows[0].n;
+  t.ok(pruned >= there.length, `every event there was is pruned (${pruned} of at least ${there.length})`);
+  t.equal((await api.db.raw(`select count(*)::int as n from audit_events where id = any(?)`, [there])).rows[0].n, 0, 'none of them is left');
   await api.request('POST', '/customers', { json: { name: 'After the prune' } });
   await t.rejects(api.db.raw(`delete from audit_events`), /append-only/, 'the prune leaves no opening behind');
 });

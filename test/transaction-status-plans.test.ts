@@ -8,7 +8,7 @@ import t from 'tap';
 import { createDb, rows } from '../api/db/connection.ts';
 import type { Tenant } from '../api/engine/family.ts';
 import { freshDatabase } from './helpers/db.ts';
-import { listedWithPlan, seedTenantRows } from './helpers/listPlan.ts';
+import { listedWithPlan, planNodes, seedTenantRows } from './helpers/listPlan.ts';
 
 const db = createDb(await freshDatabase(t), 2);
 t.teardown(() => db.destroy());
@@ -21,10 +21,6 @@ await seedTenantRows(db, tenant, {
 });
 
 /** A plan's nodes and indexes, in order, for a failure's message. */
-function nodes(plan: string): string {
-  return [...plan.matchAll(/"(Index Name|Node Type)":"([^"]+)"/g)].map((m) => m[2]).join(' > ');
-}
-
 t.test('transactions carry no index by status', async (t) => {
   const indexes = await rows<{ indexdef: string }>(db, "select indexdef from pg_indexes where tablename = 'transactions'");
   t.same(indexes.filter((i) => /'status'|{status}/.test(i.indexdef)).map((i) => i.indexdef), []);
@@ -33,7 +29,7 @@ t.test('transactions carry no index by status', async (t) => {
 t.test('a list by status reads an index of the tenant, never every transaction (no statistics)', async (t) => {
   const { ids, plan } = await listedWithPlan(db, tenant, 'transactions', [['q', 'status == "declined"'], ['order_by', 'desc(created_at)'], ['limit', '3']]);
   t.same(ids, ['txn_00030000', 'txn_00029900', 'txn_00029800'], 'the newest declined ones');
-  t.match(plan, /"Index Name":"transactions_by_tenant_/, nodes(plan));
+  t.match(plan, /"Index Name":"transactions_by_tenant_/, planNodes(plan));
   t.notMatch(plan, '"Node Type":"Seq Scan"', 'not every transaction');
 });
 
@@ -41,7 +37,7 @@ t.test('after ANALYZE, a list by status walks the tenant index by creation time,
   await db.raw('analyze transactions');
   const { ids, plan } = await listedWithPlan(db, tenant, 'transactions', [['q', 'status == "declined"'], ['order_by', 'desc(created_at)'], ['limit', '3']]);
   t.same(ids, ['txn_00030000', 'txn_00029900', 'txn_00029800'], 'the newest declined ones');
-  t.match(plan, '"Index Name":"transactions_by_tenant_created"', nodes(plan));
+  t.match(plan, '"Index Name":"transactions_by_tenant_created"', planNodes(plan));
   t.notMatch(plan, '"Node Type":"Seq Scan"', 'not every transaction');
   t.notMatch(plan, '"Node Type":"Sort"', 'no sort of the tenant');
 });

@@ -8,7 +8,7 @@ import t from 'tap';
 import { createDb } from '../api/db/connection.ts';
 import type { Tenant } from '../api/engine/family.ts';
 import { freshDatabase } from './helpers/db.ts';
-import { listedWithPlan, seedTenantRows } from './helpers/listPlan.ts';
+import { listedWithPlan, planNodes, seedTenantRows } from './helpers/listPlan.ts';
 
 const db = createDb(await freshDatabase(t), 2);
 t.teardown(() => db.destroy());
@@ -23,10 +23,6 @@ await seedTenantRows(db, tenant, {
 const QUERY: Array<[string, string]> = [['q', 'webhook_id == "wh_quiet"'], ['order_by', 'desc(created_at)'], ['limit', '3']];
 
 /** A plan's nodes and indexes, in order, for a failure's message. */
-function nodes(plan: string): string {
-  return [...plan.matchAll(/"(Index Name|Node Type)":"([^"]+)"/g)].map((m) => m[2]).join(' > ');
-}
-
 t.test('no index of the logs reads their data, which an answer changes', async (t) => {
   const indexes = await db.raw("select indexdef from pg_indexes where tablename = 'webhook_logs'");
   t.same(indexes.rows.filter((i: { indexdef: string }) => /\bdata\b/.test(i.indexdef)).map((i: { indexdef: string }) => i.indexdef), []);
@@ -35,7 +31,7 @@ t.test('no index of the logs reads their data, which an answer changes', async (
 t.test("a list of one webhook's logs reads the index by webhook (no statistics)", async (t) => {
   const { ids, plan } = await listedWithPlan(db, tenant, 'webhook_logs', QUERY);
   t.same(ids, ['whl_00030000', 'whl_00029900', 'whl_00029800'], "the quiet webhook's newest");
-  t.match(plan, '"Index Name":"webhook_logs_by_webhook"', nodes(plan));
+  t.match(plan, '"Index Name":"webhook_logs_by_webhook"', planNodes(plan));
   t.notMatch(plan, '"Node Type":"Seq Scan"', 'not every log');
 });
 
@@ -43,6 +39,6 @@ t.test("after ANALYZE, a list of one webhook's logs still reads the index by web
   await db.raw('analyze webhook_logs');
   const { ids, plan } = await listedWithPlan(db, tenant, 'webhook_logs', QUERY);
   t.same(ids, ['whl_00030000', 'whl_00029900', 'whl_00029800'], "the quiet webhook's newest");
-  t.match(plan, '"Index Name":"webhook_logs_by_webhook"', nodes(plan));
+  t.match(plan, '"Index Name":"webhook_logs_by_webhook"', planNodes(plan));
   t.notMatch(plan, '"Node Type":"Seq Scan"', 'not every log');
 });

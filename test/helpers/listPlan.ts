@@ -25,6 +25,11 @@ export async function listedWithPlan(db: Db, tenant: Tenant, path: string, query
   return { ids: answer.values.map((value) => (value as { id: string }).id), plan: JSON.stringify(explained.rows[0]['QUERY PLAN']) };
 }
 
+/** A plan's nodes and the indexes they read, in the order the plan names them: what a failed plan assertion prints. */
+export function planNodes(plan: string): string {
+  return [...plan.matchAll(/"(Index Name|Node Type)":"([^"]+)"/g)].map((m) => m[2]).join(' > ');
+}
+
 /**
  * A large tenant's rows of `table`, unanalyzed (autovacuum off for the table): `count` of them with
  * ids `${idPrefix}00000001`… in the order of their creation, one second apart, ending now, each of
