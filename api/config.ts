@@ -118,7 +118,7 @@ export interface Config {
   reportingSecret: string | undefined;
   /** REPORTING_POLL_INTERVAL: ms between mirror passes while idle (the standby retries the leader lock at most once a second). Default 100. */
   reportingPollIntervalMs: number;
-  /** REPORTING_BATCH_INTERVAL: minimum ms between the starts of mirror passes while changes flow (longer when inserts slow: twice a pass's insert into ClickHouse), and the first step of the idle poll's back-off. Default 25. */
+  /** REPORTING_BATCH_INTERVAL: minimum ms between the starts of mirror passes while changes flow (longer when inserts slow: twice a pass's insert into ClickHouse, up to 100 ms), and the poll for a second after the last pass that copied rows. Default 25. */
   reportingBatchIntervalMs: number;
   /** REPORTING_WAIT: ms a query waits for the mirror to reach the API's position before 503. Default 5000. */
   reportingWaitMs: number;

@@ -105,6 +105,18 @@ const BUSY_RECORD_MS = 1000;
  * change committed meanwhile.
  */
 const PASS_SPACING = 2;
+/**
+ * The longest a pass's spacing holds the next one back, start to start. One slow insert (a merge
+ * or a query on the other core took the CPU) would otherwise hold back every change committed in
+ * twice its time; a sustained slowdown is still spaced as long as its inserts stay under half this.
+ */
+const MAX_PASS_SPACING_MS = 100;
+/**
+ * While changes came this recently, a pass that finds none is followed by the next a batch interval
+ * later, not backed off: a writer's pause (a slow commit, a collection in its process) ends with
+ * commits that would otherwise wait out the idle poll. An empty pass costs Postgres a snapshot.
+ */
+const FLOW_PAUSE_MS = 1000;
 const ERROR_BACKOFF_MS = 1000;
 const LAG_LOG_MS = 10_000;
 /** The longest a waiting reader's pass is held back for batching. */
@@ -331,11 +343,13 @@ export class Mirror {
         // While changes keep coming, the next pass starts a batch interval after this one did, or
         // PASS_SPACING times this pass's insert when that is longer (not long for a waiting
         // reader). A pass that finds nothing is no sign the flow stopped (a commit every 10 ms
-        // leaves some intervals empty): the poll backs off from the batch interval to the idle
-        // one, so a pause costs the next commit little.
+        // leaves some intervals empty, a writer may pause a moment): until changes have stopped
+        // for FLOW_PAUSE_MS the next pass still comes a batch interval later, then the poll backs
+        // off to the idle one.
         const took = Date.now() - started;
-        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, PASS_SPACING * this.#insertMs) - took);
-        const poll = Math.min(this.#options.pollIntervalMs, Math.max(this.#options.batchIntervalMs, 1) * 2 ** (emptyPasses - 1));
+        const soon = Math.max(0, Math.max(this.#options.batchIntervalMs, Math.min(PASS_SPACING * this.#insertMs, MAX_PASS_SPACING_MS)) - took);
+        const poll = Date.now() - this.#copiedAt < FLOW_PAUSE_MS ? this.#options.batchIntervalMs
+          : Math.min(this.#options.pollIntervalMs, Math.max(this.#options.batchIntervalMs, 1) * 2 ** (emptyPasses - 1));
         if (this.#wakeRequested || this.#waiters.size > 0) delay = Math.min(soon, WAITING_RETRY_MS);
         else if (rows > 0) delay = soon;
         // Idle with days not rolled up yet: the refresh that is due then.
