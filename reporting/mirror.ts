@@ -418,8 +418,8 @@ export class Mirror {
     // The rows are in ClickHouse: readers waiting for them go ahead now, not after the rollup's
     // refresh or the position's own insert (a restart before it is recorded replays these changes).
     const released = this.#advance(pass.snapshot);
-    // Embedded chdb runs one statement at a time a connection, in the order they come: released
-    // readers send their queries first (within this turn of the event loop), then the next pass.
+    // Released readers send their queries (on the store's query connection) within this turn of
+    // the event loop, before the next pass's work takes the thread.
     if (released > 0) await new Promise((resolve) => setImmediate(resolve));
     if (pass.rows > 0) this.#copiedAt = now;
     this.#keepUp(now);

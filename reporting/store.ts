@@ -112,6 +112,13 @@ export class ReportingStore {
    * side by side on one client.
    */
   readonly #upkeepClient: ClickHouseClient;
+  /**
+   * The connection readers' queries (and every other read: `select`, `exportBytes`) run on. On the
+   * passes' own connection an insert queued behind a reader's aggregate waits for it: in the lag
+   * run at 1,000 tx/s, traced, the inserts that found a query ahead took p50 10 / p90 23 ms against
+   * 6 / 8 ms for the others. On its own connection the query runs beside the insert.
+   */
+  readonly #queryClient: ClickHouseClient;
   readonly database: string;
   readonly table: string;
   readonly embedded: boolean;
@@ -140,10 +147,11 @@ export class ReportingStore {
   /** where embedded chdb reads inserted rows from (`insert`); null for a server */
   readonly #spool: string | null;
 
-  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`, spool: string | null = null, upkeepClient = client) {
+  constructor(client: ClickHouseClient, database: string, embedded: boolean, follower = `${embedded ? 'chdb' : 'server'}#${database}`, spool: string | null = null, upkeepClient = client, queryClient = client) {
     if (!IDENTIFIER.test(database)) throw new Error(`CLICKHOUSE_DATABASE must be an identifier, got "${database}"`);
     this.client = client;
     this.#upkeepClient = upkeepClient;
+    this.#queryClient = queryClient;
     this.database = database;
     this.table = `${database}.transactions`;
     this.embedded = embedded;
@@ -392,13 +400,13 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
   }
 
   async select<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
-    const result = await this.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    const result = await this.#queryClient.query({ query, query_params: params, format: 'JSONEachRow' });
     return (await result.json()) as T[];
   }
 
   /** A query's whole answer in a binary format named in its FORMAT clause (a Parquet export). */
   async exportBytes(query: string, params: Record<string, unknown> = {}): Promise<Buffer> {
-    const result = await this.client.exec({ query, query_params: params });
+    const result = await this.#queryClient.exec({ query, query_params: params });
     const chunks: Buffer[] = [];
     for await (const chunk of result.stream as AsyncIterable<Buffer | Uint8Array>) chunks.push(Buffer.from(chunk));
     return Buffer.concat(chunks);
@@ -411,6 +419,7 @@ VALUES ({name:String}, {snapshot:String}, {schema:String}, fromUnixTimestamp64Mi
   async close(): Promise<void> {
     await this.client.close();
     if (this.#upkeepClient !== this.client) await this.#upkeepClient.close();
+    if (this.#queryClient !== this.client) await this.#queryClient.close();
   }
 }
 
@@ -467,5 +476,5 @@ export function openStore(config: Config): ReportingStore {
   // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
   // Connections at one path share the engine and its tables, each running its own statements.
   const connect = () => createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
-  return new ReportingStore(connect(), config.clickhouseDatabase, true, storeTarget(config).follower, spool, connect());
+  return new ReportingStore(connect(), config.clickhouseDatabase, true, storeTarget(config).follower, spool, connect(), connect());
 }
