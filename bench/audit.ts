@@ -42,6 +42,7 @@ import { REQUEST_LOG_SHIPPED, storedLogTime, type RequestLogTuple } from '../api
 import { freePort } from '../api/db/embedded.ts';
 import { CONNECTIONS, SECONDS, WARMUP_SECONDS, cleanup, dataSizes, growTenant, positive, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
 import { REPORTING_AUTH } from './reportingAuth.ts';
+import { chdbBenchDir } from './chdbDir.ts';
 
 /** BENCH_ROUNDS: alternated rounds per comparison (default 4); the medians of more beat a noisy machine. */
 const ROUNDS = positive('BENCH_ROUNDS', 4);
@@ -53,7 +54,7 @@ const AUDITED = ['accounts', 'billing_charges', 'billing_schedules', 'entities',
   'payment_links', 'payment_methods', 'stakeholders', 'transactions', 'webhooks', 'api_keys'];
 
 const reportingPort = await freePort();
-const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
+const chDir = chdbBenchDir();
 const { headers, databaseUrl, key } = await startServers('audit');
 const reporting = startChild('audit', 'reporting', 'reporting/main.ts', { DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: chDir, REPORTING_PORT: String(reportingPort), LOG_LEVEL: 'warn' });
 await waitForHttp(`http://127.0.0.1:${reportingPort}/healthz`, reporting);

@@ -10,8 +10,8 @@
  *   - the same table, the `data` document from which its DEFAULTs derive the columns (a rebuild's statement);
  *   - a MergeTree of the feed's nine columns as plain text (a part's cost for a narrow table);
  *   - a Null table (parsing and planning the INSERT and reading its rows: no part is written).
- * BENCH_DIR chooses where chdb keeps its data (default: a temp dir): part files are created and
- * removed at the insert rate, so the file system's cost shows here as well.
+ * BENCH_DIR chooses where chdb keeps its data (default: bench/chdbDir.ts): part files are created
+ * and removed at the insert rate, so the file system's cost shows here as well.
  */
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
@@ -20,12 +20,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { FEED_COLUMNS, MIRROR_COLUMNS } from '../reporting/columns.ts';
 import { ReportingStore } from '../reporting/store.ts';
+import { chdbBenchDir } from './chdbDir.ts';
 
 const ROWS = Number(process.env.BENCH_INSERT_ROWS ?? 25);
 const INSERTS = Number(process.env.BENCH_INSERTS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
-const dir = fs.mkdtempSync(path.join(process.env.BENCH_DIR ?? os.tmpdir(), 'settle-chdb-insert-'));
+const dir = process.env.BENCH_DIR ? fs.mkdtempSync(path.join(process.env.BENCH_DIR, 'settle-chdb-insert-')) : chdbBenchDir('settle-chdb-insert-');
 // The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
 const client = createClient({ connection: createChdbConnection({ path: dir }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
 const store = new ReportingStore(client, 'bench', true);

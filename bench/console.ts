@@ -33,6 +33,7 @@ import { benchKey } from './keys.ts';
 import { covers, parseSnapshot } from '../reporting/feed.ts';
 import { benchDatabase, cleanup, dataSizes, positive, resultsDir, startChild, waitForHttp } from './harness.ts';
 import { REPORTING_AUTH } from './reportingAuth.ts';
+import { chdbBenchDir } from './chdbDir.ts';
 
 const REPORT_RUNS = positive('BENCH_REPORT_RUNS', 9);
 const SEARCH_RUNS = positive('BENCH_SEARCH_RUNS', 3);
@@ -127,7 +128,7 @@ async function growTo(size: number): Promise<void> {
 }
 
 // ---- processes ------------------------------------------------------------------------------------
-const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
+const chDir = chdbBenchDir();
 process.once('exit', () => fs.rmSync(chDir, { recursive: true, force: true }));
 const reportingPort = await freePort();
 const reportingUrl = `http://127.0.0.1:${reportingPort}`;

@@ -26,11 +26,12 @@ import { openStore } from '../reporting/store.ts';
 import { cleanup, dataSizes, growTenant, resultsDir, startChild, startServers, waitForHttp } from './harness.ts';
 import { benchKey } from './keys.ts';
 import './reportingAuth.ts'; // sets the REPORTING_SECRET the web and reporting children share
+import { chdbBenchDir } from './chdbDir.ts';
 
 const MEMORY_GOAL_MB = 100;
 const FIELDS = 'id,type,amount,status,status_code,description,created_at';
 const reportingPort = await freePort();
-const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
+const chDir = chdbBenchDir();
 const { servers, headers, key, databaseUrl, pids } = await startServers('exports', { REPORTING_URL: `http://127.0.0.1:${reportingPort}`, REPORTING_WAIT: '60000' });
 const reportingEnv = { DATABASE_URL: databaseUrl, SETTLE_DATA_DIR: chDir, REPORTING_PORT: String(reportingPort), LOG_LEVEL: 'warn' };
 let reporting = startChild('exports', 'reporting', 'reporting/main.ts', reportingEnv);

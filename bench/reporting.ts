@@ -40,6 +40,7 @@ import { freePort, startEmbeddedPostgres } from '../api/db/embedded.ts';
 import { migrate } from '../api/db/migrate.ts';
 import { covers, parseSnapshot, type Snapshot } from '../reporting/feed.ts';
 import { REPORTING_AUTH } from './reportingAuth.ts';
+import { chdbBenchDir } from './chdbDir.ts';
 
 function positive(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -203,7 +204,7 @@ async function positionNow(): Promise<Snapshot> {
 }
 
 // ---- (b) backfill --------------------------------------------------------------------------------
-const chDir = fs.mkdtempSync(path.join(os.tmpdir(), 'settle-bench-ch-'));
+const chDir = chdbBenchDir();
 cleanups.push(async () => fs.rmSync(chDir, { recursive: true, force: true }));
 const reportingPort = await freePort();
 const reportingUrl = `http://127.0.0.1:${reportingPort}`;
