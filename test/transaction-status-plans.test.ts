@@ -20,7 +20,6 @@ await seedTenantRows(db, tenant, {
   dataSql: "jsonb_build_object('amount', 100, 'status', case when g % 100 = 0 then 'declined' else 'processed' end)",
 });
 
-/** A plan's nodes and indexes, in order, for a failure's message. */
 t.test('transactions carry no index by status', async (t) => {
   const indexes = await rows<{ indexdef: string }>(db, "select indexdef from pg_indexes where tablename = 'transactions'");
   t.same(indexes.filter((i) => /'status'|{status}/.test(i.indexdef)).map((i) => i.indexdef), []);

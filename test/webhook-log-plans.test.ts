@@ -22,7 +22,6 @@ await seedTenantRows(db, tenant, {
 
 const QUERY: Array<[string, string]> = [['q', 'webhook_id == "wh_quiet"'], ['order_by', 'desc(created_at)'], ['limit', '3']];
 
-/** A plan's nodes and indexes, in order, for a failure's message. */
 t.test('no index of the logs reads their data, which an answer changes', async (t) => {
   const indexes = await db.raw("select indexdef from pg_indexes where tablename = 'webhook_logs'");
   t.same(indexes.rows.filter((i: { indexdef: string }) => /\bdata\b/.test(i.indexdef)).map((i: { indexdef: string }) => i.indexdef), []);
