@@ -14,7 +14,7 @@ t.test('logs made before the upgrade are listed by their webhook after it, and t
   const created = await api.request('POST', '/webhooks', { json: { trigger: 'processing_status', url: 'https://example.com/hook' } });
   t.equal(created.status, 200);
   const webhook = created.body.id as string;
-  const key = await api.db('webhooks').where({ id: webhook }).first();
+  const row = await api.db('webhooks').where({ id: webhook }).first();
   const knex = createKnex(api.databaseUrl);
   t.teardown(() => knex.destroy());
   await down(knex);
@@ -23,7 +23,7 @@ t.test('logs made before the upgrade are listed by their webhook after it, and t
     `insert into webhook_logs (id, org_id, environment, data, created_at)
      select 'whl_upgrade' || g, ?, ?, jsonb_build_object('webhook_id', ?::text, 'event_id', 'evt_' || g, 'attempt', 1, 'status', 'delivered', 'http_status', 200), now() - make_interval(secs => 10 - g)
        from generate_series(1, 3) g`,
-    [key.org_id, key.environment, webhook]);
+    [row.org_id, row.environment, webhook]);
   await up(knex);
   await up(knex);
 

@@ -246,7 +246,7 @@ t.test('a backlog stays paced across passes that found another dispatcher\'s pas
   // It waits for the pass in hand, as a dispatcher waiting its turn would, then holds the turn.
   const other = await db.transaction();
   await other.raw(`select pg_advisory_xact_lock(hashtext('webhook_dispatch_position'))`);
-  t.ok((await other.raw(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = pg_backend_pid()`)).rows[0].n === 1, 'the turn is held elsewhere');
+  t.equal((await other.raw(`select count(*)::int as n from pg_locks where locktype = 'advisory' and granted and pid = pg_backend_pid()`)).rows[0].n, 1, 'the turn is held elsewhere');
   await new Promise((resolve) => setTimeout(resolve, 300));
   await other.commit();
   await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
