@@ -35,7 +35,7 @@
  * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them, with the CPU ms per
  * delivery of the worker and of the bench database's backends) beside the bare sender with the
  * default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
- * events, default 9,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
+ * events, default 30,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
  * CPU ms per delivery of the workers and of the bench database's backends, the CPU seconds of the
  * workers, those backends and the receiver over the drain's wall time as a share of the machine's cores
@@ -601,7 +601,12 @@ async function growTenant(db: Db, tenant: EventTenant, webhookId: string, rows: 
 const DEFAULT_SETTINGS: Record<string, string> = Object.fromEntries(Object.keys(TUNED).map((name) => [name, '']));
 /** WORKER_CONCURRENCY's default: the bare sender's requests in flight beside a default worker. */
 const DEFAULT_CONCURRENCY = '10';
-const SCALE_BACKLOG = positive('BENCH_SCALE_BACKLOG', 9000, true);
+/**
+ * Deliveries each scale pass drains. 30,000: drained in 9–12 s here, so the first and last moments
+ * (jobs picked up, the last ones retried) weigh little. At 9,000 (3 s) two runs of the same code
+ * read 1.64× and 1.11× for two workers at 50 ms; at 30,000, 1.22× and 1.32×.
+ */
+const SCALE_BACKLOG = positive('BENCH_SCALE_BACKLOG', 30_000, true);
 const SCALE_WORKERS = (process.env.BENCH_SCALE_WORKERS ?? '1,2,4').split(',').map(Number);
 /** Deliveries per worker drained before the timed backlog is committed (BENCH_SCALE_WARMUP, default 1,500). */
 const SCALE_WARMUP = positive('BENCH_SCALE_WARMUP', 1500, true);
@@ -851,6 +856,16 @@ interface ScaleResult {
   machineUtilisation: number;
   waits: string;
   load: string;
+}
+
+/**
+ * The most `workers` processes can drain against one, on this machine: one worker's drain kept
+ * `utilisation` of the cores busy (its own process, the database's backends and the receiver), so
+ * with the same CPU a delivery the cores allow 1 ÷ `utilisation` times its rate, and `workers`
+ * processes at most `workers` times it.
+ */
+function scaleCeiling(workers: number, utilisation: number): number {
+  return Math.min(workers, 1 / utilisation);
 }
 
 /** CPU seconds (user + system) this process has used: the receiver's, with the bench's own bookkeeping. */
@@ -1257,11 +1272,12 @@ async function main(): Promise<void> {
     if (d.scale.length) {
       console.log(`  scale: ${SCALE_BACKLOG} queued deliveries drained by N workers started together; utilisation = CPU s of the workers, the bench database's backends and the receiver`
         + ` ÷ (wall s × ${os.cpus().length} cores); machine = every process on it (other users too); targets: 2 workers >= 1.6 × one, 4 >= 2.5 × one where the cores allow`);
-      console.log(table(['receiver delay', 'workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'wall s (last 5 %)', 'CPU s workers + postgres + receiver', 'utilisation', 'machine',
+      console.log('  ceiling = the ratio N workers reach if a delivery costs the machine the CPU it cost with one and every core is busy: N, or the cores ÷ the CPU one worker\'s drain kept busy (its utilisation), whichever is less');
+      console.log(table(['receiver delay', 'workers', `drain of ${SCALE_BACKLOG}/s`, 'ratio to one', 'ceiling', 'wall s (last 5 %)', 'CPU s workers + postgres + receiver', 'utilisation', 'machine',
         'CPU ms/delivery (workers + postgres)', 'commits/delivery', 'attempt ms (share past 1 s)', 'deliveries by worker', 'deferred', 'duplicates', 'jobs released from silent processes', 'jobs locked before', 'load', 'backends waiting (mean per sample)'],
       d.scale.map((s) => {
         const one = d.scale.find((o) => o.workers === 1 && o.delayMs === s.delayMs);
-        return [`${s.delayMs} ms`, s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', `${s.wallS.toFixed(1)} (${s.lastPartS.toFixed(1)})`,
+        return [`${s.delayMs} ms`, s.workers, s.perSec.toFixed(0), one ? (s.perSec / one.perSec).toFixed(2) : '', one ? scaleCeiling(s.workers, one.utilisation).toFixed(2) : '', `${s.wallS.toFixed(1)} (${s.lastPartS.toFixed(1)})`,
           `${s.cpuS.workers.toFixed(1)} + ${s.cpuS.postgres.toFixed(1)} + ${s.cpuS.receiver.toFixed(1)}`, `${(s.utilisation * 100).toFixed(0)} %`, `${(s.machineUtilisation * 100).toFixed(0)} %`,
           `${s.cpuMs.worker.toFixed(2)} + ${s.cpuMs.postgres.toFixed(2)}`, s.commitsPerDelivery.toFixed(2), `${s.attemptMs.toFixed(0)} (${(s.overOneSecond * 100).toFixed(1)} %)`, s.shares.join('/'), s.deferred, s.duplicates, s.released, s.lockedBefore, s.load, s.waits];
       })));
