@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { createDb, type Db } from '../api/db/connection.ts';
 import { recordEvents, type EventTenant } from '../api/db/events.ts';
-import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
+import { dispatchEventBatch, eventsPending } from '../workers/webhooks/dispatch.ts';
 import { startDispatchLoop } from '../workers/webhooks/dispatchLoop.ts';
 import type { DispatchClaims } from '../workers/webhooks/deliver.ts';
 import { eventually } from './helpers/wait.ts';
@@ -69,6 +69,49 @@ t.test('an event whose transaction commits after a later one was dispatched is d
   await dispatchAll(db, 100);
   t.same(await deliveredEvents(db), [...early, ...lateIds].sort(), 'the late commit is dispatched, the others not again');
   t.equal(await deliveryJobCount(db), 3, 'one job per delivery');
+});
+
+t.test('a look finds what a pass would take: events committed since, one committed behind the position, a window left open', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  t.equal(await eventsPending(db), false, 'caught up: nothing to take');
+  await commitEvents(db, 1);
+  t.equal(await eventsPending(db), true, 'an event committed since the last pass');
+  await dispatchAll(db, 100);
+  t.equal(await eventsPending(db), false, 'taken');
+  // A transaction open across a pass: its txid is in the pass's snapshot's in-progress list.
+  const late = await db.transaction();
+  await recordEvents(late, tenant, drafts(1));
+  await commitEvents(db, 1);
+  await dispatchAll(db, 100);
+  t.equal(await eventsPending(db), false, 'the open transaction\'s event is not committed yet');
+  await late.commit();
+  t.equal(await eventsPending(db), true, 'committed behind the position: found');
+  await dispatchAll(db, 100);
+  t.equal(await eventsPending(db), false, 'taken');
+  await commitEvents(db, 3);
+  t.equal((await dispatchEventBatch(db, 1)).caughtUp, false, 'a pass took one page of three');
+  t.equal(await eventsPending(db), true, 'its window is open');
+  await dispatchAll(db, 100);
+  t.equal(await eventsPending(db), false, 'the window taken');
+});
+
+t.test('a caught-up loop looks with one statement and makes a pass only once there is something to take', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  let looks = 0;
+  let passes = 0;
+  const count = ({ sql }: { sql: string }) => {
+    if (sql.includes('as pending')) looks += 1;
+    if (sql.startsWith('with batch as')) passes += 1;
+  };
+  db.on('query', count);
+  const loop = startDispatchLoop(db, { batch: 100, idleMs: 5, onError: (error) => t.fail(error.message) });
+  await eventually(() => looks, (n) => n >= 20, 10_000, 5);
+  t.equal(passes, 1, 'the first pass found nothing; every look after it was the statement alone');
+  const [id] = await commitEvents(db, 1);
+  await eventually(() => deliveredEvents(db), (ids) => ids.includes(id!), 10_000, 10);
+  await loop.stop();
+  db.off('query', count);
+  t.ok(passes >= 2, 'the event committed meanwhile was taken by a pass');
 });
 
 t.test('a backlog taken in pages, with commits landing between the pages: every event once', { timeout: 30_000 }, async (t) => {

@@ -9,10 +9,16 @@
  * taken after it; a loop that finds the turn taken looks again after `idleMs` instead of
  * waiting), so running one loop per worker is safe. The position is durable: a crash or restart resumes where the last
  * committed pass left it.
+ *
+ * A loop whose last pass took nothing looks with one cheap statement (eventsPending) and makes a
+ * pass only when it finds something to take. Idle beside an outbox of 1M events, a worker's looks
+ * every 20 ms cost Postgres 0.015 CPU s a second where full passes cost 0.10, and the process 0.03
+ * where they cost 0.05. A loop whose pass took events makes the next pass straight away, as
+ * traffic keeps coming.
  */
 import type { Db } from '../../api/db/connection.ts';
 import type { DispatchClaims } from './deliver.ts';
-import { dispatchEventBatch, type DispatchClaim } from './dispatch.ts';
+import { dispatchEventBatch, eventsPending, type DispatchClaim } from './dispatch.ts';
 import { COMPANIONS_PER_JOB } from './tenantSlots.ts';
 
 /** Events per dispatch pass. */
@@ -91,9 +97,15 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
   };
   const running = (async () => {
     let paced = false;
+    /** the last pass took nothing: the next looks before it is made */
+    let idle = false;
     while (!stopping) {
       let lockedBy: string | null = null;
       try {
+        if (idle && !(await eventsPending(db))) {
+          await pause(options.idleMs);
+          continue;
+        }
         const claiming = paced ? await pacedClaim() : claimFor();
         // Paced to what it may claim; with no org to claim for, the full batch.
         const limit = paced && claiming.claim && claiming.claim.rooms.length > 0 ? Math.min(options.batch, roomOf(claiming.claim)) : options.batch;
@@ -105,6 +117,7 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
         // paced ones would queue its deliveries again); a pass that caught up ends the pacing, and
         // one that found another worker's pass running (it took nothing) leaves it as it was.
         if (!pass.turnTaken) paced = !pass.caughtUp && (pass.overflow > 0 || pass.claimed.length > 0);
+        idle = pass.taken === 0;
         if (lockedBy && pass.claimed.length > 0) {
           const attempts: Promise<void> = options.claims!.claims.run(pass.claimed, lockedBy)
             .catch((error: unknown) => {
@@ -118,6 +131,7 @@ export function startDispatchLoop(db: Db, options: DispatchLoopOptions): Dispatc
       } catch (error) {
         if (lockedBy) options.claims!.retire();
         paced = false;
+        idle = false;
         if (stopping) break;
         options.onError(error as Error);
         await pause(options.idleMs * 10);
