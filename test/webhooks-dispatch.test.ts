@@ -93,6 +93,10 @@ t.test('a look finds what a pass would take: events committed since, one committ
   t.equal(await eventsPending(db), true, 'its window is open');
   await dispatchAll(db, 100);
   t.equal(await eventsPending(db), false, 'the window taken');
+  const readOnly = await db.transaction();
+  await readOnly.raw('set transaction read only');
+  t.equal(await eventsPending(readOnly), true, 'where writes are refused, a pass is due: its refusal sends the connection to the primary');
+  await readOnly.rollback();
 });
 
 t.test('a caught-up loop looks with one statement and makes a pass only once there is something to take', { timeout: 30_000 }, async (t) => {

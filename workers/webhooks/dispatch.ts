@@ -146,6 +146,8 @@ const PASS_OPENING = [
  * statement, with no transaction, turn or write: what a caught-up loop asks before it makes
  * another pass, which costs three round trips and a plan of every insert an event could make.
  * An event committed after this statement's snapshot is found by the next look, as by a pass.
+ * On a host that takes no writes (a standby now, or fenced in a failover) it answers yes: the
+ * pass's write is refused, and the connection looks for the primary, as an idle pass always did.
  */
 const PENDING_SQL = `select coalesce((
   select p.window_snapshot is not null
@@ -155,7 +157,8 @@ const PENDING_SQL = `select coalesce((
       or (select e.txid from events e
            where e.txid is not null and e.txid = any(array(select pg_snapshot_xip(p.dispatched)))
            order by e.txid, e.seq limit 1) is not null
-    from webhook_dispatch_position p), true) as pending`;
+    from webhook_dispatch_position p), true)
+  or pg_is_in_recovery() or current_setting('transaction_read_only') = 'on' as pending`;
 
 export async function eventsPending(db: Db): Promise<boolean> {
   // Every seq is positive: (xmax, 0) is just before the first event of a transaction at or past
