@@ -142,7 +142,7 @@ const PASS_OPENING = [
  * Whether a pass would find anything to take: a window left open, or an event the dispatched
  * snapshot did not see (the batch's two branches without a window, each the first row in the
  * index's order: as EXISTS, the planner guesses a third of the events match the bound it cannot
- * see, and scans the table for the first; at 1M events that took 200 ms, the index 0.1 ms). One
+ * see, and scans the table for the first; at 1M events that took 200 ms, the index under 0.2 ms). One
  * statement, with no transaction, turn or write: what a caught-up loop asks before it makes
  * another pass, which costs three round trips and a plan of every insert an event could make.
  * An event committed after this statement's snapshot is found by the next look, as by a pass.
