@@ -13,7 +13,7 @@ import { badRequest } from '../api/errors.ts';
 import { transactionShape } from '../api/families/transactions/fields.ts';
 import type { ListQuery, Operand } from '../api/query/ast.ts';
 import { AGGREGATES, exactMoneyColumn, type ExactMoney } from '../api/query/aggregates.ts';
-import { ROLLUP, rollupDays, rollupTable, rollupWithDaysSql, type Bind, type Rollup } from './columns.ts';
+import { READ_SETTINGS, ROLLUP, rollupDays, rollupTable, rollupWithDaysSql, type Bind, type Rollup } from './columns.ts';
 import { ClickHouseCompiler, type Typed } from './compiler.ts';
 import type { ReportingStore } from './store.ts';
 
@@ -135,11 +135,13 @@ function compileOver(request: ReportRequest, source: ReportSource, from: (bind: 
   if (query.where) conditions.push(`(${compiler.where(query.where)})`);
   const groupBy = groups.size ? `\nGROUP BY ${[...groups.values()].map((g) => g.alias).join(', ')}` : '';
   const orderBy = order.length ? `\nORDER BY ${order.join(', ')}` : '';
+  // Over the rollup a query reads a few thousand rows (and a trailing day's from the mirror): one
+  // thread answers as soon as two and spends less (a reader's count on tmpfs 22–23 against 26 CPU ms).
   const sql = `SELECT ${select.join(', ')}
 FROM ${from((type, value) => params.add(type, value))}
 WHERE ${conditions.join(' AND ')}${groupBy}${orderBy}
 LIMIT ${params.add('UInt64', query.limit)} OFFSET ${params.add('UInt64', query.offset)}
-SETTINGS max_execution_time = 60`;
+SETTINGS max_execution_time = 60, ${READ_SETTINGS}${rollup ? ', max_threads = 1' : ''}`;
   return { sql, params: params.values, columns, rollup: rollup !== undefined, grain: rollup?.grain.name };
 }
 

@@ -10,8 +10,12 @@ import { loadConfig } from '../api/config.ts';
 import { createLogger } from '../api/logger.ts';
 import { rollupMonthsSelect, rollupSelect, rollupTable } from '../reporting/columns.ts';
 import { Mirror } from '../reporting/mirror.ts';
+import { compileReport } from '../reporting/report.ts';
 import { openStore } from '../reporting/store.ts';
+import { parseListQuery } from '../api/query/listQuery.ts';
+import type { Version } from '../api/engine/family.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { eventually } from './helpers/wait.ts';
 import { positionNow, tempDataDir } from './reporting-support.ts';
 
 const ROUNDS = 200;
@@ -65,4 +69,23 @@ t.test('with changes flowing into the days being refreshed, the rollup ends as t
   const { kept, afresh } = await rollupBesideMirror();
   t.ok(kept.length > 10, `${kept.length} groups`);
   t.same(kept, afresh);
+});
+
+t.test("a reader's query and the rollup's refresh read their parts on their own thread, not through ClickHouse's reader pool", async (t) => {
+  t.ok(await mirror.waitFor(await positionNow(db), 60_000), 'everything rolled up to begin with');
+  // Merges read parts too: stopped, the reader pool's counters move for the statements below alone.
+  await store.command(`SYSTEM STOP MERGES ${store.table}`);
+  t.teardown(() => store.command(`SYSTEM START MERGES ${store.table}`));
+  const poolReads = async () => Number((await store.select<{ reads: string }>(
+    `SELECT toString(sum(value)) AS reads FROM system.events WHERE event IN ('ThreadPoolReaderPageCacheHit', 'ThreadPoolReaderPageCacheMiss')`))[0].reads);
+  const before = await poolReads();
+  const tenant = { orgId: 'org_flow_0', environment: 'test' as const };
+  const query = { tenant, version: 'v1' as Version, query: parseListQuery([['fields', 'count,sum(amount)']]) };
+  const report = compileReport(query, store.table, undefined, [DAYS[0]]);
+  t.ok(report.rollup, 'the reader reads the rollup, and the day from the mirror');
+  const [answer] = await store.select<{ _c0: string }>(report.sql, report.params);
+  t.ok(Number(answer._c0) > 0, `it counts ${answer._c0}`);
+  store.noteChangedDays([{ ...tenant, day: DAYS[0], fresh: null }]);
+  t.same(await eventually(() => store.changedDays(tenant), (days) => days.length === 0, 30_000), [], 'the refresh aggregated the day again');
+  t.equal(await poolReads() - before, 0, 'the reader pool read nothing for them');
 });
