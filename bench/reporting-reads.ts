@@ -11,16 +11,14 @@
  * today's day aggregated again (no anchor: the store writes those statements itself).
  * BENCH_CH_DIR chooses where chdb keeps its data (bench/chdbDir.ts).
  */
-import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
-import { createChdbConnection } from 'chdb/connection';
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
+import { loadConfig } from '../api/config.ts';
 import type { Version } from '../api/engine/family.ts';
 import { parseListQuery } from '../api/query/listQuery.ts';
 import { READ_SETTINGS } from '../reporting/columns.ts';
 import { compileReport } from '../reporting/report.ts';
-import { ReportingStore } from '../reporting/store.ts';
+import { openStore } from '../reporting/store.ts';
 import { chdbBenchDir } from './chdbDir.ts';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -30,12 +28,9 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CHUNK = 100_000;
 const TENANT = { orgId: 'org_bench', environment: 'test' as const };
 
+// The reporting process's own store: embedded chdb, its three connections and spool, in a fresh directory.
 const dir = chdbBenchDir('settle-bench-reads-');
-const spool = path.join(dir, 'spool');
-fs.mkdirSync(spool);
-// The connection hook is typed against @clickhouse/client-common's Connection; the two packages pin it separately.
-const connect = () => createClient({ connection: createChdbConnection({ path: path.join(dir, 'clickhouse') }), log: { level: ClickHouseLogLevel.OFF } } as Parameters<typeof createClient>[0]);
-const store = new ReportingStore(connect(), 'bench', true, 'bench', spool, connect(), connect());
+const store = openStore(loadConfig({ SETTLE_DATA_DIR: dir, LOG_LEVEL: 'silent' }));
 await store.ensureSchema();
 
 const TYPES = ['payment', 'refund', 'payment', 'payment', 'credit'];
@@ -65,7 +60,7 @@ const flowFrom = Date.now() - 60_000;
 for (let i = 0; i < TODAY_INSERTS; i += 1) {
   await store.insertLines(Array.from({ length: 30 }, (_, j) => feedLine(new Date(flowFrom + i * 30 + j))));
 }
-const [parts] = await store.select<{ parts: string }>(`SELECT toString(count()) AS parts FROM system.parts WHERE active AND database = 'bench' AND table = 'transactions'`);
+const [parts] = await store.select<{ parts: string }>(`SELECT toString(count()) AS parts FROM system.parts WHERE active AND database = {database:String} AND table = 'transactions'`, { database: store.database });
 const transactions = made;
 console.log(`${transactions.toLocaleString('en')} transactions in ${((performance.now() - loaded) / 1000).toFixed(1)} s, ${parts.parts} parts; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 
