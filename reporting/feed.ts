@@ -88,7 +88,7 @@ export interface FeedPass {
   rows: number;
 }
 
-const CHUNK_ROWS = 100_000;
+export const CHUNK_ROWS = 100_000;
 
 /**
  * Change rows older than a position may be pruned (reporting/prune.ts); a mirror whose position

@@ -69,8 +69,9 @@ export interface PassTimeline {
 export interface RebuildProgress {
   done: number;
   total: number;
-  /** when finished: ms copying rows, ms building the rollup from them */
+  /** when finished: ms copying rows, ms merging them into one part, ms building the rollup from them */
   copyMs?: number;
+  mergeMs?: number;
   rollupMs?: number;
 }
 
@@ -270,10 +271,10 @@ export class Mirror {
       },
     });
     counts.copyMs = Date.now() - started;
-    // Its parts hold disjoint key ranges (the feed came in key order): FINAL reads them without
-    // merging, and ClickHouse merges them in the background.
+    await this.#store.mergeWhole(shadow);
+    counts.mergeMs = Date.now() - started - counts.copyMs;
     await this.#store.fillRollup(shadow);
-    counts.rollupMs = Date.now() - started - counts.copyMs;
+    counts.rollupMs = Date.now() - started - counts.copyMs - counts.mergeMs;
     // The rollup first: until the mirror follows, each live table still answers for the position it had.
     await this.#store.command(`EXCHANGE TABLES ${rollupTable(this.#store.table)} AND ${rollupTable(shadow)}`);
     await this.#store.command(`EXCHANGE TABLES ${this.#store.table} AND ${shadow}`);
@@ -283,7 +284,7 @@ export class Mirror {
     this.#store.forgetChangedDays({ exact: true });
     this.#rolledUp = pass.snapshot;
     this.#advance(pass.snapshot);
-    this.#log.info({ rows: counts.done, copyMs: counts.copyMs, rollupMs: counts.rollupMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
+    this.#log.info({ rows: counts.done, copyMs: counts.copyMs, mergeMs: counts.mergeMs, rollupMs: counts.rollupMs, position: formatSnapshot(pass.snapshot) }, 'mirror rebuilt');
     return counts;
   }
 

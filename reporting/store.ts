@@ -223,6 +223,16 @@ export class ReportingStore {
     return rev;
   }
 
+  /**
+   * Merges `table` into one part (a rebuild's copy, before it goes live). The copy writes a part a
+   * feed chunk, and ClickHouse merges them only once passes insert beside them: at 1M rows that
+   * merge took one core for seconds in the first seconds of flow, and the passes' inserts waited
+   * for the other. Merged here it costs the rebuild 0.8 s a million rows.
+   */
+  async mergeWhole(table: string): Promise<void> {
+    await this.client.command({ query: `OPTIMIZE TABLE ${table} FINAL` });
+  }
+
   /** Fills the rollup of `table` from it, whole (after a rebuild's copy). */
   async fillRollup(table = this.table): Promise<void> {
     const rev = (await this.#nextRev(table)).toString();
