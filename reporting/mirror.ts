@@ -257,6 +257,7 @@ export class Mirror {
     await this.#store.command(`DROP TABLE IF EXISTS ${shadow}`);
     await this.#store.command(`DROP TABLE IF EXISTS ${rollupTable(shadow)}`);
     await this.#store.createTables(shadow);
+    await this.#store.beginCopy(shadow);
     const counts: RebuildProgress = { done: 0, total: 0 };
     const started = Date.now();
     const pass = await readChanges(this.#db, null, async (chunk) => {

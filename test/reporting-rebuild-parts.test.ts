@@ -38,6 +38,9 @@ t.test('a first start copies more than a feed chunk and goes live with the copy 
       from generate_series(1, ?) g`, [total]);
   await mirror.start();
   t.same(await parts(), { parts: 1, rows: total }, `${total} transactions in one part`);
+  // The copy's chunks were written compact; the live table writes and merges parts as ClickHouse chooses.
+  const [{ ddl }] = await store.select<{ ddl: string }>(`SELECT create_table_query AS ddl FROM system.tables WHERE database = {database:String} AND name = 'transactions'`, { database: store.database });
+  t.notMatch(ddl, /_for_wide_part/, 'the live table keeps ClickHouse\'s part layout');
   // And it follows from there.
   await rows(db, `insert into transactions (id, org_id, environment, type, data) values ('txn_parts_after', 'org_parts', 'test', 'payment', '{"amount": 1}')`);
   t.ok(await mirror.waitFor(await positionNow(db), 60_000, { rollup: false }), 'a later transaction mirrored');
