@@ -25,6 +25,20 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * so; at 20, about 1,040, with twenty or so small parts live meanwhile (FINAL reads them together).
  */
 const MIRROR_MERGE_SELECTOR_BASE = 20;
+/**
+ * The mirror table's settings (ReportingStore.createTables): its merge selector, and its cleanup
+ * every second. ClickHouse deletes a table's outdated parts on a cleanup that comes every
+ * `cleanup_delay_period` (30 s, plus up to 10 at random): under a flow of passes, each merge leaves
+ * its parts outdated, and every 15 s or so some 450 parts (6,000 files) were deleted at once in the
+ * table's directory while the passes' inserts wrote theirs there, holding them 40–160 ms. Every
+ * second, each cleanup deletes a second's parts.
+ */
+const MIRROR_SETTINGS: Record<string, number> = {
+  merge_selector_base: MIRROR_MERGE_SELECTOR_BASE,
+  cleanup_delay_period: 1,
+  cleanup_delay_period_random_add: 0,
+  max_cleanup_delay_period: 1,
+};
 /** The table settings that keep a rebuild's chunks in compact parts (ReportingStore.beginCopy), and a size no part reaches. */
 const COMPACT_COPY = ['min_bytes_for_wide_part', 'min_rows_for_wide_part'];
 const NEVER_WIDE = '1000000000000';
@@ -144,8 +158,8 @@ export class ReportingStore {
    */
   #additionsExact = false;
 
-  /** whether this ClickHouse knows the merge_selector_base table setting (system.merge_tree_settings); null until asked */
-  #mergeSelectorBase: boolean | null = null;
+  /** the MIRROR_SETTINGS this ClickHouse knows (system.merge_tree_settings); null until asked */
+  #mirrorSettings: string[] | null = null;
 
   /** where embedded chdb reads inserted rows from (`insert`); null for a server */
   readonly #spool: string | null;
@@ -198,20 +212,23 @@ export class ReportingStore {
   }
 
   /**
-   * Creates the mirror table `table` and its rollup unless they exist, and sets the mirror's merge
-   * selector (MIRROR_MERGE_SELECTOR_BASE) on the table whether new or not.
+   * Creates the mirror table `table` and its rollup unless they exist, and sets the mirror's
+   * settings (MIRROR_SETTINGS) that this ClickHouse knows on the table whether new or not.
    */
   async createTables(table = this.table): Promise<void> {
-    await this.command(tableDdl(table));
+    this.#mirrorSettings ??= (await this.select<{ name: string }>(
+      'SELECT name FROM system.merge_tree_settings WHERE name IN {names:Array(String)}', { names: Object.keys(MIRROR_SETTINGS) })).map((row) => row.name);
+    const settings = this.#mirrorSettings.map((setting) => `${setting} = ${MIRROR_SETTINGS[setting]}`);
+    // In the CREATE too: a cleanup the table scheduled before an ALTER keeps its delay.
+    await this.command(settings.length > 0 ? `${tableDdl(table)}\nSETTINGS ${settings.join(', ')}` : tableDdl(table));
     await this.command(rollupDdl(rollupTable(table)));
-    this.#mergeSelectorBase ??= (await this.select<{ known: number }>(
-      "SELECT toUInt8(count() > 0) AS known FROM system.merge_tree_settings WHERE name = 'merge_selector_base'"))[0]?.known === 1;
-    if (!this.#mergeSelectorBase) return;
+    if (settings.length === 0) return;
     // An ALTER takes the table's lock: only when the table does not say so already.
     const [database, name] = table.split('.');
     const [found] = await this.select<{ ddl: string }>('SELECT create_table_query AS ddl FROM system.tables WHERE database = {database:String} AND name = {name:String}', { database, name });
-    if (found && new RegExp(`\\bmerge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}\\b`).test(found.ddl)) return;
-    await this.command(`ALTER TABLE ${table} MODIFY SETTING merge_selector_base = ${MIRROR_MERGE_SELECTOR_BASE}`);
+    const missing = this.#mirrorSettings.filter((setting) => !new RegExp(`\\b${setting} = ${MIRROR_SETTINGS[setting]}\\b`).test(found?.ddl ?? ''));
+    if (missing.length === 0) return;
+    await this.command(`ALTER TABLE ${table} MODIFY SETTING ${missing.map((setting) => `${setting} = ${MIRROR_SETTINGS[setting]}`).join(', ')}`);
   }
 
   /** A rollup revision above every one written, with the next one free too (a refresh writes two). */
