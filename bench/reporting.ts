@@ -484,12 +484,11 @@ async function lagRun(rate: number) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-  let started = performance.now();
+  const cpuBefore = cpuSeconds(reportingChild);
+  const started = performance.now();
   const observer = observe();
   const reader = readOwnWrites();
 
-  const cpuBefore = cpuSeconds(reportingChild);
-  started = performance.now();
   let due = 0;
   const inFlight = new Set<Promise<void>>();
   while (performance.now() - started < LAG_SECONDS * 1000) {
