@@ -53,6 +53,18 @@ function attemptLogKeys(delivery: string, attempt: string): string {
   return `array[${attemptLogId(delivery, attempt)}, 'whl_' || substr(md5(${delivery} || ':' || ${attempt}), 1, 24)]`;
 }
 
+/**
+ * `pending`, as a value the planner does not see when it plans (an InitPlan): what the attempts'
+ * statements compare a delivery's state with. Named by an id array and compared with the literal,
+ * a batch of deliveries (all pending: they are being attempted) was estimated as the array's size
+ * times the share of pending deliveries in the table's statistics, a row or two when most
+ * deliveries are done, and the planner joined it with the batch's input by a nested loop, reading
+ * the whole input for each delivery: 22,350 rows compared and 10 ms for a batch of 150, against
+ * 2 ms by the hash join it takes when the state's value is unknown to it (one delivery in the
+ * number of states).
+ */
+const PENDING = `(select 'pending'::text)`;
+
 /** The webhook's URL as logged: without the user:password that webhooks made before those were refused may carry. */
 export const LOGGED_URL = `regexp_replace(w.data->>'url', '^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@', '\\1')`;
 
@@ -79,7 +91,7 @@ export async function openAttempts(db: Db, jobs: DeliveryJob[]): Promise<OpenedA
               state = case when w.data->>'status' = 'active' then d.state else 'cancelled' end,
               finished_at = case when w.data->>'status' = 'active' then d.finished_at else now() end
          from webhooks w, input i
-        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = 'pending'
+        where d.id = any(?::text[]) and i.delivery_id = d.id and w.id = d.webhook_id and d.state = ${PENDING}
        returning d.id, d.org_id, d.environment, d.attempts, d.webhook_id, w.data as webhook, ${LOGGED_URL} as url, i.log,
                  coalesce(w.data->>'status' = 'active', false) as active),
      opened as (select * from moved where active),
@@ -146,7 +158,7 @@ export async function recordAttempts(db: Db, records: AttemptRecord[]): Promise<
      moved as (
        update webhook_deliveries d set state = i.state, next_attempt_at = i.next_at,
               finished_at = case when i.state = 'pending' then null else now() end
-         from input i where d.id = i.delivery_id and d.id = any(?::text[]) and d.attempts = i.attempt and d.state = 'pending'
+         from input i where d.id = i.delivery_id and d.id = any(?::text[]) and d.attempts = i.attempt and d.state = ${PENDING}
        returning d.id, d.webhook_id, i.payload, i.next_at, i.state),
      jobs as (select ${deliveryJobs("(select * from moved where state = 'pending') m", 'next_at', true)}
                where exists (select 1 from moved where state = 'pending')),
