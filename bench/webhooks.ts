@@ -34,7 +34,8 @@
  * second for BENCH_SECONDS after the warm-up; from each payment's 2xx to each of its two receipts,
  * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them, with the CPU ms per
  * delivery of the worker and of the bench database's backends) beside the bare sender with the
- * default concurrency's 10 requests in flight, and `scale` (BENCH_SCALE_BACKLOG
+ * default concurrency's 10 requests in flight (run before the drain and after it, and the drain set
+ * beside their mean), and `scale` (BENCH_SCALE_BACKLOG
  * events, default 30,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
  * CPU ms per delivery of the workers and of the bench database's backends, the CPU seconds of the
@@ -627,7 +628,9 @@ interface DefaultsResult {
   drainPerSec: number;
   /** CPU ms per delivery of the drain: the worker process, the bench database's backends */
   drainCpu: { workerMs: number; postgresMs: number };
+  /** the bare sender's rate: the mean of its runs before and after the drain (bareRuns) */
   barePerSec: number;
+  bareRuns?: [before: number, after: number];
   scale: ScaleResult[];
   load: string;
 }
@@ -1150,7 +1153,19 @@ async function main(): Promise<void> {
         process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred, ${latency.failed} failed; load ${loadAverage()}\n`);
       }
       if (ONLY === 'latency') continue;
-      process.stderr.write(`${size} rows, defaults drain of ${DRAIN}: `);
+      // The bare sender runs before the drain and again after it: the machine's speed drifts
+      // (the loop alone ran 8,700–18,500 a second from run to run), and the drain is set beside
+      // the mean of the two runs that bracket it.
+      const bareRun = async () => {
+        const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
+          { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
+        const measured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
+        await stopChild(bare);
+        return measured.donePerSec;
+      };
+      process.stderr.write(`${size} rows, defaults drain of ${DRAIN}: bare sender (${DEFAULT_CONCURRENCY} in flight) before it: `);
+      const bareBefore = await bareRun();
+      process.stderr.write(`${bareBefore.toFixed(0)}/s; drain: `);
       for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
       const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
       const receivedBefore = received;
@@ -1158,15 +1173,12 @@ async function main(): Promise<void> {
       if (stats) console.error(await stats.report(received - receivedBefore));
       const drainCpu = { workerMs: (drain.workerCpuCores / drain.donePerSec) * 1000, postgresMs: (drain.postgresCpuCores / drain.donePerSec) * 1000 };
       process.stderr.write(`${drain.donePerSec.toFixed(0)}/s (CPU ms per delivery: worker ${drainCpu.workerMs.toFixed(2)}, postgres ${drainCpu.postgresMs.toFixed(2)});`
-        + ` bare sender (${DEFAULT_CONCURRENCY} in flight): `);
-      const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
-        { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
-      const bareMeasured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
-      await stopChild(bare);
-      process.stderr.write(`${bareMeasured.donePerSec.toFixed(0)}/s\n`);
+        + ' bare sender after it: ');
+      const bareAfter = await bareRun();
+      process.stderr.write(`${bareAfter.toFixed(0)}/s\n`);
       const scale: ScaleResult[] = [];
       if (SCALE_BACKLOG > 0) for (const delay of SCALE_DELAYS) scale.push(...await scalePhase(defaultsContext, defaultsEnv, database, delay));
-      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: bareMeasured.donePerSec, scale, load: loadAverage() });
+      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: (bareBefore + bareAfter) / 2, bareRuns: [bareBefore, bareAfter], scale, load: loadAverage() });
     }
 
     // ---- Settle ---------------------------------------------------------------------------------
@@ -1266,7 +1278,8 @@ async function main(): Promise<void> {
         + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${d.latency.failed} payment requests failed; target p99 < 100 ms)`);
     }
     if (!Number.isNaN(d.drainPerSec)) {
-      console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s`
+      const bareRuns = d.bareRuns ? ` (the mean of ${d.bareRuns.map((r) => r.toFixed(0)).join('/s before the drain and ')}/s after it)` : '';
+      console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s${bareRuns}`
         + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
     }
     if (d.scale.length) {
