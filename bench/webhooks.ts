@@ -1153,9 +1153,9 @@ async function main(): Promise<void> {
         process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred, ${latency.failed} failed; load ${loadAverage()}\n`);
       }
       if (ONLY === 'latency') continue;
-      // The bare sender runs before the drain and again after it: the machine's speed drifts
-      // (the loop alone ran 8,700–18,500 a second from run to run), and the drain is set beside
-      // the mean of the two runs that bracket it.
+      // The bare sender runs before the drain and again after it: a shared machine's speed drifts,
+      // and the bare loop's rate with it, so the drain is set beside the mean of the two runs
+      // that bracket it.
       const bareRun = async () => {
         const bare = startChild('bare-sender', [path.join(projectRoot, 'bench/webhooks.ts')],
           { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
@@ -1278,7 +1278,7 @@ async function main(): Promise<void> {
         + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${d.latency.failed} payment requests failed; target p99 < 100 ms)`);
     }
     if (!Number.isNaN(d.drainPerSec)) {
-      const bareRuns = d.bareRuns ? ` (the mean of ${d.bareRuns.map((r) => r.toFixed(0)).join('/s before the drain and ')}/s after it)` : '';
+      const bareRuns = d.bareRuns ? ` (the mean of ${d.bareRuns[0].toFixed(0)}/s before the drain and ${d.bareRuns[1].toFixed(0)}/s after it)` : '';
       console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s${bareRuns}`
         + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
     }

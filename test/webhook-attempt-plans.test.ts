@@ -1,11 +1,11 @@
 /**
  * The plans of an attempt's two statements (workers/webhooks/deliveries.ts) for a batch of
  * deliveries, in a table whose statistics say what a running installation's often say: every
- * delivery done (they were taken in a quiet hour), where a backlog now waits. Each statement joins the batch's input with the deliveries it names; that
- * join must find each delivery's input by its key, not read the whole input for every delivery
- * (a nested loop that compared 22,350 rows for a batch of 150, and took most of the statement's
- * time). The SQL explained is the very text each function runs, captured as it runs, with its
- * bindings; each EXPLAIN ANALYZE runs in a transaction rolled back.
+ * delivery done (they were taken in a quiet hour), where a backlog now waits. Each statement joins
+ * the batch's input with the deliveries it names; that join must find each delivery's input by its
+ * key, not read the whole input for every delivery (a nested loop compares 22,350 rows for a batch
+ * of 150, most of the statement's time). The SQL explained is the very text each function runs,
+ * captured as it runs, with its bindings; each EXPLAIN ANALYZE runs in a transaction rolled back.
  */
 import t from 'tap';
 import { createDb, type Db, type QueryEvent } from '../api/db/connection.ts';
