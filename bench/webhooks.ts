@@ -35,7 +35,8 @@
  * p50/p99), `drain` (BENCH_DRAIN events queued, then one worker drains them, with the CPU ms per
  * delivery of the worker and of the bench database's backends) beside the bare sender with the
  * default concurrency's 10 requests in flight (run before the drain and after it, and the drain set
- * beside their mean), and `scale` (BENCH_SCALE_BACKLOG
+ * beside their mean; the ratio is then taken apart into what a delivery and a bare request each
+ * cost in CPU, the receiver's share included, and how many cores each kept busy), and `scale` (BENCH_SCALE_BACKLOG
  * events, default 30,000, queued, then BENCH_SCALE_WORKERS worker processes, default 1,2,4, started
  * together drain them: the rate from the first receipt to the last, its ratio to one worker, the
  * CPU ms per delivery of the workers and of the bench database's backends, the CPU seconds of the
@@ -381,6 +382,8 @@ interface Measured {
   donePerSec: number;
   workerCpuCores: number;
   postgresCpuCores: number;
+  /** this process: the receiver (the sender's and the drain's requests all end here) */
+  receiverCpuCores: number;
   machineCpuCores: number;
 }
 
@@ -403,6 +406,7 @@ async function drive(options: {
   let doneAtWindowStart = 0;
   let cpuAtWindowStart = 0;
   let postgresAtWindowStart = 0;
+  let receiverAtWindowStart = 0;
   let machineAtWindowStart = 0;
   let carry = 0;
   let tick = 0;
@@ -413,6 +417,7 @@ async function drive(options: {
       doneAtWindowStart = options.done();
       cpuAtWindowStart = cpuSeconds(options.workerPid);
       postgresAtWindowStart = postgresCpuSeconds();
+      receiverAtWindowStart = ownCpuSeconds();
       machineAtWindowStart = machineBusySeconds();
     }
     const inWindow = windowStart >= 0;
@@ -436,6 +441,7 @@ async function drive(options: {
     donePerSec: (options.done() - doneAtWindowStart) / elapsed,
     workerCpuCores: (cpuSeconds(options.workerPid) - cpuAtWindowStart) / elapsed,
     postgresCpuCores: (postgresCpuSeconds() - postgresAtWindowStart) / elapsed,
+    receiverCpuCores: (ownCpuSeconds() - receiverAtWindowStart) / elapsed,
     machineCpuCores: (machineBusySeconds() - machineAtWindowStart) / elapsed,
   };
   // Drain, so the next phase starts from an empty queue.
@@ -454,7 +460,7 @@ async function drainBacklog(count: number, done: () => number, start: () => Chil
   const worker = start();
   const until = Date.now() + 600_000;
   while (done() === baseline && Date.now() < until) await sleep(2);
-  const first = { at: performance.now(), done: done(), worker: cpuSeconds(worker.pid), postgres: postgresCpuSeconds(), machine: machineBusySeconds() };
+  const first = { at: performance.now(), done: done(), worker: cpuSeconds(worker.pid), postgres: postgresCpuSeconds(), receiver: ownCpuSeconds(), machine: machineBusySeconds() };
   while (done() - baseline < count && Date.now() < until) await sleep(2);
   if (done() - baseline < count) throw new Error(`drain: ${count - (done() - baseline)} still outstanding after 600 s`);
   const elapsed = (performance.now() - first.at) / 1000;
@@ -462,6 +468,7 @@ async function drainBacklog(count: number, done: () => number, start: () => Chil
     donePerSec: (done() - first.done) / elapsed,
     workerCpuCores: (cpuSeconds(worker.pid) - first.worker) / elapsed,
     postgresCpuCores: (postgresCpuSeconds() - first.postgres) / elapsed,
+    receiverCpuCores: (ownCpuSeconds() - first.receiver) / elapsed,
     machineCpuCores: (machineBusySeconds() - first.machine) / elapsed,
   };
   await stopChild(worker);
@@ -626,11 +633,15 @@ interface DefaultsResult {
   rows: number;
   latency: LatencyResult | null;
   drainPerSec: number;
-  /** CPU ms per delivery of the drain: the worker process, the bench database's backends */
-  drainCpu: { workerMs: number; postgresMs: number };
+  /** CPU ms per delivery of the drain: the worker process, the bench database's backends, the receiver */
+  drainCpu: { workerMs: number; postgresMs: number; receiverMs?: number };
   /** the bare sender's rate: the mean of its runs before and after the drain (bareRuns) */
   barePerSec: number;
   bareRuns?: [before: number, after: number];
+  /** CPU ms per request of the bare sender's two runs together: the sender process, the receiver */
+  bareCpu?: { senderMs: number; receiverMs: number };
+  /** the cores busy (CPU s ÷ wall s) with the drain's three processes, and with the bare loop's two */
+  coresBusy?: { drain: number; bare: number };
   scale: ScaleResult[];
   load: string;
 }
@@ -1161,24 +1172,38 @@ async function main(): Promise<void> {
           { ...defaultsEnv, WORKER_CONCURRENCY: DEFAULT_CONCURRENCY, BENCH_ROLE: 'bare-sender', BARE_URL: receiverUrl, BARE_SECRET: secret }, true);
         const measured = await drive({ rate: null, produce: () => sleep(5).then(() => 0), done: () => bareReceived, workerPid: bare.pid });
         await stopChild(bare);
-        return measured.donePerSec;
+        return measured;
       };
       process.stderr.write(`${size} rows, defaults drain of ${DRAIN}: bare sender (${DEFAULT_CONCURRENCY} in flight) before it: `);
       const bareBefore = await bareRun();
-      process.stderr.write(`${bareBefore.toFixed(0)}/s; drain: `);
+      process.stderr.write(`${bareBefore.donePerSec.toFixed(0)}/s; drain: `);
       for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
       const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
       const receivedBefore = received;
       const drain = await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
       if (stats) console.error(await stats.report(received - receivedBefore));
-      const drainCpu = { workerMs: (drain.workerCpuCores / drain.donePerSec) * 1000, postgresMs: (drain.postgresCpuCores / drain.donePerSec) * 1000 };
+      const drainCpu = {
+        workerMs: (drain.workerCpuCores / drain.donePerSec) * 1000, postgresMs: (drain.postgresCpuCores / drain.donePerSec) * 1000,
+        receiverMs: (drain.receiverCpuCores / drain.donePerSec) * 1000,
+      };
       process.stderr.write(`${drain.donePerSec.toFixed(0)}/s (CPU ms per delivery: worker ${drainCpu.workerMs.toFixed(2)}, postgres ${drainCpu.postgresMs.toFixed(2)});`
         + ' bare sender after it: ');
       const bareAfter = await bareRun();
-      process.stderr.write(`${bareAfter.toFixed(0)}/s\n`);
+      process.stderr.write(`${bareAfter.donePerSec.toFixed(0)}/s\n`);
+      // The two runs together: each one's CPU a request, weighted by its rate (equal windows).
+      const bareRate = bareBefore.donePerSec + bareAfter.donePerSec;
+      const bareCpu = {
+        senderMs: ((bareBefore.workerCpuCores + bareAfter.workerCpuCores) / bareRate) * 1000,
+        receiverMs: ((bareBefore.receiverCpuCores + bareAfter.receiverCpuCores) / bareRate) * 1000,
+      };
+      const coresBusy = {
+        drain: drain.workerCpuCores + drain.postgresCpuCores + drain.receiverCpuCores,
+        bare: (bareBefore.workerCpuCores + bareBefore.receiverCpuCores + bareAfter.workerCpuCores + bareAfter.receiverCpuCores) / 2,
+      };
       const scale: ScaleResult[] = [];
       if (SCALE_BACKLOG > 0) for (const delay of SCALE_DELAYS) scale.push(...await scalePhase(defaultsContext, defaultsEnv, database, delay));
-      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: (bareBefore + bareAfter) / 2, bareRuns: [bareBefore, bareAfter], scale, load: loadAverage() });
+      defaults.push({ rows: size, latency, drainPerSec: drain.donePerSec, drainCpu, barePerSec: bareRate / 2,
+        bareRuns: [bareBefore.donePerSec, bareAfter.donePerSec], bareCpu, coresBusy, scale, load: loadAverage() });
     }
 
     // ---- Settle ---------------------------------------------------------------------------------
@@ -1281,6 +1306,14 @@ async function main(): Promise<void> {
       const bareRuns = d.bareRuns ? ` (the mean of ${d.bareRuns[0].toFixed(0)}/s before the drain and ${d.bareRuns[1].toFixed(0)}/s after it)` : '';
       console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s${bareRuns}`
         + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
+      if (d.bareCpu && d.coresBusy && d.drainCpu.receiverMs !== undefined) {
+        // The ratio is the two costs' ratio times the two shares of the cores each kept busy.
+        const drainMs = d.drainCpu.workerMs + d.drainCpu.postgresMs + d.drainCpu.receiverMs;
+        const bareMs = d.bareCpu.senderMs + d.bareCpu.receiverMs;
+        console.log(`    what the ratio is made of: a delivery cost ${drainMs.toFixed(3)} CPU ms (worker, postgres, receiver ${d.drainCpu.receiverMs.toFixed(3)}),`
+          + ` a bare request ${bareMs.toFixed(3)} (sender ${d.bareCpu.senderMs.toFixed(3)}, receiver ${d.bareCpu.receiverMs.toFixed(3)}): ${(bareMs / drainMs).toFixed(3)} of it;`
+          + ` the drain kept ${d.coresBusy.drain.toFixed(2)} cores busy, the bare loop ${d.coresBusy.bare.toFixed(2)} (${(d.coresBusy.drain / d.coresBusy.bare).toFixed(2)}×)`);
+      }
     }
     if (d.scale.length) {
       console.log(`  scale: ${SCALE_BACKLOG} queued deliveries drained by N workers started together; utilisation = CPU s of the workers, the bench database's backends and the receiver`

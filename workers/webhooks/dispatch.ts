@@ -128,9 +128,18 @@ const DISPATCH_TURN = 'webhook_dispatch_position';
  * read in a snapshot taken after the turn was won (each statement of the message takes its own),
  * so a pass that won it sees every pass before it. The position is read whoever holds the turn:
  * a row, cheaper than a round trip more.
+ *
+ * The turn's statement also sets the pass's transaction to run its prepared statements by their
+ * generic plan. The pass's statement is planned once per connection then, not once a pass: left
+ * to choose, Postgres plans it afresh for its parameters whenever those plans look cheaper than
+ * the generic one (in the drain of bench/webhooks.ts, every pass), and that planning (1.8 ms, a
+ * fifth of the pass at 10k) buys no better plan. The generic plan reads the outbox in
+ * its index's order under the limit, finds each event's webhooks by `webhooks_matching` and every
+ * other row by its key (test/dispatch-plans.test.ts).
  */
 const PASS_OPENING = [
-  `select pg_try_advisory_xact_lock(hashtext('${DISPATCH_TURN}')) as mine from ${UNFLUSHED}`,
+  `select pg_try_advisory_xact_lock(hashtext('${DISPATCH_TURN}')) as mine
+     from ${UNFLUSHED}, (select set_config('plan_cache_mode', 'force_generic_plan', true)) as generic`,
   `select pg_snapshot_xmax(dispatched)::text as dispatched_xmax, array(select pg_snapshot_xip(dispatched))::text[] as dispatched_xip,
           window_snapshot::text, pg_snapshot_xmax(window_snapshot)::text as window_xmax,
           case when window_snapshot is not null then array(select pg_snapshot_xip(window_snapshot))::text[] end as window_xip,
