@@ -60,6 +60,7 @@
  * BENCH_SCALE_WORKERS, BENCH_SCALE_WARMUP and BENCH_SCALE_DELAYS (the scale phase, above), BENCH_LATENCY=0 (skips the defaults' latency phase),
  * BENCH_LATENCY_RATES (its payments a second, comma-separated, one phase each; default 200), BENCH_ONLY=latency (the defaults' latency phase alone),
  * BENCH_TIMELINE=1 (each latency phase also prints where the deliveries' time went, step by step: deliveryTimeline),
+ * BENCH_DRAIN_WEBHOOKS (webhooks each event of the defaults' drain goes to, default 1: DRAIN_WEBHOOKS),
  * BENCH_ANCHOR_QUERIES=k (diagnostic: each anchor job also runs k sequential `select 1`, pricing
  * the database round trips a real task makes). Worker settings, applied to Settle and the anchor alike, default to
  * TUNED below: WORKER_CONCURRENCY, WORKER_LOCAL_QUEUE, WORKER_COMPLETE_BATCH_MS,
@@ -116,6 +117,12 @@ const SECONDS = positive('BENCH_SECONDS', 10);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', 3, true);
 const BACKLOG = positive('BENCH_BACKLOG', 500);
 const DRAIN = positive('BENCH_DRAIN', 10_000, true);
+/**
+ * Webhooks of the drain's trigger (default 1), each at its own path of the receiver, so each event
+ * of the defaults' drain makes that many deliveries. Every phase of the run sees them: for the
+ * defaults' drain alone (BENCH_ONLY=defaults BENCH_LATENCY=0 BENCH_SCALE_BACKLOG=0).
+ */
+const DRAIN_WEBHOOKS = positive('BENCH_DRAIN_WEBHOOKS', 1);
 const ONLY = process.env.BENCH_ONLY ?? '';
 const PG_STATS = process.env.BENCH_PG_STATS === '1';
 const LOW_RATE = 200;
@@ -1046,7 +1053,8 @@ async function main(): Promise<void> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const at = performance.now();
-      const id = req.headers['x-service-event-id'] as string;
+      // One receipt per event and webhook: each webhook of the drain's trigger has its own path.
+      const id = req.url === '/hook' ? req.headers['x-service-event-id'] as string : `${req.headers['x-service-event-id']} ${req.url}`;
       if (answerDelayMs > 0) setTimeout(() => res.writeHead(200).end(), answerDelayMs);
       else res.writeHead(200).end();
       if (seen.has(id)) {
@@ -1093,6 +1101,16 @@ async function main(): Promise<void> {
     body: JSON.stringify({ trigger: 'processing_status', url: receiverUrl }),
   });
   const webhook = (await response.json()) as { id?: string; sender_secret?: string };
+  for (let more = 2; more <= DRAIN_WEBHOOKS; more++) {
+    const made = await fetch(`${web.url}/webhooks`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${key.secret}:`).toString('base64')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ trigger: 'processing_status', url: `${receiverUrl}/${more}` }),
+    });
+    const another = (await made.json()) as { id?: string; sender_secret?: string };
+    if (made.status !== 200 || !another.id || !another.sender_secret) throw new Error(`creating webhook ${more}: ${made.status} ${JSON.stringify(another)}`);
+    secrets.set(another.id, another.sender_secret);
+  }
   await web.stop();
   if (response.status !== 200 || !webhook.id || !webhook.sender_secret) throw new Error(`creating the webhook: ${response.status} ${JSON.stringify(webhook)}`);
   const secret = webhook.sender_secret;
@@ -1180,7 +1198,7 @@ async function main(): Promise<void> {
       for (let committed = 0; committed < DRAIN; committed += MAX_BATCH) await produceEvents(Math.min(MAX_BATCH, DRAIN - committed), false);
       const stats = PG_STATS ? await startPgStats(db, benchUrl) : null;
       const receivedBefore = received;
-      const drain = await drainBacklog(DRAIN, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
+      const drain = await drainBacklog(DRAIN * DRAIN_WEBHOOKS, () => received, () => startChild('worker', [path.join(projectRoot, 'workers/main.ts')], defaultsEnv));
       if (stats) console.error(await stats.report(received - receivedBefore));
       const drainCpu = {
         workerMs: (drain.workerCpuCores / drain.donePerSec) * 1000, postgresMs: (drain.postgresCpuCores / drain.donePerSec) * 1000,
@@ -1304,7 +1322,7 @@ async function main(): Promise<void> {
     }
     if (!Number.isNaN(d.drainPerSec)) {
       const bareRuns = d.bareRuns ? ` (the mean of ${d.bareRuns[0].toFixed(0)}/s before the drain and ${d.bareRuns[1].toFixed(0)}/s after it)` : '';
-      console.log(`  drain of ${DRAIN} queued deliveries by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s${bareRuns}`
+      console.log(`  drain of ${DRAIN * DRAIN_WEBHOOKS} queued deliveries${DRAIN_WEBHOOKS > 1 ? ` (${DRAIN} events to ${DRAIN_WEBHOOKS} webhooks)` : ''} by one worker: ${d.drainPerSec.toFixed(0)}/s beside the bare signed keep-alive POST loop's ${d.barePerSec.toFixed(0)}/s${bareRuns}`
         + ` = ${(d.drainPerSec / d.barePerSec).toFixed(3)} (target >= 0.3); CPU ms per delivery: worker ${d.drainCpu.workerMs.toFixed(2)}, postgres ${d.drainCpu.postgresMs.toFixed(2)}`);
       if (d.bareCpu && d.coresBusy && d.drainCpu.receiverMs !== undefined) {
         // The ratio is the two costs' ratio times the two shares of the cores each kept busy.

@@ -132,7 +132,7 @@ t.test('a backlog taken in pages, with commits landing between the pages: every 
   const all = [...first, ...lateIds, ...between].sort();
   t.same(await deliveredEvents(db), all, 'every committed event has its delivery');
   t.equal(await deliveryJobCount(db), all.length, 'and exactly one job');
-  t.same((await dispatchEventBatch(db, 10)), { taken: 0, claimed: [], overflow: 0, caughtUp: true }, 'nothing left to take');
+  t.same((await dispatchEventBatch(db, 10)), { taken: 0, made: 0, claimed: [], overflow: 0, caughtUp: true }, 'nothing left to take');
 });
 
 t.test('dispatchers running side by side dispatch each event once', { timeout: 30_000 }, async (t) => {
@@ -156,7 +156,7 @@ t.test('a dispatcher finding another\'s pass running takes nothing at once inste
   const pass = dispatchEventBatch(db, 10);
   const first = await Promise.race([pass, new Promise<'waiting'>((resolve) => setTimeout(() => resolve('waiting'), 5000))]);
   await other.rollback();
-  t.same(first, { taken: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
+  t.same(first, { taken: 0, made: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true }, 'the pass ended, taking nothing');
   await pass;
   t.same(await deliveredEvents(db), [], 'nothing dispatched meanwhile');
   await dispatchAll(db, 10);
@@ -199,9 +199,9 @@ t.test('an event of a trigger no webhook listens to is passed over, and the posi
   const db = await setup(t);
   await db.transaction((tx) => recordEvents(tx, tenant, [{ trigger: TRANSACTION_TRIGGERS.payment, objectType: 'transaction', objectId: 'txn_1', value: {} }]));
   const pass = await dispatchEventBatch(db, 10);
-  t.same(pass, { taken: 1, claimed: [], overflow: 0, caughtUp: true }, 'taken without a delivery');
+  t.same(pass, { taken: 1, made: 0, claimed: [], overflow: 0, caughtUp: true }, 'taken without a delivery');
   t.same(await deliveredEvents(db), []);
-  t.same(await dispatchEventBatch(db, 10), { taken: 0, claimed: [], overflow: 0, caughtUp: true }, 'not taken again');
+  t.same(await dispatchEventBatch(db, 10), { taken: 0, made: 0, claimed: [], overflow: 0, caughtUp: true }, 'not taken again');
 });
 
 t.test('a webhook is sent the events made from its creation on: one made before it, dispatched late, is not sent to it', { timeout: 30_000 }, async (t) => {
@@ -238,10 +238,11 @@ async function queuedJobsExcept(db: Db, except: string[]): Promise<number> {
   return found.rows[0].n;
 }
 
-t.test('a backlog of an org that answers is claimed as its room frees: only the first pass, before any room was known to run out, queues', { timeout: 30_000 }, async (t) => {
-  const { db, registering } = await backlog(t, 300);
-  // A process with room for 20 deliveries of the org at once: each claimed delivery ends a few milliseconds after it was handed over.
-  const capacity = 20;
+/**
+ * A process with room for `capacity` deliveries of the org at once, each claimed delivery ending a
+ * few milliseconds after it was handed over; `claimed()` counts those handed over.
+ */
+function answeringProcess(capacity: number): { claims: DispatchClaims; claimed: () => number } {
   let running = 0;
   let claimed = 0;
   const freed: Array<() => void> = [];
@@ -259,15 +260,43 @@ t.test('a backlog of an org that answers is claimed as its room frees: only the 
       setTimeout(resolve, withinMs);
     }),
   };
+  return { claims, claimed: () => claimed };
+}
+
+/**
+ * Runs a dispatch loop claiming for an answering process with room for 20 (answeringProcess) until
+ * `jobs` delivery jobs exist; then the jobs queued rather than claimed (but `registering`'s) and
+ * the deliveries claimed.
+ */
+async function pacedBacklog(t: Test, db: Db, registering: string[], jobs: number): Promise<{ queued: number; claimed: number }> {
+  const { claims, claimed } = answeringProcess(20);
   const loop = startDispatchLoop(db, {
     batch: 50, idleMs: 5, onError: (error) => t.fail(error.message),
     claims: { claims, lockedBy: () => 'claims-paced', retire: () => t.fail('nothing to retire') },
   });
-  await eventually(() => deliveryJobCount(db), (n) => n === 301, 20_000, 10);
+  await eventually(() => deliveryJobCount(db), (n) => n === jobs, 20_000, 10);
   await loop.stop();
-  const queued = await queuedJobsExcept(db, registering);
+  return { queued: await queuedJobsExcept(db, registering), claimed: claimed() };
+}
+
+t.test('a backlog of an org that answers is claimed as its room frees: only the first pass, before any room was known to run out, queues', { timeout: 30_000 }, async (t) => {
+  const { db, registering } = await backlog(t, 300);
+  const { queued, claimed } = await pacedBacklog(t, db, registering, 301);
   t.equal(queued, 30, 'the first pass (50 events, room for 20) queued 30; every later pass took only what it could claim');
   t.equal(claimed, 270, 'the rest were claimed');
+});
+
+t.test('a paced pass takes as many events as make the deliveries it may claim: two webhooks per event, half as many events', { timeout: 30_000 }, async (t) => {
+  const db = await setup(t);
+  const registering = await commitEvents(db, 1);
+  await dispatchAll(db, 10);
+  // A second webhook of the trigger: each event of the backlog makes two deliveries.
+  await db.raw(`insert into webhooks (id, org_id, environment, data) values (?, ?, ?, '{"trigger": "processing_status", "status": "active"}')`,
+    ['wh_second', tenant.orgId, tenant.environment]);
+  await commitEvents(db, 300);
+  const { queued, claimed } = await pacedBacklog(t, db, registering, 601);
+  t.equal(queued, 80, 'the first pass (50 events, 100 deliveries, room for 20) queued 80; every later pass took only the events whose deliveries it could claim');
+  t.equal(claimed, 520, 'the rest were claimed');
 });
 
 t.test('a backlog stays paced across passes that found another dispatcher\'s pass running', { timeout: 30_000 }, async (t) => {

@@ -65,6 +65,8 @@ export interface ClaimedJob {
 export interface DispatchPass {
   /** events taken */
   taken: number;
+  /** the deliveries it made to active webhooks (claimed or queued) */
+  made: number;
   /** the deliveries it claimed (DispatchClaim), their jobs locked for the caller */
   claimed: ClaimedJob[];
   /** deliveries of orgs the claim listed that it queued instead: their room ran out */
@@ -190,13 +192,13 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
   return db.transaction(async (tx) => {
     const [[turn], [position]] = tx.opened as [[{ mine: boolean }], [Position]];
     // Another dispatcher's pass is running: it takes what there is; this loop looks again after its idle wait.
-    if (!turn.mine) return { taken: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true };
+    if (!turn.mine) return { taken: 0, made: 0, claimed: [], overflow: 0, caughtUp: false, turnTaken: true };
     const windowOpen = position.window_snapshot !== null;
     const after: [string, string] = [position.window_after_txid ?? '0', position.window_after_seq ?? '0'];
     // Every seq is positive: (xmax, 0) is just before the first event of a transaction at or past xmax.
     const afterLater = later(after, [position.dispatched_xmax, '0']);
     const narrowing = windowOpen ? [position.window_xmax, position.window_xip] : [];
-    const found = await rows<{ taken: number; claimed: ClaimedJob[]; overflow: number }>(tx,
+    const found = await rows<{ taken: number; made: number; claimed: ClaimedJob[]; overflow: number }>(tx,
       `with batch as ${batchSql(windowOpen)},
        upto as (select coalesce(?::pg_snapshot, pg_current_snapshot()) as snapshot),
        created as (${deliveriesInsert(subscribers('active'), 'pending')}),
@@ -232,14 +234,14 @@ export async function dispatchEventBatch(db: Db, limit: number, claim?: Dispatch
           -- an empty look at a window of its own changes nothing: the position stays as it is
           where ? or exists (select 1 from batch)
          returning 1)
-       select (select count(*) from batch)::int as taken, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved,
+       select (select count(*) from batch)::int as taken, (select count(*) from made)::int as made, (select count(*) from jobs) as jobs, (select count(*) from moved) as moved,
               (select count(*) from skipped_logs) as skipped, (select count(*) from made where listed and not claimed)::int as overflow,
               coalesce((select json_agg(json_build_object('id', c.id::text, 'payload', c.payload) order by c.id) from claimed c), '[]') as claimed`,
       [position.dispatched_xip, ...after, ...narrowing, limit, ...afterLater, ...narrowing, limit, limit,
         position.window_snapshot, WEBHOOK_LOG_STATUSES.skipped,
         DELIVER_WEBHOOK_TASK, JSON.stringify(claim?.rooms ?? []), claim?.lockedBy ?? null, claim?.lockedBy ?? null,
         limit, windowOpen]);
-    const { taken, claimed, overflow } = found[0];
-    return { taken, claimed, overflow, caughtUp: !windowOpen && taken < limit };
+    const { taken, made, claimed, overflow } = found[0];
+    return { taken, made, claimed, overflow, caughtUp: !windowOpen && taken < limit };
   }, { opening: PASS_OPENING });
 }
