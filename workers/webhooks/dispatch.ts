@@ -135,9 +135,9 @@ const DISPATCH_TURN = 'webhook_dispatch_position';
  * generic plan. The pass's statement is planned once per connection then, not once a pass: left
  * to choose, Postgres plans it afresh for its parameters whenever those plans look cheaper than
  * the generic one (in the drain of bench/webhooks.ts, every pass), and that planning (1.8 ms, a
- * fifth of the pass at 10k) buys no better plan. The generic plan reads the outbox in
- * its index's order under the limit, finds each event's webhooks by `webhooks_matching` and every
- * other row by its key (test/dispatch-plans.test.ts).
+ * fifth of the pass at 10k) buys no better plan. The generic plan reads the outbox in its index's
+ * order under the limit, finds each event's webhooks by `webhooks_matching` and every other row
+ * by its key (test/dispatch-plans.test.ts).
  */
 const PASS_OPENING = [
   `select pg_try_advisory_xact_lock(hashtext('${DISPATCH_TURN}')) as mine
