@@ -13,6 +13,7 @@ import { recordEvents } from '../api/db/events.ts';
 import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts';
 import { dispatchEventBatch } from '../workers/webhooks/dispatch.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { everyPlanNode, type PlanNode } from './helpers/listPlan.ts';
 
 const db = createDb(await freshDatabase(t), 1);
 t.teardown(() => db.destroy());
@@ -73,15 +74,6 @@ t.test('every pass runs the generic plan of its statement', async (t) => {
 /** The tables a pass must find its rows of by an index (the others hold a row or a few). */
 const READ_BY_INDEX = ['events', 'webhooks', 'webhook_deliveries', 'webhook_logs', '_private_jobs'];
 
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  Plans?: PlanNode[];
-}
-
 /** A binding as an SQL literal (an array as its text form), which EXECUTE casts to the parameter's type. */
 function literal(value: unknown): string {
   if (value === null || value === undefined) return 'null';
@@ -90,10 +82,6 @@ function literal(value: unknown): string {
     ? `{${value.map((item) => (item === null ? 'NULL' : `"${String(item).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`
     : String(value);
   return `'${text.replaceAll("'", "''")}'`;
-}
-
-function nodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(nodes)];
 }
 
 t.test("a pass's generic plan reads the events it takes, and every other row by an index", async (t) => {
@@ -116,11 +104,11 @@ t.test("a pass's generic plan reads the events it takes, and every other row by 
     // EXECUTE's arguments are part of a utility statement, which takes no bindings: they go as literals.
     const explained = await tx.raw(`explain (analyze, format json) execute dispatch_plan(${sent.bindings.map(literal).join(', ')})`);
     const plan = (explained.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
-    const all = nodes(plan);
+    const all = everyPlanNode(plan);
     const seqScans = all.filter((n) => n['Node Type'] === 'Seq Scan' && READ_BY_INDEX.includes(n['Relation Name'] ?? ''));
     t.same(seqScans.map((n) => n['Relation Name']), [], 'no table is read whole');
     const eventsRead = all.filter((n) => n['Relation Name'] === 'events' && n['Index Name'] === 'events_dispatch_order')
-      .reduce((sum, n) => sum + n['Actual Rows'] * n['Actual Loops'], 0);
+      .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
     t.ok(eventsRead > 0 && eventsRead <= 2 * PASS, `the outbox read in its index's order, up to the pass's limit: ${eventsRead} rows`);
     const inserted = all.filter((n) => n['Node Type'] === 'ModifyTable' && n['Relation Name'] === 'webhook_deliveries');
     t.same(inserted.map((n) => n['Actual Rows']), [PASS, 0], "the pass's deliveries made, and none skipped");

@@ -14,6 +14,7 @@ import { PROCESSING_STATUS_TRIGGER } from '../api/families/accounts/triggers.ts'
 import type { DeliveryJob } from '../api/families/webhooks/deliveryJobs.ts';
 import { openAttempts, recordAttempts, type OpenedAttempt } from '../workers/webhooks/deliveries.ts';
 import { freshDatabase } from './helpers/db.ts';
+import { everyPlanNode, type PlanNode } from './helpers/listPlan.ts';
 import { withRollback } from './helpers/rollback.ts';
 
 const db = createDb(await freshDatabase(t), 2);
@@ -67,19 +68,10 @@ async function captured(marker: string, work: (tx: Db) => Promise<unknown>): Pro
   return statement;
 }
 
-interface PlanNode {
-  'Node Type': string;
-  'Rows Removed by Join Filter'?: number;
-  Plans?: PlanNode[];
-}
-
 /** The plan's rows compared and discarded by join filters, summed over its nodes, and its nodes' types. */
-function joinFiltered(node: PlanNode): { removed: number; nodes: string[] } {
-  const below = (node.Plans ?? []).map(joinFiltered);
-  return {
-    removed: (node['Rows Removed by Join Filter'] ?? 0) + below.reduce((sum, b) => sum + b.removed, 0),
-    nodes: [node['Node Type'], ...below.flatMap((b) => b.nodes)],
-  };
+function joinFiltered(plan: PlanNode): { removed: number; nodes: string[] } {
+  const all = everyPlanNode(plan);
+  return { removed: all.reduce((sum, node) => sum + (node['Rows Removed by Join Filter'] ?? 0), 0), nodes: all.map((node) => node['Node Type']) };
 }
 
 /** EXPLAIN ANALYZE of a captured statement, in a transaction rolled back. */

@@ -30,6 +30,22 @@ export function planNodes(plan: string): string {
   return [...plan.matchAll(/"(Index Name|Node Type)":"([^"]+)"/g)].map((m) => m[2]).join(' > ');
 }
 
+/** A node of a plan as `EXPLAIN (FORMAT JSON)` gives it (the fields the plan tests read). */
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Join Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+/** The plan's nodes, each before the nodes below it. */
+export function everyPlanNode(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(everyPlanNode)];
+}
+
 /**
  * A large tenant's rows of `table`, unanalyzed (autovacuum off for the table): `count` of them with
  * ids `${idPrefix}00000001`… in the order of their creation, one second apart, ending now, each of
