@@ -702,8 +702,24 @@ interface LatencyResult {
   missing: number;
   paymentsPerSec: number;
   deferred: number;
-  /** payment requests that got no answer (a connection reset on a loaded machine): not timed */
+  /** payment requests that failed (not timed): answered other than 200, or not at all (a connection reset on a loaded machine) */
   failed: number;
+  /** the failed ones by kind: `HTTP <status>`, or the error code of one that got no answer */
+  failedBy: Record<string, number>;
+}
+
+/** How a payment request of the latency phase failed: its answer's status, or the code of the error that left it unanswered. */
+function failureKind(error: unknown): string {
+  const status = (error as { status?: unknown }).status;
+  if (typeof status === 'number') return `HTTP ${status}`;
+  const cause = (error as { cause?: { code?: unknown } }).cause;
+  return typeof cause?.code === 'string' ? cause.code : 'no answer';
+}
+
+/** `failed` with its kinds: `12 failed (HTTP 429: 10, ECONNRESET: 2)`. */
+function failures(result: LatencyResult, noun: string): string {
+  const kinds = Object.entries(result.failedBy).map(([kind, count]) => `${kind}: ${count}`).join(', ');
+  return `${result.failed} ${noun}${kinds ? ` (${kinds})` : ''}`;
 }
 
 async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>, rate: number): Promise<LatencyResult> {
@@ -714,7 +730,7 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>, r
   const post = async (route: string, body: unknown) => {
     const response = await fetch(`${web.url}${route}`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const json = (await response.json()) as { id?: string; sender_secret?: string };
-    if (response.status !== 200 || !json.id) throw new Error(`POST ${route}: ${response.status} ${JSON.stringify(json)}`);
+    if (response.status !== 200 || !json.id) throw Object.assign(new Error(`POST ${route}: ${response.status} ${JSON.stringify(json)}`), { status: response.status });
     return json as { id: string; sender_secret?: string };
   };
   await post('/processing_accounts', { name: 'Bench Latency' });
@@ -736,6 +752,7 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>, r
   const end = windowStart + SECONDS * 1000;
   let timed = 0;
   let failed = 0;
+  const failedBy: Record<string, number> = {};
   let carry = 0;
   for (let tick = 0; start + tick * TICK_MS < end; tick++) {
     const inWindow = start + tick * TICK_MS >= windowStart;
@@ -745,6 +762,8 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>, r
         if (inWindow) paidAt.set(payment.id, performance.now());
       }, (error: unknown) => {
         failed += 1;
+        const kind = failureKind(error);
+        failedBy[kind] = (failedBy[kind] ?? 0) + 1;
         if (failed === 1) process.stderr.write(`(a payment request failed: ${String(error)}) `);
       }));
       if (inWindow) timed += 1;
@@ -767,7 +786,7 @@ async function latencyPhase(ctx: DefaultsContext, env: Record<string, string>, r
   await stopChild(web.child);
   if (TIMELINE) process.stderr.write(`\n${await deliveryTimeline(ctx, key.orgId, paidAt)}\n`);
   return {
-    p50Ms: percentile(values, 0.5), p99Ms: percentile(values, 0.99), maxMs: values.at(-1) ?? NaN, samples: values.length, missing: expected - values.length, paymentsPerSec, deferred, failed,
+    p50Ms: percentile(values, 0.5), p99Ms: percentile(values, 0.99), maxMs: values.at(-1) ?? NaN, samples: values.length, missing: expected - values.length, paymentsPerSec, deferred, failed, failedBy,
   };
 }
 
@@ -1179,7 +1198,7 @@ async function main(): Promise<void> {
       for (const rate of LATENCY ? LATENCY_RATES : []) {
         process.stderr.write(`${size} rows, defaults latency at ${rate}/s: `);
         latency = await latencyPhase(defaultsContext, defaultsEnv, rate);
-        process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred, ${latency.failed} failed; load ${loadAverage()}\n`);
+        process.stderr.write(`${latency.paymentsPerSec.toFixed(0)} payments/s, p50 ${latency.p50Ms.toFixed(1)} ms, p99 ${latency.p99Ms.toFixed(1)} ms, ${latency.missing} missing, ${latency.deferred} deferred, ${failures(latency, 'failed')}; load ${loadAverage()}\n`);
       }
       if (ONLY === 'latency') continue;
       // The bare sender runs before the drain and again after it: a shared machine's speed drifts,
@@ -1318,7 +1337,7 @@ async function main(): Promise<void> {
     if (d.latency) {
       console.log(`  latency: ${d.latency.paymentsPerSec.toFixed(0)} card payments/s to one org with two webhooks (payment, processed), payment's 2xx → receipt:`
         + ` p50 ${d.latency.p50Ms.toFixed(1)} ms, p99 ${d.latency.p99Ms.toFixed(1)} ms, max ${d.latency.maxMs.toFixed(1)} ms`
-        + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${d.latency.failed} payment requests failed; target p99 < 100 ms)`);
+        + ` (${d.latency.samples} deliveries, ${d.latency.missing} missing, ${d.latency.deferred} deferred, ${failures(d.latency, 'payment requests failed')}; target p99 < 100 ms)`);
     }
     if (!Number.isNaN(d.drainPerSec)) {
       const bareRuns = d.bareRuns ? ` (the mean of ${d.bareRuns[0].toFixed(0)}/s before the drain and ${d.bareRuns[1].toFixed(0)}/s after it)` : '';
